@@ -1,0 +1,70 @@
+//! Shared helpers for the end-to-end tests: a temporary brain and the real `cairn` binary.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+use tempfile::TempDir;
+
+pub struct Brain {
+    pub dir: TempDir,
+    pub db: PathBuf,
+}
+
+impl Brain {
+    pub fn new() -> Brain {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("brain.db");
+        Brain { dir, db }
+    }
+
+    /// `cairn` with this brain, a fixed project, and the working directory inside the temp dir.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::cargo_bin("cairn").expect("the cairn binary is built");
+        cmd.current_dir(self.dir.path())
+            .env("CAIRN_DB", &self.db)
+            .env("CAIRN_PROJECT", "test-project")
+            .env_remove("CAIRN_READ_ONLY")
+            .env("XDG_DATA_HOME", self.dir.path().join("data"));
+        cmd
+    }
+
+    /// Runs `cairn --json ARGS…` expecting `code`, and parses stdout.
+    pub fn json(&self, args: &[&str], code: i32) -> Value {
+        let output = self
+            .cmd()
+            .arg("--json")
+            .args(args)
+            .output()
+            .expect("cairn runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "cairn {args:?}\nstdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    }
+
+    pub fn remember(&self, memory_type: &str, title: Option<&str>, body: &str) -> Value {
+        let mut args = vec!["remember", "--type", memory_type, "--body", body];
+        if let Some(title) = title {
+            args.extend(["--title", title]);
+        }
+        self.json(&args, 0)
+    }
+
+    pub fn recall_ids(&self, args: &[&str]) -> Vec<i64> {
+        let mut all = vec!["recall"];
+        all.extend_from_slice(args);
+        let answer = self.json(&all, 0);
+        answer["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect()
+    }
+}

@@ -1,0 +1,418 @@
+//! Turning anything a user types into a safe FTS5 query (DESIGN §5.1).
+//!
+//! [`query_terms`] splits the input the way SQLite's `unicode61` tokenizer splits text: runs of
+//! Unicode letters and digits, everything else a separator — `_`, `-`, `.`, `'`, `"`, `*`, `:`
+//! and `^` included, so `snake_case` is `snake` + `case` on both sides of the index. Terms are
+//! lowercased, English stop words and conversational fillers are dropped, and duplicates go.
+//! [`fts_match_expression`] then double-quotes every term and joins them with ` OR `: a quoted
+//! string is never read as FTS5 syntax (`AND`, `NEAR`, `*`, `^`, column filters), so no input
+//! can cause a syntax error or be silently reinterpreted.
+//!
+//! FTS5 re-tokenizes each quoted term with the table's own tokenizer (`porter unicode61`), so a
+//! term it splits further (a word with a non-Latin combining mark, which `unicode61` treats as
+//! a separator) becomes a phrase: still valid, still matching.
+
+use crate::text::{sanitize, word_tokens};
+
+/// English stop words and conversational fillers ("what did we decide about …"), sorted for
+/// binary search. Includes the stubs contractions split into (`don`, `t`, `ll`, …). Words that
+/// carry meaning in a technical memory (`up`, `down`, `off`, `new`, `go`, `use`, `may`, `us`)
+/// are deliberately absent.
+pub const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "anyone",
+    "anything",
+    "are",
+    "aren",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "couldn",
+    "d",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "during",
+    "each",
+    "either",
+    "else",
+    "ever",
+    "every",
+    "everything",
+    "few",
+    "for",
+    "from",
+    "further",
+    "get",
+    "gets",
+    "got",
+    "had",
+    "hadn",
+    "has",
+    "hasn",
+    "have",
+    "haven",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "know",
+    "let",
+    "like",
+    "ll",
+    "m",
+    "me",
+    "might",
+    "mine",
+    "more",
+    "most",
+    "much",
+    "must",
+    "my",
+    "myself",
+    "neither",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "others",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "please",
+    "re",
+    "recall",
+    "remember",
+    "s",
+    "said",
+    "same",
+    "say",
+    "shall",
+    "she",
+    "should",
+    "shouldn",
+    "so",
+    "some",
+    "something",
+    "such",
+    "t",
+    "tell",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "ve",
+    "very",
+    "was",
+    "wasn",
+    "way",
+    "we",
+    "were",
+    "weren",
+    "what",
+    "whatever",
+    "when",
+    "whenever",
+    "where",
+    "whether",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "will",
+    "with",
+    "within",
+    "won",
+    "would",
+    "wouldn",
+    "yet",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// True when `word` (lowercase) is one of [`STOP_WORDS`].
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// The search terms in `input`: lowercase word tokens in order of first appearance, without
+/// duplicates and without stop words. When every token is a stop word ("the who"), the tokens
+/// are kept instead, so the search still runs. Empty or punctuation-only input gives no terms.
+///
+/// The input is sanitized first (NFC, invisible characters removed, NUL read as a space) so a
+/// query pasted with a zero-width space in it finds the same words the stored text has.
+pub fn query_terms(input: &str) -> Vec<String> {
+    let cleaned = sanitize(&input.replace('\0', " "))
+        .map(|sanitized| sanitized.text)
+        .unwrap_or_default();
+    let mut tokens: Vec<String> = Vec::new();
+    for token in word_tokens(&cleaned) {
+        if !tokens.contains(&token) {
+            tokens.push(token);
+        }
+    }
+    let content: Vec<String> = tokens
+        .iter()
+        .filter(|token| !is_stop_word(token))
+        .cloned()
+        .collect();
+    if content.is_empty() { tokens } else { content }
+}
+
+/// An FTS5 MATCH expression for `terms`: each term double-quoted (an inner `"` doubled), joined
+/// with ` OR `. Empty terms are skipped; `None` when no term is left.
+pub fn fts_match_expression(terms: &[String]) -> Option<String> {
+    let quoted: Vec<String> = terms
+        .iter()
+        .filter(|term| !term.is_empty())
+        .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
+        .collect();
+    if quoted.is_empty() {
+        None
+    } else {
+        Some(quoted.join(" OR "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn check(input: &str, expect: &[&str]) {
+        assert_eq!(query_terms(input), expect, "input: {input:?}");
+    }
+
+    #[test]
+    fn stop_words_are_sorted_and_unique() {
+        assert!(
+            STOP_WORDS.windows(2).all(|pair| pair[0] < pair[1]),
+            "STOP_WORDS must be sorted and unique"
+        );
+        assert!(
+            STOP_WORDS.iter().all(|word| word_tokens(word) == [*word]),
+            "stop words must be single lowercase tokens"
+        );
+        assert!(is_stop_word("the") && is_stop_word("about") && is_stop_word("what"));
+        assert!(!is_stop_word("postgres") && !is_stop_word("down") && !is_stop_word("The"));
+    }
+
+    #[test]
+    fn query_terms_drop_fillers() {
+        check(
+            "What did we decide about the job queue?",
+            &["decide", "job", "queue"],
+        );
+        check(
+            "when does the staging deploy run",
+            &["staging", "deploy", "run"],
+        );
+        check(
+            "Do you remember anything about Postgres vacuum settings?",
+            &["postgres", "vacuum", "settings"],
+        );
+        check("is the API down", &["api", "down"]);
+        check("why don't we use Redis", &["use", "redis"]);
+    }
+
+    #[test]
+    fn query_terms_split_like_unicode61() {
+        check("snake_case_name", &["snake", "case", "name"]);
+        check("kebab-case-name", &["kebab", "case", "name"]);
+        check("config.yaml:42", &["config", "yaml", "42"]);
+        check("x86_64 v1.2.3", &["x86", "64", "v1", "2", "3"]);
+        check("ERR_CONNECTION_REFUSED", &["err", "connection", "refused"]);
+        check("Ünïcödé CAFÉ café", &["ünïcödé", "café"]);
+        check("cafe\u{301}", &["café"]);
+        check("東京 タワー", &["東京", "タワー"]);
+        check("pass\u{200b}word", &["password"]);
+    }
+
+    #[test]
+    fn query_terms_neutralize_fts_syntax() {
+        check("\"unterminated", &["unterminated"]);
+        check(
+            "title:deploy OR body:rollback",
+            &["title", "deploy", "body", "rollback"],
+        );
+        check("NEAR(a b, 3) AND c*", &["near", "b", "3", "c"]);
+        check(
+            "^start -minus +plus (group)",
+            &["start", "minus", "plus", "group"],
+        );
+        check("foo\0bar", &["foo", "bar"]);
+    }
+
+    #[test]
+    fn query_terms_dedupe_and_fall_back() {
+        check(
+            "deploy Deploy DEPLOY staging deploy",
+            &["deploy", "staging"],
+        );
+        check("the who", &["the", "who"]);
+        check("what is it", &["what", "is", "it"]);
+        check("the the", &["the"]);
+        check("", &[]);
+        check("   ", &[]);
+        check("?!.,;:-_()[]{}\"'*^", &[]);
+        check("🚀🚀", &[]);
+    }
+
+    #[test]
+    fn match_expression_quotes_every_term() {
+        fn check(terms: &[&str], expect: Option<&str>) {
+            let terms: Vec<String> = terms.iter().map(|term| term.to_string()).collect();
+            assert_eq!(
+                fts_match_expression(&terms).as_deref(),
+                expect,
+                "terms: {terms:?}"
+            );
+        }
+        check(&[], None);
+        check(&[""], None);
+        check(&["deploy"], Some("\"deploy\""));
+        check(&["job", "queue"], Some("\"job\" OR \"queue\""));
+        check(&["say \"hi\""], Some("\"say \"\"hi\"\"\""));
+        check(&["NEAR", "", "AND"], Some("\"NEAR\" OR \"AND\""));
+    }
+
+    /// Parses an expression of the shape [`fts_match_expression`] promises: quoted strings (with
+    /// `""` for a quote) joined by exactly ` OR `. `None` for anything else.
+    fn parse_expression(expression: &str) -> Option<Vec<String>> {
+        let mut terms = Vec::new();
+        let mut rest = expression;
+        loop {
+            rest = rest.strip_prefix('"')?;
+            let mut term = String::new();
+            loop {
+                let quote = rest.find('"')?;
+                term.push_str(&rest[..quote]);
+                rest = &rest[quote + 1..];
+                match rest.strip_prefix('"') {
+                    Some(after) => {
+                        term.push('"');
+                        rest = after;
+                    }
+                    None => break,
+                }
+            }
+            terms.push(term);
+            if rest.is_empty() {
+                return Some(terms);
+            }
+            rest = rest.strip_prefix(" OR ")?;
+        }
+    }
+
+    fn hostile_query() -> impl Strategy<Value = String> {
+        let pieces = proptest::sample::select(vec![
+            "\"", "\"\"", "*", "(", ")", ":", "^", "-", "+", "NEAR", "NEAR/3", "AND", "OR", "NOT",
+            " ", "the", "deploy", "café", "e\u{301}", "_", "'", "\\", "\u{200b}", "\0", "{", "}",
+            "title:", "日本",
+        ]);
+        prop_oneof![
+            proptest::collection::vec(pieces, 0..12).prop_map(|parts| parts.concat()),
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_input_gives_a_well_formed_expression(input in hostile_query()) {
+            let terms = query_terms(&input);
+            for term in &terms {
+                prop_assert!(!term.is_empty());
+                prop_assert!(!term.contains(['"', ' ', '*', '(', ')', ':', '^', '-', '+', '_', '\0']), "term {term:?}");
+            }
+            let mut unique = terms.clone();
+            unique.sort();
+            unique.dedup();
+            prop_assert_eq!(unique.len(), terms.len());
+            match fts_match_expression(&terms) {
+                None => prop_assert!(terms.is_empty()),
+                Some(expression) => prop_assert_eq!(parse_expression(&expression), Some(terms)),
+            }
+        }
+
+        #[test]
+        fn any_terms_round_trip_through_quoting(terms in proptest::collection::vec(any::<String>(), 0..6)) {
+            let non_empty: Vec<String> = terms.iter().filter(|term| !term.is_empty()).cloned().collect();
+            match fts_match_expression(&terms) {
+                None => prop_assert!(non_empty.is_empty()),
+                Some(expression) => prop_assert_eq!(parse_expression(&expression), Some(non_empty)),
+            }
+        }
+    }
+}

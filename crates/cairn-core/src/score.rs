@@ -1,0 +1,231 @@
+//! Ranking: Reciprocal Rank Fusion of candidate lists and the bounded final score (DESIGN §5).
+//!
+//! Every factor here is bounded: relevance maps onto 0.35..1 so a matched record never scores
+//! as if it had not matched, stakes is clamped to 0.70..1.43, and recency never drops below a
+//! floor, so what a record *is* breaks ties between matches without overriding what matched.
+
+use crate::record::{Confidence, Tier};
+
+/// The RRF constant: only ranks matter, raw scores of different scales never mix.
+pub const RRF_K: f64 = 60.0;
+/// Lowest relevance a matched record can have.
+pub const RELEVANCE_MIN: f64 = 0.35;
+pub const STAKES_MIN: f64 = 0.70;
+pub const STAKES_MAX: f64 = 1.43;
+/// Recency never falls below this: an old record that matches still competes (decay never
+/// deletes; it only stops outranking what still matters).
+pub const RECENCY_FLOOR: f64 = 0.5;
+
+/// One candidate from one source, best first within its list; `strength` is the source's own
+/// score, higher is better (BM25 negated, cosine similarity).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub id: i64,
+    pub strength: f64,
+}
+
+/// A fused candidate: its RRF score and its 1-based rank in each input list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fused {
+    pub id: i64,
+    pub fused: f64,
+    pub ranks: Vec<Option<u32>>,
+}
+
+/// Keeps the hits whose strength is at least `floor` × the list's top strength.
+///
+/// The relevance floor of DESIGN §5: a candidate that matched far worse than the best match of
+/// its own source is dropped before fusion. `floor` 0 keeps everything.
+pub fn apply_floor(hits: &[Hit], floor: f64) -> Vec<Hit> {
+    let Some(top) = hits.first().map(|hit| hit.strength) else {
+        return Vec::new();
+    };
+    if floor <= 0.0 || top <= 0.0 {
+        return hits.to_vec();
+    }
+    hits.iter()
+        .copied()
+        .filter(|hit| hit.strength >= floor * top)
+        .collect()
+}
+
+/// Reciprocal Rank Fusion of ranked lists. Ties break on the best single rank, then the id, so
+/// the order is total and deterministic.
+pub fn rrf(lists: &[Vec<Hit>]) -> Vec<Fused> {
+    let mut by_id: std::collections::BTreeMap<i64, Fused> = std::collections::BTreeMap::new();
+    for (source, list) in lists.iter().enumerate() {
+        for (position, hit) in list.iter().enumerate() {
+            let rank = position as u32 + 1;
+            let entry = by_id.entry(hit.id).or_insert_with(|| Fused {
+                id: hit.id,
+                fused: 0.0,
+                ranks: vec![None; lists.len()],
+            });
+            if entry.ranks[source].is_none() {
+                entry.ranks[source] = Some(rank);
+                entry.fused += 1.0 / (RRF_K + rank as f64);
+            }
+        }
+    }
+    let mut fused: Vec<Fused> = by_id.into_values().collect();
+    let best_rank = |f: &Fused| f.ranks.iter().flatten().min().copied().unwrap_or(u32::MAX);
+    fused.sort_by(|a, b| {
+        b.fused
+            .total_cmp(&a.fused)
+            .then_with(|| best_rank(a).cmp(&best_rank(b)))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    fused
+}
+
+/// Maps a fused score onto RELEVANCE_MIN..1 relative to the best fused score.
+pub fn relevance(fused: f64, top_fused: f64) -> f64 {
+    if top_fused <= 0.0 {
+        return RELEVANCE_MIN;
+    }
+    RELEVANCE_MIN + (1.0 - RELEVANCE_MIN) * (fused / top_fused).clamp(0.0, 1.0)
+}
+
+/// 0.5^(age / half-life), 1.0 for tier A, never below RECENCY_FLOOR.
+pub fn recency(tier: Tier, age_days: f64) -> f64 {
+    match tier.half_life_days() {
+        None => 1.0,
+        Some(half_life) => 0.5f64
+            .powf(age_days.max(0.0) / half_life)
+            .max(RECENCY_FLOOR),
+    }
+}
+
+/// 1 + min(0.15·ln(1+uses), 0.5).
+pub fn usage(use_count: u32) -> f64 {
+    1.0 + (0.15 * (1.0 + use_count as f64).ln()).min(0.5)
+}
+
+/// tier weight × importance/3 × usage × confidence, clamped to STAKES_MIN..STAKES_MAX.
+pub fn stakes(tier: Tier, importance: u8, use_count: u32, confidence: Confidence) -> f64 {
+    let raw = tier.weight() * (importance as f64 / 3.0) * usage(use_count) * confidence.weight();
+    raw.clamp(STAKES_MIN, STAKES_MAX)
+}
+
+/// What the final score of one record is made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreParts {
+    pub relevance: f64,
+    pub recency: f64,
+    pub stakes: f64,
+}
+
+impl ScoreParts {
+    pub fn score(&self) -> f64 {
+        self.relevance * self.recency * self.stakes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(ids: &[i64]) -> Vec<Hit> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, &id)| Hit {
+                id,
+                strength: 10.0 - i as f64,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rrf_rewards_agreement_and_breaks_ties_deterministically() {
+        let fused = rrf(&[hits(&[1, 2, 3]), hits(&[3, 2, 9])]);
+        let order: Vec<i64> = fused.iter().map(|f| f.id).collect();
+        // 2 and 3 appear in both lists; 2 is rank 2+2, 3 is rank 3+1: 3 wins on its best rank.
+        assert_eq!(order, [3, 2, 1, 9]);
+        assert_eq!(fused[0].ranks, [Some(3), Some(1)]);
+        assert_eq!(fused[3].ranks, [None, Some(3)]);
+        let single = rrf(&[hits(&[5, 4])]);
+        assert!((single[0].fused - 1.0 / 61.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_duplicate_id_in_one_list_counts_once() {
+        let fused = rrf(&[vec![
+            Hit {
+                id: 1,
+                strength: 2.0,
+            },
+            Hit {
+                id: 1,
+                strength: 1.0,
+            },
+        ]]);
+        assert_eq!(fused.len(), 1);
+        assert_eq!(fused[0].ranks, [Some(1)]);
+    }
+
+    #[test]
+    fn relevance_stays_within_its_band() {
+        assert_eq!(relevance(1.0, 1.0), 1.0);
+        assert_eq!(relevance(0.0, 1.0), RELEVANCE_MIN);
+        assert!(relevance(0.5, 1.0) > RELEVANCE_MIN);
+        assert_eq!(relevance(1.0, 0.0), RELEVANCE_MIN);
+    }
+
+    #[test]
+    fn stakes_are_clamped() {
+        assert_eq!(stakes(Tier::A, 5, 1000, Confidence::Confirmed), STAKES_MAX);
+        assert_eq!(stakes(Tier::D, 1, 0, Confidence::Inferred), STAKES_MIN);
+        assert!((stakes(Tier::B, 3, 0, Confidence::Reported) - 1.0).abs() < 1e-12);
+        assert!((usage(0) - 1.0).abs() < 1e-12);
+        assert!((usage(u32::MAX) - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn recency_halves_per_half_life_down_to_the_floor() {
+        assert_eq!(recency(Tier::A, 10_000.0), 1.0);
+        assert!((recency(Tier::D, 0.0) - 1.0).abs() < 1e-12);
+        assert!((recency(Tier::C, 22.5) - 0.5f64.powf(0.5)).abs() < 1e-12);
+        assert_eq!(recency(Tier::D, 400.0), RECENCY_FLOOR);
+        assert_eq!(recency(Tier::B, -5.0), 1.0);
+    }
+
+    #[test]
+    fn the_floor_drops_weak_matches_relative_to_the_top() {
+        let list = vec![
+            Hit {
+                id: 1,
+                strength: 10.0,
+            },
+            Hit {
+                id: 2,
+                strength: 3.0,
+            },
+            Hit {
+                id: 3,
+                strength: 0.5,
+            },
+        ];
+        let kept: Vec<i64> = apply_floor(&list, 0.2).iter().map(|h| h.id).collect();
+        assert_eq!(kept, [1, 2]);
+        assert_eq!(apply_floor(&list, 0.0).len(), 3);
+        assert!(apply_floor(&[], 0.5).is_empty());
+    }
+
+    #[test]
+    fn a_matched_record_always_outscores_the_bounds_of_an_unmatched_one() {
+        // The weakest possible match still keeps a positive score that boosts cannot zero.
+        let weakest = ScoreParts {
+            relevance: RELEVANCE_MIN,
+            recency: RECENCY_FLOOR,
+            stakes: STAKES_MIN,
+        };
+        assert!(weakest.score() > 0.1);
+        let strongest = ScoreParts {
+            relevance: 1.0,
+            recency: 1.0,
+            stakes: STAKES_MAX,
+        };
+        // Boosts can move a record by at most this factor relative to another match.
+        assert!(strongest.score() / weakest.score() < 12.0);
+    }
+}

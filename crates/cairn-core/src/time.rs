@@ -1,0 +1,105 @@
+//! Timestamps: one canonical text form (RFC 3339, UTC, whole seconds, `Z`), which sorts
+//! lexicographically in time order so the store can compare them as text.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "cannot read {given:?} as a time: use RFC 3339 (2026-11-30T14:05:00Z), a date (2026-11-30) or a relative age (7d, 12h)"
+)]
+pub struct InvalidTime {
+    pub given: String,
+}
+
+/// The canonical text form of a time.
+pub fn format_ts(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Reads RFC 3339, a bare date (midnight UTC), `YYYY-MM-DD HH:MM[:SS]` (UTC), or a relative age
+/// before `now` such as `30d`, `12h`, `45m`, `2w`.
+pub fn parse_time(given: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, InvalidTime> {
+    let text = given.trim();
+    let invalid = || InvalidTime {
+        given: given.to_string(),
+    };
+    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
+        return Ok(at.with_timezone(&Utc));
+    }
+    if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(date.and_hms_opt(0, 0, 0).ok_or_else(invalid)?.and_utc());
+    }
+    for format in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"] {
+        if let Ok(at) = NaiveDateTime::parse_from_str(text, format) {
+            return Ok(at.and_utc());
+        }
+    }
+    if let Some(unit) = text.chars().last() {
+        let number = &text[..text.len() - unit.len_utf8()];
+        if let Ok(amount) = number.parse::<i64>() {
+            let seconds = match unit {
+                'm' => 60,
+                'h' => 3600,
+                'd' => 86_400,
+                'w' => 7 * 86_400,
+                _ => return Err(invalid()),
+            };
+            return Ok(
+                now - chrono::Duration::seconds(amount.checked_mul(seconds).ok_or_else(invalid)?)
+            );
+        }
+    }
+    Err(invalid())
+}
+
+/// Days from `then` to `now` (negative when `then` is later).
+pub fn age_days(then: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
+    (now - then).num_seconds() as f64 / 86_400.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        parse_time("2026-11-30T12:00:00Z", Utc::now()).unwrap()
+    }
+
+    #[test]
+    fn accepted_forms() {
+        let check = |given: &str, expect: &str| {
+            assert_eq!(
+                format_ts(parse_time(given, now()).unwrap()),
+                expect,
+                "{given}"
+            );
+        };
+        check("2026-11-30T14:05:00Z", "2026-11-30T14:05:00Z");
+        check("2026-11-30T14:05:00+02:00", "2026-11-30T12:05:00Z");
+        check("2026-11-30T14:05:00.123Z", "2026-11-30T14:05:00Z");
+        check("2026-01-05", "2026-01-05T00:00:00Z");
+        check("2026-01-05 08:30", "2026-01-05T08:30:00Z");
+        check("7d", "2026-11-23T12:00:00Z");
+        check("12h", "2026-11-30T00:00:00Z");
+        check("2w", "2026-11-16T12:00:00Z");
+    }
+
+    #[test]
+    fn refused_forms_say_what_is_accepted() {
+        for bad in ["", "yesterday", "7x", "2026-13-01", "99999999999999999d"] {
+            let err = parse_time(bad, now()).unwrap_err();
+            assert!(err.to_string().contains("RFC 3339"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn canonical_form_sorts_as_time() {
+        let a = format_ts(parse_time("2026-01-05T09:00:00Z", now()).unwrap());
+        let b = format_ts(parse_time("2026-01-05T10:00:00Z", now()).unwrap());
+        assert!(a < b);
+        assert!(
+            (age_days(parse_time("2026-11-29T12:00:00Z", now()).unwrap(), now()) - 1.0).abs()
+                < 1e-9
+        );
+    }
+}

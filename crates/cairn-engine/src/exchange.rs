@@ -1,0 +1,602 @@
+//! JSONL exchange: every record with its history, plus events, conflicts and declared scopes,
+//! one JSON object a line — the backup and migration format (CLI.md "Exchange").
+//!
+//! Import goes through the write path's rules that apply to restoring decided records
+//! (sanitize, secret guard, identity by external id or title, exact duplicate → noop) and reports
+//! per line; a bad line never stops the others. Ids are kept when they are free in the target
+//! brain, otherwise re-assigned with supersession links remapped.
+
+use crate::remember::{RememberRequest, Review, log_event, prepare};
+use crate::{Engine, EngineError, Result};
+use cairn_core::record::{Confidence, MemoryType, Sensitivity, Status, Trust, TrustZone};
+use cairn_core::time::{format_ts, parse_time};
+use cairn_store::{HistoryRow, ListFilter, NewEvent, WriteTx};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+
+/// Version of the JSONL format written by `export`.
+pub const FORMAT_VERSION: u32 = 1;
+/// Lines per write transaction during import.
+const IMPORT_BATCH: usize = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineStatus {
+    Added,
+    Updated,
+    Noop,
+    Refused,
+    Error,
+}
+
+/// What happened to one input line.
+#[derive(Debug, Clone, Serialize)]
+pub struct LineOutcome {
+    pub line: usize,
+    pub status: LineStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ImportSummary {
+    pub added: usize,
+    pub updated: usize,
+    pub noop: usize,
+    pub refused: usize,
+    pub error: usize,
+    pub events: usize,
+    pub history_versions: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportReport {
+    pub summary: ImportSummary,
+    pub lines: Vec<LineOutcome>,
+}
+
+/// Options for an import.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Trust stamped on lines that do not say theirs (default `imported`).
+    pub default_trust: Option<Trust>,
+}
+
+/// One memory line as read: every field optional but `body`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemoryLine {
+    #[serde(default)]
+    kind: Option<String>,
+    id: Option<i64>,
+    #[serde(default, deserialize_with = "double_option")]
+    project: Option<Option<String>>,
+    scope: Option<String>,
+    #[serde(rename = "type")]
+    memory_type: Option<String>,
+    title: Option<String>,
+    body: Option<String>,
+    summary: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    importance: Option<u8>,
+    confidence: Option<String>,
+    trust: Option<String>,
+    trust_zone: Option<String>,
+    sensitivity: Option<String>,
+    source: Option<String>,
+    commit: Option<String>,
+    review_at: Option<String>,
+    expires_at: Option<String>,
+    pinned: Option<bool>,
+    status: Option<String>,
+    supersedes: Option<i64>,
+    superseded_by: Option<i64>,
+    external_id: Option<String>,
+    created_at: Option<String>,
+    updated_at: Option<String>,
+    last_accessed_at: Option<String>,
+    valid_from: Option<String>,
+    use_count: Option<u32>,
+    content_hash: Option<String>,
+    retired_at: Option<String>,
+    #[serde(default)]
+    history: Vec<HistoryLine>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+struct HistoryLine {
+    version: i64,
+    at: String,
+    op: String,
+    actor: String,
+    snapshot: Value,
+}
+
+fn double_option<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<String>>, D::Error> {
+    Ok(Some(Option::<String>::deserialize(d)?))
+}
+
+fn parse_or<T: std::str::FromStr<Err = cairn_core::record::UnknownValue>>(
+    value: &Option<String>,
+    default: T,
+) -> Result<T> {
+    match value {
+        Some(text) => Ok(text.parse::<T>()?),
+        None => Ok(default),
+    }
+}
+
+impl Engine {
+    /// Writes every record (with history), every event, open and resolved conflicts and the
+    /// declared scopes as JSONL. Returns the number of lines written.
+    pub fn export_jsonl(&self, out: &mut dyn Write) -> Result<usize> {
+        let reader = self.store.reader();
+        let io = |source| EngineError::Io {
+            path: "<export>".into(),
+            source,
+        };
+        let mut lines = 0usize;
+        let header = json!({
+            "kind": "header",
+            "format": "cairn-jsonl",
+            "version": FORMAT_VERSION,
+            "schema": cairn_store::SCHEMA_VERSION,
+        });
+        writeln!(out, "{header}").map_err(io)?;
+        lines += 1;
+        let mut after = None;
+        loop {
+            let page = reader.list(&ListFilter {
+                after_id: after,
+                limit: 2000,
+                ..ListFilter::default()
+            })?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.id);
+            for memory in &page {
+                let mut value = serde_json::to_value(memory).expect("a record serializes");
+                let object = value.as_object_mut().expect("a record is an object");
+                object.insert("kind".into(), json!("memory"));
+                let history = reader.history(memory.id)?;
+                if !history.is_empty() {
+                    object.insert(
+                        "history".into(),
+                        serde_json::to_value(history).expect("history serializes"),
+                    );
+                }
+                writeln!(out, "{value}").map_err(io)?;
+                lines += 1;
+            }
+        }
+        for scope in reader
+            .scopes(Some(&self.context.project))?
+            .into_iter()
+            .filter(|s| s.declared_at.is_some())
+        {
+            writeln!(out, "{}", json!({"kind": "scope", "project": scope.project, "scope": scope.scope, "description": scope.description, "declared_at": scope.declared_at})).map_err(io)?;
+            lines += 1;
+        }
+        for event in reader.events(None, 0)? {
+            let mut value = serde_json::to_value(&event).expect("an event serializes");
+            value
+                .as_object_mut()
+                .expect("object")
+                .insert("kind".into(), json!("event"));
+            writeln!(out, "{value}").map_err(io)?;
+            lines += 1;
+        }
+        Ok(lines)
+    }
+
+    /// Reads JSONL written by `export` (or memory lines from elsewhere) and reports per line.
+    pub fn import_jsonl(
+        &mut self,
+        input: &mut dyn BufRead,
+        options: &ImportOptions,
+    ) -> Result<ImportReport> {
+        self.ensure_writable("import")?;
+        let now = self.now();
+        let actor = "import".to_string();
+        let default_project = self.context.project.clone();
+        let default_trust = options.default_trust.unwrap_or(Trust::Imported);
+        let mut report = ImportReport {
+            summary: ImportSummary::default(),
+            lines: Vec::new(),
+        };
+        // old id → new id, for links and events of lines whose id was taken.
+        let mut id_map: HashMap<i64, i64> = HashMap::new();
+        let mut pending_links: Vec<(i64, Option<i64>, Option<i64>)> = Vec::new();
+        let mut pending_events: Vec<Value> = Vec::new();
+        let mut batch: Vec<(usize, std::result::Result<Value, String>)> = Vec::new();
+        let mut line_number = 0usize;
+        let mut buffer = Vec::new();
+        loop {
+            buffer.clear();
+            let read = input
+                .read_until(b'\n', &mut buffer)
+                .map_err(|source| EngineError::Io {
+                    path: "<import>".into(),
+                    source,
+                })?;
+            if read == 0 {
+                break;
+            }
+            line_number += 1;
+            let parsed = match std::str::from_utf8(&buffer) {
+                Err(e) => Err(format!(
+                    "not valid UTF-8 (byte {}); re-encode the file as UTF-8",
+                    e.valid_up_to()
+                )),
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => serde_json::from_str::<Value>(text.trim())
+                    .map_err(|e| format!("not valid JSON: {e}")),
+            };
+            batch.push((line_number, parsed));
+            if batch.len() >= IMPORT_BATCH {
+                self.import_batch(
+                    &mut batch,
+                    &default_project,
+                    default_trust,
+                    now,
+                    &actor,
+                    &mut id_map,
+                    &mut pending_links,
+                    &mut pending_events,
+                    &mut report,
+                )?;
+            }
+        }
+        self.import_batch(
+            &mut batch,
+            &default_project,
+            default_trust,
+            now,
+            &actor,
+            &mut id_map,
+            &mut pending_links,
+            &mut pending_events,
+            &mut report,
+        )?;
+        let now_text = format_ts(now);
+        let summary = report.summary.clone();
+        self.store.write(|tx| {
+            for (new_id, supersedes, superseded_by) in &pending_links {
+                let Some(mut memory) = tx.reader().get(*new_id)? else {
+                    continue;
+                };
+                let remap = |old: &Option<i64>| old.map(|o| id_map.get(&o).copied().unwrap_or(o));
+                let fixed_supersedes =
+                    remap(supersedes).filter(|id| tx.reader().get(*id).ok().flatten().is_some());
+                let fixed_by =
+                    remap(superseded_by).filter(|id| tx.reader().get(*id).ok().flatten().is_some());
+                if memory.supersedes != fixed_supersedes || memory.superseded_by != fixed_by {
+                    let previous = memory.clone();
+                    memory.supersedes = fixed_supersedes;
+                    memory.superseded_by = fixed_by;
+                    let norm = memory
+                        .title
+                        .as_deref()
+                        .map(cairn_core::text::normalize_title);
+                    tx.update_memory(
+                        &memory,
+                        norm.as_deref(),
+                        &cairn_core::minhash::signature(&memory.body),
+                        &previous,
+                        "import-link",
+                        "import",
+                    )?;
+                }
+            }
+            for event in &pending_events {
+                let at = event.get("at").and_then(Value::as_str).unwrap_or(&now_text);
+                let op = event.get("op").and_then(Value::as_str).unwrap_or("event");
+                let memory_id = event
+                    .get("memory_id")
+                    .and_then(Value::as_i64)
+                    .map(|id| id_map.get(&id).copied().unwrap_or(id));
+                let project = event.get("project").and_then(Value::as_str);
+                let detail = event.get("detail").cloned().unwrap_or(Value::Null);
+                let receipt = event
+                    .get("receipt")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| cairn_core::receipt::receipt(&detail));
+                tx.append_event(
+                    &NewEvent {
+                        at,
+                        op,
+                        memory_id,
+                        project,
+                        detail: &detail,
+                    },
+                    &receipt,
+                )?;
+            }
+            let detail = json!({"op": "import", "at": now_text, "summary": summary});
+            let receipt = cairn_core::receipt::receipt(&detail);
+            tx.append_event(
+                &NewEvent {
+                    at: &now_text,
+                    op: "import",
+                    memory_id: None,
+                    project: Some(&default_project),
+                    detail: &detail,
+                },
+                &receipt,
+            )?;
+            Ok::<_, EngineError>(())
+        })?;
+        report.summary.events = pending_events.len();
+        if report.summary.added > 1000 {
+            self.store.optimize()?;
+        }
+        Ok(report)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn import_batch(
+        &mut self,
+        batch: &mut Vec<(usize, std::result::Result<Value, String>)>,
+        default_project: &str,
+        default_trust: Trust,
+        now: chrono::DateTime<chrono::Utc>,
+        actor: &str,
+        id_map: &mut HashMap<i64, i64>,
+        pending_links: &mut Vec<(i64, Option<i64>, Option<i64>)>,
+        pending_events: &mut Vec<Value>,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let lines = std::mem::take(batch);
+        self.store.write(|tx| {
+            for (line, parsed) in lines {
+                let value = match parsed {
+                    Ok(value) => value,
+                    Err(message) => {
+                        record(report, line, LineStatus::Error, None, Some(message));
+                        continue;
+                    }
+                };
+                match value.get("kind").and_then(Value::as_str) {
+                    Some("header") => continue,
+                    Some("event") => {
+                        pending_events.push(value);
+                        continue;
+                    }
+                    Some("scope") => {
+                        let scope = value.get("scope").and_then(Value::as_str).unwrap_or("");
+                        match cairn_core::scope::Scope::parse(scope) {
+                            Ok(scope) => {
+                                let description = value.get("description").and_then(Value::as_str);
+                                let at = value.get("declared_at").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format_ts(now));
+                                let project = value.get("project").and_then(Value::as_str).unwrap_or(default_project);
+                                tx.declare_scope(Some(project), scope.as_str(), description, &at)?;
+                                record(report, line, LineStatus::Added, None, Some(format!("scope {scope}")));
+                            }
+                            Err(e) => record(report, line, LineStatus::Error, None, Some(e.to_string())),
+                        }
+                        continue;
+                    }
+                    Some("memory") | None => {}
+                    Some(other) => {
+                        record(report, line, LineStatus::Error, None, Some(format!("unknown line kind {other:?}: expected memory, event, scope or header")));
+                        continue;
+                    }
+                }
+                let parsed: MemoryLine = match serde_json::from_value(value) {
+                    Ok(parsed) => parsed,
+                    Err(e) => {
+                        record(report, line, LineStatus::Error, None, Some(format!("not a memory line: {e}")));
+                        continue;
+                    }
+                };
+                match import_memory(tx, parsed, default_project, default_trust, now, actor, id_map, pending_links) {
+                    Ok((status, id, message)) => record(report, line, status, id, message),
+                    Err(EngineError::Store(store)) => return Err(EngineError::Store(store)),
+                    Err(other) => record(report, line, LineStatus::Error, None, Some(other.to_string())),
+                }
+            }
+            Ok::<_, EngineError>(())
+        })
+    }
+}
+
+fn record(
+    report: &mut ImportReport,
+    line: usize,
+    status: LineStatus,
+    id: Option<i64>,
+    message: Option<String>,
+) {
+    let summary = &mut report.summary;
+    match status {
+        LineStatus::Added => summary.added += 1,
+        LineStatus::Updated => summary.updated += 1,
+        LineStatus::Noop => summary.noop += 1,
+        LineStatus::Refused => summary.refused += 1,
+        LineStatus::Error => summary.error += 1,
+    }
+    report.lines.push(LineOutcome {
+        line,
+        status,
+        id,
+        message,
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+fn import_memory(
+    tx: &WriteTx<'_>,
+    line: MemoryLine,
+    default_project: &str,
+    default_trust: Trust,
+    now: chrono::DateTime<chrono::Utc>,
+    actor: &str,
+    id_map: &mut HashMap<i64, i64>,
+    pending_links: &mut Vec<(i64, Option<i64>, Option<i64>)>,
+) -> Result<(LineStatus, Option<i64>, Option<String>)> {
+    let _ = &line.kind;
+    let _ = &line.content_hash;
+    let body = line
+        .body
+        .clone()
+        .ok_or(EngineError::Empty { what: "the body" })?;
+    let memory_type: MemoryType = match &line.memory_type {
+        Some(t) => t.parse()?,
+        None => MemoryType::Note,
+    };
+    let project = match &line.project {
+        Some(project) => project.clone(),
+        None => Some(default_project.to_string()),
+    };
+    let created = line.created_at.clone().or(line.valid_from.clone());
+    let mut request = RememberRequest::new(memory_type, body);
+    request.title = line.title.clone();
+    request.summary = line.summary.clone();
+    request.scope = line.scope.clone();
+    request.tags = line.tags.clone();
+    request.importance = line.importance;
+    request.confidence = line
+        .confidence
+        .as_deref()
+        .map(str::parse::<Confidence>)
+        .transpose()?;
+    request.source = line.source.clone();
+    request.pinned = line.pinned.unwrap_or(false);
+    request.trust = Some(parse_or(&line.trust, default_trust)?);
+    request.trust_zone = Some(parse_or(&line.trust_zone, TrustZone::PrivateSelf)?);
+    request.sensitivity = Some(parse_or(&line.sensitivity, Sensitivity::Normal)?);
+    request.review = match &line.review_at {
+        Some(at) => Review::At(at.clone()),
+        None if line.id.is_some() => Review::Never,
+        None => Review::Default,
+    };
+    request.expires_at = line.expires_at.clone();
+    request.external_id = line.external_id.clone();
+    request.at = created;
+    request.personal = project.is_none();
+    let prepared = prepare(&request, project, now, line.commit.clone())?;
+    let mut memory = prepared.memory;
+    // A full export line carries the state to restore verbatim.
+    memory.commit = line.commit.clone();
+    memory.status = parse_or(&line.status, Status::Active)?;
+    if let Some(updated_at) = &line.updated_at {
+        memory.updated_at = format_ts(parse_time(updated_at, now)?);
+    }
+    if let Some(valid_from) = &line.valid_from {
+        memory.valid_from = format_ts(parse_time(valid_from, now)?);
+    }
+    memory.last_accessed_at = line.last_accessed_at.clone();
+    memory.use_count = line.use_count.unwrap_or(0);
+    memory.retired_at = line.retired_at.clone();
+    if line.importance.is_none() && line.id.is_none() {
+        memory.importance = 3;
+    }
+    let reader = tx.reader();
+    let partition = memory.partition();
+    // Identity: external id, then scope + title; exact duplicate → noop.
+    let existing = match memory.external_id.as_deref() {
+        Some(external_id) => reader.find_by_external_id(memory.project.as_deref(), external_id)?,
+        None => match prepared.title_norm.as_deref() {
+            Some(norm) if memory.status == Status::Active => reader
+                .find_by_identity(memory.project.as_deref(), &memory.scope, norm)?
+                .filter(|m| m.partition() == partition),
+            _ => None,
+        },
+    };
+    if let Some(existing) = existing {
+        if let Some(old_id) = line.id {
+            id_map.insert(old_id, existing.id);
+        }
+        if existing.content_hash == memory.content_hash && existing.title == memory.title {
+            return Ok((
+                LineStatus::Noop,
+                Some(existing.id),
+                Some(format!("already stored as #{}", existing.id)),
+            ));
+        }
+        let mut updated = existing.clone();
+        updated.title = memory.title.clone();
+        updated.body = memory.body.clone();
+        updated.content_hash = memory.content_hash.clone();
+        updated.summary = memory.summary.clone();
+        updated.tags = memory.tags.clone();
+        updated.updated_at = format_ts(now);
+        tx.update_memory(
+            &updated,
+            prepared.title_norm.as_deref(),
+            &prepared.signature,
+            &existing,
+            "import",
+            actor,
+        )?;
+        log_event(
+            tx,
+            "update",
+            &updated,
+            &format_ts(now),
+            json!({"via": "import"}),
+        )?;
+        return Ok((
+            LineStatus::Updated,
+            Some(existing.id),
+            Some(format!("updated #{} (same identity)", existing.id)),
+        ));
+    }
+    // Exact duplicate: the same text in the same partition, in the same state (a re-import of a
+    // superseded record finds its earlier import, not the successor).
+    if memory.external_id.is_none()
+        && let Some(twin) = reader
+            .find_by_hash_any_status(&memory.content_hash)?
+            .into_iter()
+            .find(|m| m.partition() == partition && m.status == memory.status)
+    {
+        if let Some(old_id) = line.id {
+            id_map.insert(old_id, twin.id);
+        }
+        return Ok((
+            LineStatus::Noop,
+            Some(twin.id),
+            Some(format!("same text as #{}", twin.id)),
+        ));
+    }
+    let wanted_id = line.id.filter(|id| *id > 0);
+    let keep_id = match wanted_id {
+        Some(id) => reader.get(id)?.is_none(),
+        None => false,
+    };
+    memory.id = if keep_id { wanted_id.unwrap_or(0) } else { 0 };
+    memory.supersedes = line.supersedes;
+    memory.superseded_by = line.superseded_by;
+    let new_id = tx.insert_memory(&memory, prepared.title_norm.as_deref(), &prepared.signature)?;
+    if let Some(old_id) = wanted_id {
+        id_map.insert(old_id, new_id);
+    }
+    if line.supersedes.is_some() || line.superseded_by.is_some() {
+        pending_links.push((new_id, line.supersedes, line.superseded_by));
+    }
+    for history in &line.history {
+        tx.insert_history_row(
+            new_id,
+            &HistoryRow {
+                version: history.version,
+                at: history.at.clone(),
+                op: history.op.clone(),
+                actor: history.actor.clone(),
+                snapshot: history.snapshot.clone(),
+            },
+        )?;
+    }
+    let message = (!prepared.redacted.is_empty())
+        .then(|| format!("redacted: {}", prepared.redacted.join(", ")));
+    Ok((LineStatus::Added, Some(new_id), message))
+}

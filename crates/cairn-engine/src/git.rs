@@ -1,0 +1,114 @@
+//! What cairn reads from git: the project key, the current commit, and freshness verdicts.
+//!
+//! git is called as a process (`git -C DIR …`): no library, no network, and a missing git or a
+//! directory outside a repository simply yields `None`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// The root of the git work tree containing `dir`.
+pub fn repo_root(dir: &Path) -> Option<PathBuf> {
+    git(dir, &["rev-parse", "--show-toplevel"])
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The project key of `dir`: the normalized origin URL when there is one, else the absolute
+/// root path of the repository, else the absolute directory itself.
+pub fn project_key(dir: &Path) -> String {
+    match repo_root(dir) {
+        Some(root) => {
+            match git(&root, &["config", "--get", "remote.origin.url"]).filter(|u| !u.is_empty()) {
+                Some(url) => normalize_remote(&url),
+                None => root.display().to_string(),
+            }
+        }
+        None => std::path::absolute(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .display()
+            .to_string(),
+    }
+}
+
+/// `git@github.com:Org/Repo.git`, `https://user@github.com/org/repo` → `github.com/org/repo`.
+pub fn normalize_remote(url: &str) -> String {
+    let mut rest = url.trim();
+    if let Some((_, after)) = rest.split_once("://") {
+        rest = after;
+    }
+    if let Some((_, after)) = rest.split_once('@') {
+        rest = after;
+    }
+    let rest = rest.trim_end_matches('/').trim_end_matches(".git");
+    let rest = match rest.split_once(':') {
+        // scp-like `host:path`, but not `host:port/path`
+        Some((host, path)) if !path.starts_with(|c: char| c.is_ascii_digit()) => {
+            format!("{host}/{path}")
+        }
+        Some((host, path)) => {
+            let path = path
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .trim_start_matches('/');
+            format!("{host}/{path}")
+        }
+        None => rest.to_string(),
+    };
+    rest.to_lowercase()
+}
+
+/// The commit HEAD points at.
+pub fn head_commit(dir: &Path) -> Option<String> {
+    git(dir, &["rev-parse", "HEAD"]).filter(|s| s.len() >= 7)
+}
+
+/// Whether a stored claim is still fresh against the working tree's history.
+pub fn freshness(dir: &Path, commit: &str) -> Option<String> {
+    let short: String = commit.chars().take(8).collect();
+    head_commit(dir)?;
+    if git(dir, &["cat-file", "-e", &format!("{commit}^{{commit}}")]).is_none() {
+        return Some(format!(
+            "stored at {short}, which is not in this tree; re-check against source"
+        ));
+    }
+    let count: u64 = git(dir, &["rev-list", "--count", &format!("{commit}..HEAD")])?
+        .parse()
+        .ok()?;
+    Some(match count {
+        0 => format!("tree unchanged since stored ({short})"),
+        1 => format!("1 commit since {short}; re-check against source"),
+        n => format!("{n} commits since {short}; re-check against source"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remotes_normalize_to_one_key() {
+        for url in [
+            "git@github.com:Org/Repo.git",
+            "https://github.com/org/repo",
+            "https://user:tok@github.com/org/repo.git/",
+            "ssh://git@github.com/org/repo.git",
+            "ssh://git@github.com:22/org/repo.git",
+        ] {
+            assert_eq!(normalize_remote(url), "github.com/org/repo", "{url}");
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! cairn-engine: the library API every adapter calls (CLI, hooks, MCP, HTTP).
+//!
+//! It owns the rules of DESIGN §4–§5 (the write path and recall) on top of `cairn-store`, reads
+//! the clock and git, and returns plain data. Nothing here prints or knows about JSON on a wire.
+
+pub mod exchange;
+pub mod git;
+mod maintenance;
+mod recall;
+mod records;
+mod remember;
+
+pub use maintenance::{DoctorReport, ScopeMap};
+pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, Why};
+pub use records::{ListRequest, UpdateRequest};
+pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
+
+use cairn_core::record::UnknownValue;
+use cairn_core::scope::InvalidScope;
+use cairn_core::text::SanitizeError;
+use cairn_core::time::InvalidTime;
+use cairn_store::{Store, StoreError};
+use chrono::{DateTime, Utc};
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong in an engine call, each with what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Sanitize(#[from] SanitizeError),
+    #[error(transparent)]
+    Unknown(#[from] UnknownValue),
+    #[error(transparent)]
+    Scope(#[from] InvalidScope),
+    #[error(transparent)]
+    Time(#[from] InvalidTime),
+    #[error(
+        "{what} is {actual} {unit}, over the limit of {limit} {unit}; nothing was stored — shorten it or split it into several memories"
+    )]
+    TooLarge {
+        what: &'static str,
+        actual: usize,
+        limit: usize,
+        unit: &'static str,
+    },
+    #[error("{what} is empty; nothing was stored — give it some text")]
+    Empty { what: &'static str },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no record #{id} in this brain")]
+    NotFound { id: i64 },
+    /// The operation needs a decision; exit code 3.
+    #[error("{message}")]
+    Refused {
+        message: String,
+        existing: Option<i64>,
+        ways_out: Vec<String>,
+    },
+    #[error(
+        "this brain is opened read-only (CAIRN_READ_ONLY=1); {operation} was refused and nothing was written"
+    )]
+    ReadOnly { operation: &'static str },
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, EngineError>;
+
+/// Who is asking, from where.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The project records are filed under and recalled from.
+    pub project: String,
+    /// The working directory: git questions are asked here.
+    pub cwd: PathBuf,
+    /// Written into history rows (`cli`, `mcp`, `hook`, `import`).
+    pub actor: String,
+    /// Refuse every write (CAIRN_READ_ONLY=1).
+    pub read_only: bool,
+    /// A fixed clock for tests and replays; the real clock when `None`.
+    pub now: Option<DateTime<Utc>>,
+}
+
+impl Context {
+    /// The context of a process working in `cwd`, its project derived from git.
+    pub fn for_directory(cwd: &Path) -> Context {
+        Context {
+            project: git::project_key(cwd),
+            cwd: cwd.to_path_buf(),
+            actor: "cli".to_string(),
+            read_only: false,
+            now: None,
+        }
+    }
+}
+
+/// An open brain plus the context calls are made in.
+pub struct Engine {
+    store: Store,
+    context: Context,
+}
+
+impl Engine {
+    /// Opens (creating and migrating if needed) the brain at `path`.
+    pub fn open(path: &Path, context: Context) -> Result<Engine> {
+        let store = if context.read_only && path.exists() {
+            Store::open_read_only(path)?
+        } else {
+            Store::open(path)?
+        };
+        Ok(Engine { store, context })
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.context.now.unwrap_or_else(Utc::now)
+    }
+
+    fn ensure_writable(&self, operation: &'static str) -> Result<()> {
+        if self.context.read_only {
+            return Err(EngineError::ReadOnly { operation });
+        }
+        Ok(())
+    }
+
+    /// The projects a recall from this context sees: its own and personal.
+    fn visible_projects(&self) -> Vec<Option<String>> {
+        vec![Some(self.context.project.clone()), None]
+    }
+}
+
+/// The default brain location: `$XDG_DATA_HOME/cairn/brain.db` (or `~/.local/share/…`).
+pub fn default_brain_path() -> PathBuf {
+    let data_home = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    data_home.join("cairn").join("brain.db")
+}

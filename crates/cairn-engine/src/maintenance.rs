@@ -1,0 +1,187 @@
+//! Looking after a brain: `doctor` (integrity and index consistency), `stats`, and scopes.
+
+use crate::{Engine, EngineError, Result};
+use cairn_core::scope::Scope;
+use cairn_core::time::format_ts;
+use cairn_store::{IndexGaps, ScopeRow, Stats};
+use serde::Serialize;
+
+/// One finding of `doctor`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+    /// What to run to fix it, when something is wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    pub path: String,
+    pub schema_version: i64,
+    pub ok: bool,
+    pub checks: Vec<Check>,
+    pub repaired: Vec<String>,
+}
+
+/// `scope map`: stored scopes nobody declared (typos) and declared scopes that hold nothing.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScopeMap {
+    pub project: String,
+    pub scopes: Vec<ScopeRow>,
+    pub undeclared: Vec<String>,
+    pub empty: Vec<String>,
+}
+
+impl Engine {
+    /// Checks the file and the index against the records; with `repair`, rebuilds what is
+    /// derived (the full-text index, LSH buckets) and drops orphans. Idempotent.
+    pub fn doctor(&mut self, repair: bool) -> Result<DoctorReport> {
+        if repair {
+            self.ensure_writable("doctor --repair")?;
+        }
+        let mut checks = Vec::new();
+        let mut repaired = Vec::new();
+        let integrity = self.store.integrity_check()?;
+        let integrity_ok = integrity.len() == 1 && integrity[0] == "ok";
+        checks.push(Check {
+            name: "integrity".into(),
+            ok: integrity_ok,
+            detail: if integrity_ok { "PRAGMA integrity_check: ok".into() } else { integrity.join("; ") },
+            fix: (!integrity_ok).then(|| {
+                "copy what can be read into a new file: `sqlite3 BRAIN .recover | sqlite3 NEW.db`, then point --db at NEW.db; the damaged file is left untouched".into()
+            }),
+        });
+        let mut gaps = self.store.reader().index_gaps()?;
+        let fts_problem = self.store.fts_integrity_check()?;
+        let fts_ok = fts_problem.is_none() && gaps.fts_rows == gaps.records;
+        if !fts_ok && repair {
+            self.store.rebuild_fts()?;
+            repaired.push("rebuilt the full-text index from the records".to_string());
+        }
+        checks.push(Check {
+            name: "full-text index".into(),
+            ok: fts_ok,
+            detail: match &fts_problem {
+                Some(problem) => format!(
+                    "{problem} ({} records, {} indexed)",
+                    gaps.records, gaps.fts_rows
+                ),
+                None => format!("{} records, {} indexed", gaps.records, gaps.fts_rows),
+            },
+            fix: (!fts_ok && !repair).then(|| "cairn doctor --repair".into()),
+        });
+        let buckets_ok = gaps.without_buckets == 0 && gaps.orphan_buckets == 0;
+        if !buckets_ok && repair {
+            let ids: Vec<i64> = self.missing_bucket_ids()?;
+            let count = ids.len();
+            self.store.write(|tx| {
+                tx.drop_orphan_buckets()?;
+                for id in &ids {
+                    if let Some(memory) = tx.reader().get(*id)? {
+                        let norm = memory
+                            .title
+                            .as_deref()
+                            .map(cairn_core::text::normalize_title);
+                        tx.rewrite_index_rows(
+                            &memory,
+                            norm.as_deref(),
+                            &cairn_core::minhash::signature(&memory.body),
+                        )?;
+                    }
+                }
+                Ok::<_, EngineError>(())
+            })?;
+            repaired.push(format!(
+                "re-indexed near-duplicate buckets of {count} records and dropped {} orphan rows",
+                gaps.orphan_buckets
+            ));
+        }
+        checks.push(Check {
+            name: "near-duplicate index".into(),
+            ok: buckets_ok,
+            detail: format!(
+                "{} records without buckets, {} orphan bucket rows",
+                gaps.without_buckets, gaps.orphan_buckets
+            ),
+            fix: (!buckets_ok && !repair).then(|| "cairn doctor --repair".into()),
+        });
+        checks.push(Check {
+            name: "supersession links".into(),
+            ok: gaps.dangling_links == 0,
+            detail: format!(
+                "{} records point at a record that does not exist",
+                gaps.dangling_links
+            ),
+            fix: (gaps.dangling_links > 0).then(|| {
+                "inspect with `cairn show ID --history`; the links are kept as they are".into()
+            }),
+        });
+        checks.push(Check {
+            name: "semantic index".into(),
+            ok: true,
+            detail: "no embedder in this build: recall is lexical-only (degraded: lexical-only)"
+                .into(),
+            fix: None,
+        });
+        if repair {
+            gaps = self.store.reader().index_gaps()?;
+            let _: &IndexGaps = &gaps;
+        }
+        let ok = checks.iter().all(|c| c.ok) || (repair && integrity_ok);
+        Ok(DoctorReport {
+            path: self.store.path().display().to_string(),
+            schema_version: self.store.schema_version()?,
+            ok,
+            checks,
+            repaired,
+        })
+    }
+
+    fn missing_bucket_ids(&self) -> Result<Vec<i64>> {
+        Ok(self.store.reader().ids_without_buckets()?)
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        Ok(self.store.reader().stats()?)
+    }
+
+    /// Declares a scope of the context's project.
+    pub fn declare_scope(&mut self, scope: &str, description: Option<&str>) -> Result<Scope> {
+        self.ensure_writable("scope declare")?;
+        let scope = Scope::parse(scope)?;
+        let now = format_ts(self.now());
+        let project = self.context.project.clone();
+        self.store.write(|tx| {
+            tx.declare_scope(Some(&project), scope.as_str(), description, &now)?;
+            Ok::<_, EngineError>(())
+        })?;
+        Ok(scope)
+    }
+
+    pub fn scopes(&self) -> Result<Vec<ScopeRow>> {
+        Ok(self.store.reader().scopes(Some(&self.context.project))?)
+    }
+
+    pub fn scope_map(&self) -> Result<ScopeMap> {
+        let scopes = self.scopes()?;
+        let undeclared = scopes
+            .iter()
+            .filter(|s| s.declared_at.is_none() && s.scope != cairn_core::scope::GLOBAL)
+            .map(|s| s.scope.clone())
+            .collect();
+        let empty = scopes
+            .iter()
+            .filter(|s| s.declared_at.is_some() && s.records == 0)
+            .map(|s| s.scope.clone())
+            .collect();
+        Ok(ScopeMap {
+            project: self.context.project.clone(),
+            scopes,
+            undeclared,
+            empty,
+        })
+    }
+}

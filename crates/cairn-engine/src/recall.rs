@@ -1,0 +1,403 @@
+//! Recall (DESIGN §5): candidate sources, fusion, the bounded final score, supersession followed
+//! forward, the relevance floor, and an answer that says why each result is there.
+//!
+//! Candidate sources are independent ranked lists fed to RRF; lexical (FTS5) is the first, and a
+//! semantic source adds a second list without changing anything downstream.
+
+use crate::{Engine, EngineError, Result, git};
+use cairn_core::memory::Memory;
+use cairn_core::query;
+use cairn_core::record::{MemoryType, Status};
+use cairn_core::scope::Scope;
+use cairn_core::score::{self, Hit, ScoreParts};
+use cairn_core::time::{age_days, format_ts, parse_time};
+use cairn_store::{LexicalQuery, NewEvent};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+
+/// Candidates kept per source relative to the requested limit (at least `MIN_CANDIDATES`).
+const CANDIDATES_PER_RESULT: usize = 5;
+const MIN_CANDIDATES: usize = 50;
+/// The default relevance floor: a candidate weaker than this fraction of its source's best match
+/// is dropped.
+pub const DEFAULT_FLOOR: f64 = 0.1;
+/// A query term found in more than this fraction of records is dropped (when others remain):
+/// it costs tens of milliseconds on a large brain and adds nothing to the ranking.
+const FREQUENT_TERM_FRACTION: f64 = 0.1;
+/// Below this many records every term is kept: frequency says little on a small brain.
+const FREQUENT_TERM_MIN_RECORDS: usize = 2_000;
+/// Most terms searched for one query (the rarest are kept).
+const MAX_QUERY_TERMS: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Hybrid,
+    Lexical,
+    Semantic,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = EngineError;
+    fn from_str(given: &str) -> Result<Mode> {
+        match given.trim().to_ascii_lowercase().as_str() {
+            "hybrid" => Ok(Mode::Hybrid),
+            "lexical" => Ok(Mode::Lexical),
+            "semantic" => Ok(Mode::Semantic),
+            _ => Err(EngineError::Invalid(format!(
+                "unknown mode {given:?}: expected hybrid, lexical or semantic"
+            ))),
+        }
+    }
+}
+
+/// A recall question.
+#[derive(Debug, Clone)]
+pub struct RecallRequest {
+    pub query: String,
+    pub limit: usize,
+    pub scope: Option<String>,
+    pub types: Vec<MemoryType>,
+    /// Show retired (superseded, archived) versions instead of following them forward.
+    pub all: bool,
+    /// Record the access (use count, last access, an event). Replays never touch.
+    pub touch: bool,
+    pub as_of: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub mode: Mode,
+    /// Relevance floor relative to the top match of each source; `DEFAULT_FLOOR` when `None`.
+    pub floor: Option<f64>,
+    /// Search this project instead of the context's.
+    pub project: Option<String>,
+}
+
+impl RecallRequest {
+    pub fn new(query: impl Into<String>) -> RecallRequest {
+        RecallRequest {
+            query: query.into(),
+            limit: 10,
+            scope: None,
+            types: Vec::new(),
+            all: false,
+            touch: true,
+            as_of: None,
+            since: None,
+            until: None,
+            mode: Mode::Hybrid,
+            floor: None,
+            project: None,
+        }
+    }
+}
+
+/// Why a result is where it is.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Why {
+    pub lexical_rank: Option<u32>,
+    pub vector_rank: Option<u32>,
+    pub relevance: f64,
+    pub recency: f64,
+    pub stakes: f64,
+}
+
+/// One answer (the JSON of CLI.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct RecallResult {
+    pub id: i64,
+    pub external_id: Option<String>,
+    #[serde(rename = "type")]
+    pub memory_type: MemoryType,
+    pub title: Option<String>,
+    pub body: String,
+    pub scope: String,
+    pub project: Option<String>,
+    pub status: Status,
+    pub trust: cairn_core::record::Trust,
+    pub created_at: String,
+    pub score: f64,
+    pub score_norm: f64,
+    pub why: Why,
+    pub freshness: Option<String>,
+    pub review_due: bool,
+    pub superseded_from: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RecallAnswer {
+    pub query: String,
+    pub degraded: Option<String>,
+    pub results: Vec<RecallResult>,
+    /// Plain words when nothing was found, or when the query had nothing searchable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Names of the candidate sources, in the order their lists are fused.
+const LEXICAL: usize = 0;
+
+impl Engine {
+    pub fn recall(&mut self, request: &RecallRequest) -> Result<RecallAnswer> {
+        let now = self.now();
+        let as_of = request
+            .as_of
+            .as_deref()
+            .map(|t| parse_time(t, now))
+            .transpose()?;
+        let since = request
+            .since
+            .as_deref()
+            .map(|t| parse_time(t, now).map(format_ts))
+            .transpose()?;
+        let until = request
+            .until
+            .as_deref()
+            .map(|t| parse_time(t, now).map(format_ts))
+            .transpose()?;
+        let scope_chain = request
+            .scope
+            .as_deref()
+            .map(Scope::parse)
+            .transpose()?
+            .map(|s| s.chain());
+        let projects = match &request.project {
+            Some(project) => vec![Some(project.clone()), None],
+            None => self.visible_projects(),
+        };
+        let limit = request.limit.clamp(1, 1000);
+        let mut answer = RecallAnswer {
+            query: request.query.clone(),
+            degraded: None,
+            results: Vec::new(),
+            note: None,
+            warnings: Vec::new(),
+        };
+        if request.mode != Mode::Lexical {
+            // No embedder is wired into this build yet: semantic candidates are unavailable and
+            // the answer says so instead of pretending.
+            answer.degraded = Some("lexical-only".to_string());
+        }
+        let as_of_text = as_of.map(format_ts);
+        let terms = self.searchable_terms(&request.query)?;
+        let Some(expression) = query::fts_match_expression(&terms) else {
+            answer.note =
+                Some("the query has no searchable words; nothing to look for".to_string());
+            return Ok(answer);
+        };
+        let candidate_limit = (limit * CANDIDATES_PER_RESULT).max(MIN_CANDIDATES);
+        let lexical = self.store.reader().lexical_search(&LexicalQuery {
+            match_expression: &expression,
+            projects: &projects,
+            scopes: scope_chain.as_deref(),
+            types: (!request.types.is_empty()).then_some(request.types.as_slice()),
+            include_archived: request.all,
+            as_of: as_of_text.as_deref(),
+            since: since.as_deref(),
+            until: until.as_deref(),
+            limit: candidate_limit,
+        })?;
+        let floor = request.floor.unwrap_or(DEFAULT_FLOOR);
+        let lexical: Vec<Hit> = lexical
+            .iter()
+            .map(|h| Hit {
+                id: h.id,
+                strength: h.strength,
+            })
+            .collect();
+        let lists = vec![score::apply_floor(&lexical, floor)];
+        let fused = score::rrf(&lists);
+        if fused.is_empty() {
+            answer.note = Some(format!("nothing found for {:?}", request.query));
+            return Ok(answer);
+        }
+        let reference = as_of.unwrap_or(now);
+        let memories: HashMap<i64, Memory> = self
+            .store
+            .reader()
+            .get_many(&fused.iter().map(|f| f.id).collect::<Vec<_>>())?
+            .into_iter()
+            .map(|m| (m.id, m))
+            .collect();
+        let top_fused = fused[0].fused;
+        // Each candidate answers as the current head of its supersession chain (unless --all);
+        // a head reached twice keeps its better placement.
+        let mut by_head: BTreeMap<i64, RecallResult> = BTreeMap::new();
+        for candidate in &fused {
+            let Some(matched) = memories.get(&candidate.id) else {
+                continue;
+            };
+            let (shown, superseded_from) = if request.all {
+                (matched.clone(), None)
+            } else {
+                match self.current_head(matched, as_of_text.as_deref())? {
+                    Some(head) if head.id != matched.id => (head, Some(matched.id)),
+                    Some(head) => (head, None),
+                    None => continue,
+                }
+            };
+            let tier = shown.memory_type.tier();
+            let created = parse_time(&shown.valid_from, now).unwrap_or(reference);
+            let parts = ScoreParts {
+                relevance: score::relevance(candidate.fused, top_fused),
+                recency: if shown.pinned {
+                    1.0
+                } else {
+                    score::recency(tier, age_days(created, reference))
+                },
+                stakes: score::stakes(tier, shown.importance, shown.use_count, shown.confidence),
+            };
+            let result = RecallResult {
+                id: shown.id,
+                external_id: shown.external_id.clone(),
+                memory_type: shown.memory_type,
+                title: shown.title.clone(),
+                body: shown.body.clone(),
+                scope: shown.scope.clone(),
+                project: shown.project.clone(),
+                status: shown.status,
+                trust: shown.trust,
+                created_at: shown.created_at.clone(),
+                score: parts.score(),
+                score_norm: 0.0,
+                why: Why {
+                    lexical_rank: candidate.ranks[LEXICAL],
+                    vector_rank: None,
+                    relevance: round(parts.relevance),
+                    recency: round(parts.recency),
+                    stakes: round(parts.stakes),
+                },
+                freshness: None,
+                review_due: shown
+                    .review_at
+                    .as_deref()
+                    .is_some_and(|at| at <= format_ts(reference).as_str()),
+                superseded_from,
+            };
+            match by_head.get(&shown.id) {
+                Some(existing) if existing.score >= result.score => {}
+                _ => {
+                    by_head.insert(shown.id, result);
+                }
+            }
+        }
+        let mut results: Vec<RecallResult> = by_head.into_values().collect();
+        results.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+        results.truncate(limit);
+        let top = results.first().map(|r| r.score).unwrap_or(1.0);
+        let mut freshness_cache: HashMap<String, Option<String>> = HashMap::new();
+        for result in &mut results {
+            result.score_norm = round(result.score / top);
+            result.score = round(result.score);
+        }
+        // Freshness verdicts for records stamped with a commit (one git question per commit).
+        let ids: Vec<i64> = results.iter().map(|r| r.id).collect();
+        let shown = self.store.reader().get_many(&ids)?;
+        for (result, memory) in results.iter_mut().zip(shown.iter()) {
+            if let Some(commit) = memory.commit.as_deref() {
+                let verdict = freshness_cache
+                    .entry(commit.to_string())
+                    .or_insert_with(|| git::freshness(&self.context.cwd, commit))
+                    .clone();
+                result.freshness = verdict;
+            }
+        }
+        if request.touch && as_of.is_none() && !self.context.read_only && !results.is_empty() {
+            if let Err(error) = self.log_recall(&request.query, &ids, now) {
+                answer.warnings.push(format!(
+                    "the access was not recorded ({error}); results are complete"
+                ));
+            }
+        }
+        answer.results = results;
+        Ok(answer)
+    }
+
+    /// Query terms worth searching: stop words dropped (by `query_terms`), very frequent terms
+    /// dropped on a large brain, at most `MAX_QUERY_TERMS`, rarest first.
+    fn searchable_terms(&self, text: &str) -> Result<Vec<String>> {
+        let terms = query::query_terms(text);
+        let reader = self.store.reader();
+        let records = reader.indexed_count()?;
+        if records < FREQUENT_TERM_MIN_RECORDS || terms.len() <= 1 {
+            let mut terms = terms;
+            terms.truncate(MAX_QUERY_TERMS);
+            return Ok(terms);
+        }
+        let cap = ((records as f64) * FREQUENT_TERM_FRACTION) as usize;
+        let mut counted = Vec::with_capacity(terms.len());
+        for term in terms {
+            let expression =
+                query::fts_match_expression(std::slice::from_ref(&term)).unwrap_or_default();
+            let frequency = reader.term_frequency(&expression, cap)?;
+            counted.push((frequency, term));
+        }
+        let rarest = counted.iter().map(|(f, _)| *f).min().unwrap_or(0);
+        let mut kept: Vec<(usize, String)> = counted
+            .into_iter()
+            .filter(|(frequency, _)| *frequency < cap || *frequency == rarest)
+            .collect();
+        kept.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        kept.truncate(MAX_QUERY_TERMS);
+        Ok(kept.into_iter().map(|(_, term)| term).collect())
+    }
+
+    /// The record a match answers as: itself when current, else its newest successor that
+    /// existed at `as_of`. `None` when the match should not be shown (archived head).
+    fn current_head(&self, matched: &Memory, as_of: Option<&str>) -> Result<Option<Memory>> {
+        let reader = self.store.reader();
+        let mut current = matched.clone();
+        let mut seen = std::collections::BTreeSet::new();
+        while seen.insert(current.id) {
+            let retired_by_then = match (as_of, current.retired_at.as_deref()) {
+                (Some(as_of), Some(retired)) => retired <= as_of,
+                (Some(_), None) => current.status != Status::Active,
+                (None, _) => current.status != Status::Active,
+            };
+            if !retired_by_then {
+                return Ok(Some(current));
+            }
+            let Some(next) = current.superseded_by else {
+                // Archived with no successor: not shown by default.
+                return Ok(None);
+            };
+            let Some(successor) = reader.get(next)? else {
+                return Ok(None);
+            };
+            if as_of.is_some_and(|as_of| successor.created_at.as_str() > as_of) {
+                return Ok(Some(current));
+            }
+            current = successor;
+        }
+        Ok(Some(current))
+    }
+
+    fn log_recall(&mut self, query_text: &str, ids: &[i64], now: DateTime<Utc>) -> Result<()> {
+        let at = format_ts(now);
+        let project = self.context.project.clone();
+        self.store.write(|tx| {
+            tx.touch(ids, &at)?;
+            let detail = json!({"op": "recall", "query": query_text, "results": ids, "at": at});
+            let receipt = cairn_core::receipt::receipt(&detail);
+            tx.append_event(
+                &NewEvent {
+                    at: &at,
+                    op: "recall",
+                    memory_id: None,
+                    project: Some(&project),
+                    detail: &detail,
+                },
+                &receipt,
+            )?;
+            Ok::<_, EngineError>(())
+        })
+    }
+}
+
+fn round(value: f64) -> f64 {
+    (value * 10_000.0).round() / 10_000.0
+}

@@ -1,0 +1,300 @@
+//! Operations on one record: show, update, forget (archive or hard delete), restore, verify,
+//! and listing.
+
+use crate::remember::{clean_tags, log_event};
+use crate::{Engine, EngineError, Result};
+use cairn_core::memory::Memory;
+use cairn_core::minhash;
+use cairn_core::record::{Confidence, MemoryType, Status};
+use cairn_core::time::{format_ts, parse_time};
+use cairn_core::{secrets, text};
+use cairn_store::{HistoryRow, ListFilter};
+use serde_json::json;
+
+/// Fields to change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateRequest {
+    pub title: Option<String>,
+    pub body: Option<String>,
+    pub summary: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub importance: Option<u8>,
+    pub confidence: Option<Confidence>,
+    pub source: Option<String>,
+    pub memory_type: Option<MemoryType>,
+    pub pinned: Option<bool>,
+    pub review_at: Option<String>,
+    pub expires_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListRequest {
+    pub types: Vec<MemoryType>,
+    pub scope: Option<String>,
+    pub status: Option<Status>,
+    pub limit: usize,
+    /// Every project, not just the context's (and personal).
+    pub all_projects: bool,
+}
+
+fn cleaned(value: &str) -> Result<(String, Vec<&'static str>)> {
+    let sanitized = text::sanitize(value)?;
+    let redacted = secrets::redact(&sanitized.text);
+    Ok((redacted.text.trim().to_string(), redacted.kinds))
+}
+
+impl Engine {
+    pub fn get(&self, id: i64) -> Result<Memory> {
+        self.store
+            .reader()
+            .get(id)?
+            .ok_or(EngineError::NotFound { id })
+    }
+
+    pub fn history(&self, id: i64) -> Result<Vec<HistoryRow>> {
+        self.get(id)?;
+        Ok(self.store.reader().history(id)?)
+    }
+
+    /// Open conflicts involving a record.
+    pub fn conflicts_of(&self, id: i64) -> Result<Vec<cairn_store::ConflictRow>> {
+        Ok(self.store.reader().open_conflicts(Some(id))?)
+    }
+
+    /// Changes fields of a record in place; the previous version goes to history.
+    pub fn update(
+        &mut self,
+        id: i64,
+        request: &UpdateRequest,
+    ) -> Result<(Memory, Vec<&'static str>)> {
+        self.ensure_writable("update")?;
+        let now = format_ts(self.now());
+        let actor = self.context.actor.clone();
+        let now_time = self.now();
+        self.store.write(|tx| {
+            let previous = tx.reader().get(id)?.ok_or(EngineError::NotFound { id })?;
+            let mut updated = previous.clone();
+            let mut redacted = Vec::new();
+            if let Some(title) = &request.title {
+                let (title, kinds) = cleaned(title)?;
+                redacted.extend(kinds);
+                if title.chars().count() > cairn_core::record::MAX_TITLE_CHARS {
+                    return Err(EngineError::TooLarge {
+                        what: "the title",
+                        actual: title.chars().count(),
+                        limit: cairn_core::record::MAX_TITLE_CHARS,
+                        unit: "characters",
+                    });
+                }
+                updated.title = (!title.is_empty()).then_some(title);
+            }
+            if let Some(body) = &request.body {
+                let (body, kinds) = cleaned(body)?;
+                redacted.extend(kinds);
+                if body.is_empty() {
+                    return Err(EngineError::Empty { what: "the body" });
+                }
+                if body.len() > cairn_core::record::MAX_BODY_BYTES {
+                    return Err(EngineError::TooLarge {
+                        what: "the body",
+                        actual: body.len(),
+                        limit: cairn_core::record::MAX_BODY_BYTES,
+                        unit: "bytes",
+                    });
+                }
+                updated.content_hash = text::content_hash(&body);
+                updated.body = body;
+            }
+            if let Some(summary) = &request.summary {
+                let (summary, kinds) = cleaned(summary)?;
+                redacted.extend(kinds);
+                updated.summary = (!summary.is_empty()).then_some(summary);
+            }
+            if let Some(tags) = &request.tags {
+                updated.tags = clean_tags(tags)?;
+            }
+            if let Some(importance) = request.importance {
+                if !(1..=5).contains(&importance) {
+                    return Err(EngineError::Invalid(format!(
+                        "importance {importance} is out of range: use 1 to 5"
+                    )));
+                }
+                updated.importance = importance;
+            }
+            if let Some(source) = &request.source {
+                let (source, kinds) = cleaned(source)?;
+                redacted.extend(kinds);
+                updated.source = (!source.is_empty()).then_some(source);
+            }
+            if let Some(confidence) = request.confidence {
+                updated.confidence =
+                    if confidence == Confidence::Confirmed && updated.source.is_none() {
+                        Confidence::Reported
+                    } else {
+                        confidence
+                    };
+            }
+            if let Some(memory_type) = request.memory_type {
+                updated.memory_type = memory_type;
+            }
+            if let Some(pinned) = request.pinned {
+                updated.pinned = pinned;
+            }
+            if let Some(review_at) = &request.review_at {
+                updated.review_at = Some(format_ts(parse_time(review_at, now_time)?));
+            }
+            if let Some(expires_at) = &request.expires_at {
+                updated.expires_at = Some(format_ts(parse_time(expires_at, now_time)?));
+            }
+            if updated == previous {
+                return Ok((previous, Vec::new()));
+            }
+            updated.updated_at = now.clone();
+            let norm = updated.title.as_deref().map(text::normalize_title);
+            tx.update_memory(
+                &updated,
+                norm.as_deref(),
+                &minhash::signature(&updated.body),
+                &previous,
+                "update",
+                &actor,
+            )?;
+            log_event(
+                tx,
+                "update",
+                &updated,
+                &now,
+                json!({"previous_hash": previous.content_hash}),
+            )?;
+            redacted.sort();
+            redacted.dedup();
+            Ok((updated, redacted))
+        })
+    }
+
+    /// Archives a record (reversible with `restore`), or with `hard` deletes it for good.
+    /// A hard delete of a record that supersedes others is refused: it would cut their history.
+    pub fn forget(&mut self, id: i64, hard: bool) -> Result<Memory> {
+        self.ensure_writable("forget")?;
+        let now = format_ts(self.now());
+        let actor = self.context.actor.clone();
+        self.store.write(|tx| {
+            let previous = tx.reader().get(id)?.ok_or(EngineError::NotFound { id })?;
+            if hard {
+                if let Some(older) = previous.supersedes {
+                    return Err(EngineError::Refused {
+                        message: format!(
+                            "#{id} supersedes #{older}; deleting it would cut that history. Nothing was deleted: archive it instead with `cairn forget {id}`"
+                        ),
+                        existing: Some(older),
+                        ways_out: vec![format!("cairn forget {id}")],
+                    });
+                }
+                tx.delete_memory(&previous, &now, &actor)?;
+                tx.resolve_conflicts(id, &now)?;
+                log_event(tx, "delete", &previous, &now, json!({"hard": true}))?;
+                return Ok(previous);
+            }
+            if previous.status == Status::Archived {
+                return Ok(previous);
+            }
+            let mut archived = previous.clone();
+            archived.status = Status::Archived;
+            archived.retired_at = Some(now.clone());
+            archived.updated_at = now.clone();
+            let norm = archived.title.as_deref().map(text::normalize_title);
+            tx.update_memory(&archived, norm.as_deref(), &minhash::signature(&archived.body), &previous, "forget", &actor)?;
+            tx.resolve_conflicts(id, &now)?;
+            log_event(tx, "forget", &archived, &now, json!({"previous_status": previous.status.as_str()}))?;
+            Ok(archived)
+        })
+    }
+
+    /// Brings an archived record back: active again, or superseded when it has a successor.
+    pub fn restore(&mut self, id: i64) -> Result<Memory> {
+        self.ensure_writable("restore")?;
+        let now = format_ts(self.now());
+        let actor = self.context.actor.clone();
+        self.store.write(|tx| {
+            let previous = tx.reader().get(id)?.ok_or(EngineError::NotFound { id })?;
+            if previous.status != Status::Archived {
+                return Err(EngineError::Invalid(format!(
+                    "#{id} is {}, not archived; nothing to restore",
+                    previous.status
+                )));
+            }
+            let mut restored = previous.clone();
+            if restored.superseded_by.is_some() {
+                restored.status = Status::Superseded;
+            } else {
+                restored.status = Status::Active;
+                restored.retired_at = None;
+            }
+            restored.updated_at = now.clone();
+            let norm = restored.title.as_deref().map(text::normalize_title);
+            tx.update_memory(
+                &restored,
+                norm.as_deref(),
+                &minhash::signature(&restored.body),
+                &previous,
+                "restore",
+                &actor,
+            )?;
+            log_event(tx, "restore", &restored, &now, json!({}))?;
+            Ok(restored)
+        })
+    }
+
+    /// Re-checks a claim against a source: confirmed, review date renewed by the type's default.
+    pub fn verify(&mut self, id: i64, source: &str) -> Result<Memory> {
+        self.ensure_writable("verify")?;
+        let now_time = self.now();
+        let now = format_ts(now_time);
+        let actor = self.context.actor.clone();
+        let (source, _) = cleaned(source)?;
+        if source.is_empty() {
+            return Err(EngineError::Empty { what: "the source" });
+        }
+        self.store.write(|tx| {
+            let previous = tx.reader().get(id)?.ok_or(EngineError::NotFound { id })?;
+            let mut verified = previous.clone();
+            verified.source = Some(source.clone());
+            verified.confidence = Confidence::Confirmed;
+            verified.review_at = previous
+                .memory_type
+                .default_review_days()
+                .map(|days| format_ts(now_time + chrono::Duration::days(days)));
+            verified.updated_at = now.clone();
+            let norm = verified.title.as_deref().map(text::normalize_title);
+            tx.update_memory(
+                &verified,
+                norm.as_deref(),
+                &minhash::signature(&verified.body),
+                &previous,
+                "verify",
+                &actor,
+            )?;
+            log_event(tx, "verify", &verified, &now, json!({"source": source}))?;
+            Ok(verified)
+        })
+    }
+
+    pub fn list(&self, request: &ListRequest) -> Result<Vec<Memory>> {
+        let projects = self.visible_projects();
+        let scopes = match request.scope.as_deref() {
+            Some(scope) => Some(vec![
+                cairn_core::scope::Scope::parse(scope)?.as_str().to_string(),
+            ]),
+            None => None,
+        };
+        Ok(self.store.reader().list(&ListFilter {
+            projects: (!request.all_projects).then_some(projects.as_slice()),
+            types: (!request.types.is_empty()).then_some(request.types.as_slice()),
+            scopes: scopes.as_deref(),
+            status: request.status,
+            after_id: None,
+            newest_first: true,
+            limit: request.limit,
+        })?)
+    }
+}

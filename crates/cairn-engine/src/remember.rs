@@ -1,0 +1,881 @@
+//! The write path (DESIGN §4): sanitize and guard secrets, identity, exact and near duplicates,
+//! contradictions, supersession, stamping, index and log — in that order, in one transaction.
+
+use crate::{Engine, EngineError, Result, git};
+use cairn_core::memory::Memory;
+use cairn_core::minhash::{self, Signature};
+use cairn_core::record::{
+    Confidence, MAX_BODY_BYTES, MAX_SUMMARY_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS,
+    MemoryType, Sensitivity, Status, Trust, TrustZone,
+};
+use cairn_core::scope::Scope;
+use cairn_core::time::{format_ts, parse_time};
+use cairn_core::{polarity, query, receipt, secrets, text};
+use cairn_store::{LexicalQuery, NewEvent, WriteTx};
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+use serde_json::json;
+
+/// Near-duplicate thresholds of DESIGN §4 step 4.
+pub const NEAR_DUPLICATE_JACCARD: f64 = 0.9;
+pub const TITLE_OVERLAP: f64 = 0.5;
+/// Captured expiring content lives this long by default.
+pub const CAPTURE_EXPIRY_DAYS: i64 = 14;
+
+/// When the claim must be re-verified.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Review {
+    /// The type's default (`infra`, `access`: +30 days).
+    #[default]
+    Default,
+    At(String),
+    Never,
+}
+
+/// A request to store one memory.
+#[derive(Debug, Clone)]
+pub struct RememberRequest {
+    pub memory_type: MemoryType,
+    pub title: Option<String>,
+    pub body: String,
+    pub summary: Option<String>,
+    pub scope: Option<String>,
+    pub tags: Vec<String>,
+    pub importance: Option<u8>,
+    pub confidence: Option<Confidence>,
+    pub source: Option<String>,
+    pub supersedes: Option<i64>,
+    pub fork_ok: bool,
+    pub allow_duplicate: bool,
+    pub pinned: bool,
+    pub trust: Option<Trust>,
+    pub trust_zone: Option<TrustZone>,
+    pub sensitivity: Option<Sensitivity>,
+    pub review: Review,
+    pub expires_at: Option<String>,
+    pub external_id: Option<String>,
+    /// When it happened (RFC 3339); now when absent.
+    pub at: Option<String>,
+    /// File under no project: visible from every project.
+    pub personal: bool,
+    /// Automatic capture: near duplicates of earlier captures update them instead of refusing.
+    pub capture: bool,
+}
+
+impl RememberRequest {
+    pub fn new(memory_type: MemoryType, body: impl Into<String>) -> RememberRequest {
+        RememberRequest {
+            memory_type,
+            title: None,
+            body: body.into(),
+            summary: None,
+            scope: None,
+            tags: Vec::new(),
+            importance: None,
+            confidence: None,
+            source: None,
+            supersedes: None,
+            fork_ok: false,
+            allow_duplicate: false,
+            pinned: false,
+            trust: None,
+            trust_zone: None,
+            sensitivity: None,
+            review: Review::Default,
+            expires_at: None,
+            external_id: None,
+            at: None,
+            personal: false,
+            capture: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RememberStatus {
+    Added,
+    Updated,
+    Noop,
+    Refused,
+    Flagged,
+}
+
+/// What `remember` did (the JSON of CLI.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct RememberOutcome {
+    pub status: RememberStatus,
+    pub id: Option<i64>,
+    pub existing: Option<i64>,
+    pub conflicts: Vec<i64>,
+    pub redacted: Vec<String>,
+    pub ways_out: Vec<String>,
+    pub warnings: Vec<String>,
+    pub receipt: Option<String>,
+    /// One sentence for humans.
+    pub message: String,
+}
+
+/// Sanitized, validated fields, ready for the checks that need the store.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub memory: Memory,
+    pub title_norm: Option<String>,
+    pub signature: Signature,
+    pub redacted: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+fn clean(
+    value: &str,
+    what: &'static str,
+    redacted: &mut Vec<String>,
+    stripped: &mut usize,
+) -> Result<String> {
+    let sanitized = text::sanitize(value)?;
+    *stripped += sanitized.stripped;
+    let guarded = secrets::redact(&sanitized.text);
+    redacted.extend(guarded.kinds.iter().map(|k| k.to_string()));
+    let _ = what;
+    Ok(guarded.text)
+}
+
+fn clean_optional(
+    value: Option<&str>,
+    what: &'static str,
+    limit: usize,
+    redacted: &mut Vec<String>,
+    stripped: &mut usize,
+) -> Result<Option<String>> {
+    let Some(value) = value else { return Ok(None) };
+    let cleaned = clean(value, what, redacted, stripped)?
+        .trim()
+        .replace('\n', " ");
+    if cleaned.is_empty() {
+        return Ok(None);
+    }
+    let count = cleaned.chars().count();
+    if count > limit {
+        return Err(EngineError::TooLarge {
+            what,
+            actual: count,
+            limit,
+            unit: "characters",
+        });
+    }
+    Ok(Some(cleaned))
+}
+
+/// Normalizes and validates tags: lowercase, no spaces, deduplicated, sorted.
+pub fn clean_tags(tags: &[String]) -> Result<Vec<String>> {
+    let mut cleaned: Vec<String> = Vec::new();
+    for tag in tags.iter().flat_map(|t| t.split(',')) {
+        let sanitized = text::sanitize(tag)?.text;
+        let tag: String = sanitized
+            .trim()
+            .trim_start_matches('#')
+            .to_lowercase()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join("-");
+        if tag.is_empty() {
+            continue;
+        }
+        if tag.chars().count() > MAX_TAG_CHARS {
+            return Err(EngineError::TooLarge {
+                what: "a tag",
+                actual: tag.chars().count(),
+                limit: MAX_TAG_CHARS,
+                unit: "characters",
+            });
+        }
+        cleaned.push(tag);
+    }
+    cleaned.sort();
+    cleaned.dedup();
+    if cleaned.len() > MAX_TAGS {
+        return Err(EngineError::TooLarge {
+            what: "the tag list",
+            actual: cleaned.len(),
+            limit: MAX_TAGS,
+            unit: "tags",
+        });
+    }
+    Ok(cleaned)
+}
+
+/// Step 1 and 7 without the store: sanitize, guard secrets, validate sizes, fill defaults and
+/// stamp times. `commit` is the git revision for stamped types.
+pub fn prepare(
+    request: &RememberRequest,
+    project: Option<String>,
+    now: DateTime<Utc>,
+    commit: Option<String>,
+) -> Result<Prepared> {
+    let mut redacted = Vec::new();
+    let mut stripped = 0usize;
+    let mut warnings = Vec::new();
+    let body = clean(&request.body, "the body", &mut redacted, &mut stripped)?;
+    let body = body.trim().to_string();
+    if body.is_empty() {
+        return Err(EngineError::Empty { what: "the body" });
+    }
+    if body.len() > MAX_BODY_BYTES {
+        return Err(EngineError::TooLarge {
+            what: "the body",
+            actual: body.len(),
+            limit: MAX_BODY_BYTES,
+            unit: "bytes",
+        });
+    }
+    let title = clean_optional(
+        request.title.as_deref(),
+        "the title",
+        MAX_TITLE_CHARS,
+        &mut redacted,
+        &mut stripped,
+    )?;
+    let summary = clean_optional(
+        request.summary.as_deref(),
+        "the summary",
+        MAX_SUMMARY_CHARS,
+        &mut redacted,
+        &mut stripped,
+    )?;
+    let source = clean_optional(
+        request.source.as_deref(),
+        "the source",
+        1000,
+        &mut redacted,
+        &mut stripped,
+    )?;
+    let external_id = clean_optional(
+        request.external_id.as_deref(),
+        "the external id",
+        200,
+        &mut redacted,
+        &mut stripped,
+    )?;
+    let tags = clean_tags(&request.tags)?;
+    if stripped > 0 {
+        warnings.push(format!(
+            "removed {stripped} invisible character(s) (zero-width, bidi or tag characters)"
+        ));
+    }
+    redacted.sort();
+    redacted.dedup();
+    if !redacted.is_empty() {
+        warnings.push(format!(
+            "redacted secrets before storing: {}",
+            redacted.join(", ")
+        ));
+    }
+    let scope = match request.scope.as_deref() {
+        Some(scope) => Scope::parse(scope)?,
+        None => Scope::global(),
+    };
+    let importance = request.importance.unwrap_or(3);
+    if !(1..=5).contains(&importance) {
+        return Err(EngineError::Invalid(format!(
+            "importance {importance} is out of range: use 1 (trivia) to 5 (critical)"
+        )));
+    }
+    let mut confidence = request.confidence.unwrap_or(Confidence::Reported);
+    if confidence == Confidence::Confirmed && source.is_none() {
+        confidence = Confidence::Reported;
+        warnings.push(
+            "stored as `reported`: `confirmed` needs --source naming where it was confirmed"
+                .to_string(),
+        );
+    }
+    let created = match request.at.as_deref() {
+        Some(at) => parse_time(at, now)?,
+        None => now,
+    };
+    let created_at = format_ts(created);
+    let review_at = match &request.review {
+        Review::Never => None,
+        Review::At(at) => Some(format_ts(parse_time(at, now)?)),
+        Review::Default => request.memory_type.default_review_days().map(|days| {
+            let at = format_ts(created + Duration::days(days));
+            warnings.push(format!(
+                "review on {} (default for {}, {days}d)",
+                &at[..10],
+                request.memory_type
+            ));
+            at
+        }),
+    };
+    let trust = request.trust.unwrap_or(if request.capture {
+        Trust::Captured
+    } else {
+        Trust::Stated
+    });
+    let expires_at = match request.expires_at.as_deref() {
+        Some(at) => Some(format_ts(parse_time(at, now)?)),
+        None if request.capture && request.memory_type == MemoryType::State => {
+            Some(format_ts(created + Duration::days(CAPTURE_EXPIRY_DAYS)))
+        }
+        None => None,
+    };
+    let commit = if request.memory_type.stamped_with_commit() {
+        commit
+    } else {
+        None
+    };
+    let title_norm = title
+        .as_deref()
+        .map(text::normalize_title)
+        .filter(|t| !t.is_empty());
+    let memory = Memory {
+        id: 0,
+        project: if request.personal { None } else { project },
+        scope: scope.as_str().to_string(),
+        memory_type: request.memory_type,
+        title,
+        content_hash: text::content_hash(&body),
+        body,
+        summary,
+        tags,
+        importance,
+        confidence,
+        trust,
+        trust_zone: request.trust_zone.unwrap_or(TrustZone::PrivateSelf),
+        sensitivity: request.sensitivity.unwrap_or(Sensitivity::Normal),
+        source,
+        commit,
+        review_at,
+        expires_at,
+        pinned: request.pinned,
+        status: Status::Active,
+        supersedes: request.supersedes,
+        superseded_by: None,
+        external_id,
+        created_at: created_at.clone(),
+        updated_at: format_ts(now.max(created)),
+        last_accessed_at: None,
+        valid_from: created_at,
+        use_count: 0,
+        retired_at: None,
+    };
+    let signature = minhash::signature(&memory.body);
+    Ok(Prepared {
+        memory,
+        title_norm,
+        signature,
+        redacted,
+        warnings,
+    })
+}
+
+/// Ways out of a near-duplicate refusal.
+pub fn duplicate_ways_out(existing: i64) -> Vec<String> {
+    vec![
+        format!("--supersedes {existing}"),
+        format!("cairn update {existing}"),
+        "--allow-duplicate".to_string(),
+    ]
+}
+
+impl Engine {
+    /// Stores one memory through the whole write path.
+    pub fn remember(&mut self, request: &RememberRequest) -> Result<RememberOutcome> {
+        self.ensure_writable("remember")?;
+        let now = self.now();
+        let commit = if request.memory_type.stamped_with_commit() {
+            git::head_commit(&self.context.cwd)
+        } else {
+            None
+        };
+        let prepared = prepare(request, Some(self.context.project.clone()), now, commit)?;
+        let actor = self.context.actor.clone();
+        self.store
+            .write(|tx| remember_in(tx, request, prepared, now, &actor))
+    }
+}
+
+/// The store-side steps of the write path inside one transaction.
+pub(crate) fn remember_in(
+    tx: &WriteTx<'_>,
+    request: &RememberRequest,
+    prepared: Prepared,
+    now: DateTime<Utc>,
+    actor: &str,
+) -> Result<RememberOutcome> {
+    let Prepared {
+        mut memory,
+        title_norm,
+        signature,
+        redacted,
+        mut warnings,
+    } = prepared;
+    let reader = tx.reader();
+    let now_text = format_ts(now);
+    let partition = memory.partition();
+    let outcome = |status, id, existing, message: String, warnings: Vec<String>| RememberOutcome {
+        status,
+        id,
+        existing,
+        conflicts: Vec::new(),
+        redacted: redacted.clone(),
+        ways_out: Vec::new(),
+        warnings,
+        receipt: None,
+        message,
+    };
+
+    // Supersession target (step 6), checked first: it decides which checks apply.
+    let superseded = match request.supersedes {
+        None => None,
+        Some(old_id) => {
+            let old = reader
+                .get(old_id)?
+                .ok_or(EngineError::NotFound { id: old_id })?;
+            if let Some(successor) = old.superseded_by
+                && !request.fork_ok
+            {
+                return Ok(RememberOutcome {
+                    ways_out: vec![format!("--supersedes {successor}"), "--fork-ok".to_string()],
+                    ..outcome(
+                        RememberStatus::Refused,
+                        None,
+                        Some(successor),
+                        format!(
+                            "#{old_id} was already superseded by #{successor}; supersede #{successor} instead, or pass --fork-ok to fork the chain"
+                        ),
+                        warnings.clone(),
+                    )
+                });
+            }
+            if old.status == Status::Archived {
+                warnings.push(format!(
+                    "#{old_id} was archived; it stays archived and now points to the new record"
+                ));
+            }
+            Some(old)
+        }
+    };
+
+    // Identity by caller-supplied id (imports, evaluation): same external id → same record.
+    if superseded.is_none()
+        && let Some(external_id) = memory.external_id.as_deref()
+        && let Some(existing) =
+            reader.find_by_external_id(memory.project.as_deref(), external_id)?
+    {
+        return update_existing(
+            tx,
+            existing,
+            memory,
+            &title_norm,
+            &signature,
+            now,
+            actor,
+            outcome_for(&redacted, &warnings),
+        );
+    }
+
+    // Step 2: identity — same scope and normalized title as an active record.
+    if superseded.is_none()
+        && let Some(norm) = title_norm.as_deref()
+        && let Some(existing) =
+            reader.find_by_identity(memory.project.as_deref(), &memory.scope, norm)?
+        && existing.partition() == partition
+    {
+        return update_existing(
+            tx,
+            existing,
+            memory,
+            &title_norm,
+            &signature,
+            now,
+            actor,
+            outcome_for(&redacted, &warnings),
+        );
+    }
+
+    // Step 3: exact duplicate in the same partition → NOOP (touch it). Records carrying
+    // different caller ids are separate by the caller's word.
+    if let Some(existing) = reader
+        .find_by_hash(&memory.content_hash)?
+        .into_iter()
+        .find(|m| {
+            m.partition() == partition && (memory.external_id.is_none() || m.external_id.is_none())
+        })
+    {
+        tx.touch(&[existing.id], &now_text)?;
+        return Ok(outcome(
+            RememberStatus::Noop,
+            Some(existing.id),
+            Some(existing.id),
+            format!(
+                "already stored as #{} (same text); nothing changed",
+                existing.id
+            ),
+            warnings,
+        ));
+    }
+
+    // Step 4: near duplicates.
+    if superseded.is_none() && !request.allow_duplicate && memory.external_id.is_none() {
+        let candidates = reader.near_duplicate_candidates(&signature)?;
+        let twin = candidates
+            .iter()
+            .filter(|(m, _)| m.partition() == partition)
+            .map(|(m, sig)| (m, sig.jaccard(&signature)))
+            .filter(|(_, jaccard)| *jaccard >= NEAR_DUPLICATE_JACCARD)
+            .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.id.cmp(&a.0.id)));
+        if request.capture {
+            if let Some((existing, _)) =
+                twin.filter(|(m, _)| m.trust == cairn_core::record::Trust::Captured)
+            {
+                let existing = existing.clone();
+                if memory.body.len() > existing.body.len() {
+                    let mut merged = existing.clone();
+                    merged.body = memory.body.clone();
+                    merged.content_hash = memory.content_hash.clone();
+                    return update_existing(
+                        tx,
+                        existing,
+                        merged,
+                        &title_norm,
+                        &signature,
+                        now,
+                        actor,
+                        outcome_for(&redacted, &warnings),
+                    );
+                }
+                tx.touch(&[existing.id], &now_text)?;
+                return Ok(outcome(
+                    RememberStatus::Noop,
+                    Some(existing.id),
+                    Some(existing.id),
+                    format!(
+                        "already captured as #{} (near-identical text); kept the longer version",
+                        existing.id
+                    ),
+                    warnings,
+                ));
+            }
+        } else {
+            if let Some((existing, jaccard)) = twin {
+                return Ok(refuse_duplicate(
+                    existing.id,
+                    format!("{:.0} % of its text is the same", jaccard * 100.0),
+                    &redacted,
+                    warnings,
+                ));
+            }
+            if let Some(title) = memory.title.as_deref()
+                && let Some((existing, overlap)) = title_twin(tx, &memory, title)?
+            {
+                return Ok(refuse_duplicate(
+                    existing,
+                    format!("{:.0} % title overlap", overlap * 100.0),
+                    &redacted,
+                    warnings,
+                ));
+            }
+        }
+    }
+
+    // Step 5: contradiction with an active record of the same partition.
+    let conflicts = if request.capture || memory.external_id.is_some() {
+        Vec::new()
+    } else {
+        find_contradictions(tx, &memory, request.supersedes)?
+    };
+
+    // Steps 6–9: insert, retire the superseded record, log.
+    let id = tx.insert_memory(&memory, title_norm.as_deref(), &signature)?;
+    memory.id = id;
+    if let Some(old) = superseded {
+        let mut retired = old.clone();
+        retired.superseded_by = Some(id);
+        if retired.status == Status::Active {
+            retired.status = Status::Superseded;
+            retired.retired_at = Some(now_text.clone());
+        }
+        retired.updated_at = now_text.clone();
+        let old_signature = minhash::signature(&old.body);
+        let old_norm = old.title.as_deref().map(text::normalize_title);
+        tx.update_memory(
+            &retired,
+            old_norm.as_deref(),
+            &old_signature,
+            &old,
+            "supersede",
+            actor,
+        )?;
+        tx.resolve_conflicts(old.id, &now_text)?;
+    }
+    for (other, reason) in &conflicts {
+        tx.add_conflict(id, *other, reason, &now_text)?;
+    }
+    let op = if memory.supersedes.is_some() {
+        "supersede"
+    } else {
+        "remember"
+    };
+    let receipt = log_event(
+        tx,
+        op,
+        &memory,
+        &now_text,
+        json!({"conflicts": conflicts.iter().map(|c| c.0).collect::<Vec<_>>()}),
+    )?;
+    let conflict_ids: Vec<i64> = conflicts.iter().map(|c| c.0).collect();
+    let (status, message) = if conflict_ids.is_empty() {
+        let message = match memory.supersedes {
+            Some(old) => format!("stored as #{id}, superseding #{old}"),
+            None => format!("stored as #{id}"),
+        };
+        (RememberStatus::Added, message)
+    } else {
+        let listed: Vec<String> = conflicts
+            .iter()
+            .map(|(other, reason)| format!("#{other} ({reason})"))
+            .collect();
+        (
+            RememberStatus::Flagged,
+            format!(
+                "stored as #{id} and flagged: it contradicts {}; resolve with `cairn remember … --supersedes ID` or `cairn forget ID`",
+                listed.join(", ")
+            ),
+        )
+    };
+    Ok(RememberOutcome {
+        conflicts: conflict_ids,
+        receipt: Some(receipt),
+        ..outcome(status, Some(id), None, message, warnings)
+    })
+}
+
+struct OutcomeBase {
+    redacted: Vec<String>,
+    warnings: Vec<String>,
+}
+
+fn outcome_for(redacted: &[String], warnings: &[String]) -> OutcomeBase {
+    OutcomeBase {
+        redacted: redacted.to_vec(),
+        warnings: warnings.to_vec(),
+    }
+}
+
+fn refuse_duplicate(
+    existing: i64,
+    why: String,
+    redacted: &[String],
+    warnings: Vec<String>,
+) -> RememberOutcome {
+    RememberOutcome {
+        status: RememberStatus::Refused,
+        id: None,
+        existing: Some(existing),
+        conflicts: Vec::new(),
+        redacted: redacted.to_vec(),
+        ways_out: duplicate_ways_out(existing),
+        warnings,
+        receipt: None,
+        message: format!(
+            "#{existing} is already about this ({why}); nothing was stored: --supersedes {existing} (the fact changed) | cairn update {existing} (same fact, better words) | --allow-duplicate (genuinely separate)"
+        ),
+    }
+}
+
+/// Identity or external-id match: update the record in place, keeping history.
+#[allow(clippy::too_many_arguments)]
+fn update_existing(
+    tx: &WriteTx<'_>,
+    existing: Memory,
+    incoming: Memory,
+    title_norm: &Option<String>,
+    signature: &Signature,
+    now: DateTime<Utc>,
+    actor: &str,
+    base: OutcomeBase,
+) -> Result<RememberOutcome> {
+    let now_text = format_ts(now);
+    let mut updated = existing.clone();
+    updated.title = incoming.title.or(existing.title.clone());
+    updated.body = incoming.body;
+    updated.content_hash = incoming.content_hash;
+    updated.summary = incoming.summary.or(existing.summary.clone());
+    if !incoming.tags.is_empty() {
+        updated.tags = incoming.tags;
+    }
+    updated.memory_type = incoming.memory_type;
+    updated.importance = incoming.importance;
+    updated.confidence = incoming.confidence;
+    updated.source = incoming.source.or(existing.source.clone());
+    updated.commit = incoming.commit.or(existing.commit.clone());
+    updated.review_at = incoming.review_at.or(existing.review_at.clone());
+    updated.expires_at = incoming.expires_at.or(existing.expires_at.clone());
+    updated.pinned = incoming.pinned || existing.pinned;
+    let unchanged = Memory {
+        updated_at: existing.updated_at.clone(),
+        ..updated.clone()
+    } == existing;
+    if unchanged {
+        tx.touch(&[existing.id], &now_text)?;
+        return Ok(RememberOutcome {
+            status: RememberStatus::Noop,
+            id: Some(existing.id),
+            existing: Some(existing.id),
+            conflicts: Vec::new(),
+            redacted: base.redacted,
+            ways_out: Vec::new(),
+            warnings: base.warnings,
+            receipt: None,
+            message: format!("#{} already says this; nothing changed", existing.id),
+        });
+    }
+    updated.updated_at = now_text.clone();
+    let norm = updated
+        .title
+        .as_deref()
+        .map(text::normalize_title)
+        .or(title_norm.clone());
+    tx.update_memory(
+        &updated,
+        norm.as_deref(),
+        signature,
+        &existing,
+        "update",
+        actor,
+    )?;
+    let receipt = log_event(
+        tx,
+        "update",
+        &updated,
+        &now_text,
+        json!({"previous_hash": existing.content_hash}),
+    )?;
+    Ok(RememberOutcome {
+        status: RememberStatus::Updated,
+        id: Some(existing.id),
+        existing: Some(existing.id),
+        conflicts: Vec::new(),
+        redacted: base.redacted,
+        ways_out: Vec::new(),
+        warnings: base.warnings,
+        receipt: Some(receipt),
+        message: format!(
+            "updated #{} in place (same title in the same scope); the previous version is in its history",
+            existing.id
+        ),
+    })
+}
+
+/// An active record in the same partition whose title overlaps ≥ 50 % (titles of 5+ tokens).
+fn title_twin(tx: &WriteTx<'_>, memory: &Memory, title: &str) -> Result<Option<(i64, f64)>> {
+    let terms = text::title_tokens(title);
+    if terms.len() < 5 {
+        return Ok(None);
+    }
+    let Some(expression) = query::fts_match_expression(&terms) else {
+        return Ok(None);
+    };
+    let projects = [memory.project.clone()];
+    let scopes = [memory.scope.clone()];
+    let hits = tx.reader().lexical_search(&LexicalQuery {
+        match_expression: &format!("title : ({expression})"),
+        projects: &projects,
+        scopes: Some(&scopes),
+        limit: 20,
+        ..LexicalQuery::default()
+    })?;
+    let ids: Vec<i64> = hits.iter().map(|h| h.id).collect();
+    let partition = memory.partition();
+    let mut best: Option<(i64, f64)> = None;
+    for candidate in tx.reader().get_many(&ids)? {
+        if candidate.status != Status::Active || candidate.partition() != partition {
+            continue;
+        }
+        let Some(other_title) = candidate.title.as_deref() else {
+            continue;
+        };
+        if let Some(overlap) = text::title_overlap(title, other_title)
+            && overlap >= TITLE_OVERLAP
+            && best.is_none_or(|(_, b)| overlap > b)
+        {
+            best = Some((candidate.id, overlap));
+        }
+    }
+    Ok(best)
+}
+
+/// Active records in the same partition that make the opposite claim.
+fn find_contradictions(
+    tx: &WriteTx<'_>,
+    memory: &Memory,
+    superseding: Option<i64>,
+) -> Result<Vec<(i64, String)>> {
+    let claim = match memory.title.as_deref() {
+        Some(title) => format!("{title}. {}", memory.body),
+        None => memory.body.clone(),
+    };
+    let mut terms = query::query_terms(&claim);
+    terms.truncate(16);
+    let Some(expression) = query::fts_match_expression(&terms) else {
+        return Ok(Vec::new());
+    };
+    let projects = [memory.project.clone()];
+    let scopes = [memory.scope.clone()];
+    let hits = tx.reader().lexical_search(&LexicalQuery {
+        match_expression: &expression,
+        projects: &projects,
+        scopes: Some(&scopes),
+        limit: 10,
+        ..LexicalQuery::default()
+    })?;
+    let ids: Vec<i64> = hits.iter().map(|h| h.id).collect();
+    let partition = memory.partition();
+    let mut found = Vec::new();
+    for candidate in tx.reader().get_many(&ids)? {
+        if candidate.status != Status::Active
+            || candidate.partition() != partition
+            || Some(candidate.id) == superseding
+        {
+            continue;
+        }
+        let other = match candidate.title.as_deref() {
+            Some(title) => format!("{title}. {}", candidate.body),
+            None => candidate.body.clone(),
+        };
+        if let Some(reason) = polarity::contradiction(&claim, &other) {
+            found.push((candidate.id, reason));
+        }
+    }
+    Ok(found)
+}
+
+/// Appends an event for `memory` and returns its receipt.
+pub(crate) fn log_event(
+    tx: &WriteTx<'_>,
+    op: &str,
+    memory: &Memory,
+    at: &str,
+    extra: serde_json::Value,
+) -> Result<String> {
+    let detail = json!({
+        "op": op,
+        "id": memory.id,
+        "at": at,
+        "content_hash": memory.content_hash,
+        "status": memory.status.as_str(),
+        "extra": extra,
+    });
+    let receipt = receipt::receipt(&detail);
+    tx.append_event(
+        &NewEvent {
+            at,
+            op,
+            memory_id: Some(memory.id),
+            project: memory.project.as_deref(),
+            detail: &detail,
+        },
+        &receipt,
+    )?;
+    Ok(receipt)
+}

@@ -1,0 +1,818 @@
+//! Records, history, events, conflicts and declared scopes: plain reads and writes, no policy.
+//! The write path's rules (dedup, supersession, stamping) live in the engine.
+
+use crate::{Reader, Result, StoreError, WriteTx};
+use cairn_core::memory::Memory;
+use cairn_core::minhash::{self, Signature};
+use rusqlite::{OptionalExtension, Row, params};
+use serde::Serialize;
+
+/// Bands of the MinHash signature stored as LSH buckets (8 rows each): a pair at Jaccard 0.7
+/// shares a bucket with probability > 0.9, at 0.9 with probability > 0.9999.
+pub const LSH_BANDS: usize = 16;
+
+const MEMORY_COLUMNS: &str = "id, project, scope, type, title, body, summary, tags, importance, confidence, trust, \
+     trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, status, supersedes, \
+     superseded_by, external_id, created_at, updated_at, last_accessed_at, valid_from, use_count, \
+     content_hash, retired_at";
+
+fn parse_column<T: std::str::FromStr>(row: &Row<'_>, index: usize) -> rusqlite::Result<T>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let text: String = row.get(index)?;
+    text.parse::<T>().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
+    let project: String = row.get(1)?;
+    let tags: String = row.get(7)?;
+    Ok(Memory {
+        id: row.get(0)?,
+        project: (!project.is_empty()).then_some(project),
+        scope: row.get(2)?,
+        memory_type: parse_column(row, 3)?,
+        title: row.get(4)?,
+        body: row.get(5)?,
+        summary: row.get(6)?,
+        tags: tags.split_whitespace().map(str::to_string).collect(),
+        importance: row.get(8)?,
+        confidence: parse_column(row, 9)?,
+        trust: parse_column(row, 10)?,
+        trust_zone: parse_column(row, 11)?,
+        sensitivity: parse_column(row, 12)?,
+        source: row.get(13)?,
+        commit: row.get(14)?,
+        review_at: row.get(15)?,
+        expires_at: row.get(16)?,
+        pinned: row.get(17)?,
+        status: parse_column(row, 18)?,
+        supersedes: row.get(19)?,
+        superseded_by: row.get(20)?,
+        external_id: row.get(21)?,
+        created_at: row.get(22)?,
+        updated_at: row.get(23)?,
+        last_accessed_at: row.get(24)?,
+        valid_from: row.get(25)?,
+        use_count: row.get(26)?,
+        content_hash: row.get(27)?,
+        retired_at: row.get(28)?,
+    })
+}
+
+/// One earlier version of a record.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryRow {
+    pub version: i64,
+    pub at: String,
+    pub op: String,
+    pub actor: String,
+    pub snapshot: serde_json::Value,
+}
+
+/// One entry of the activity log.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventRow {
+    pub id: i64,
+    pub at: String,
+    pub op: String,
+    pub memory_id: Option<i64>,
+    pub project: Option<String>,
+    pub detail: serde_json::Value,
+    pub receipt: String,
+}
+
+/// An event to append.
+#[derive(Debug, Clone)]
+pub struct NewEvent<'a> {
+    pub at: &'a str,
+    pub op: &'a str,
+    pub memory_id: Option<i64>,
+    pub project: Option<&'a str>,
+    pub detail: &'a serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConflictRow {
+    pub id: i64,
+    pub memory_id: i64,
+    pub other_id: i64,
+    pub reason: String,
+    pub created_at: String,
+    pub resolved_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScopeRow {
+    pub project: Option<String>,
+    pub scope: String,
+    pub description: Option<String>,
+    pub declared_at: Option<String>,
+    pub records: i64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    pub records: i64,
+    pub by_status: Vec<(String, i64)>,
+    pub by_type: Vec<(String, i64)>,
+    pub projects: i64,
+    pub events: i64,
+    pub history_versions: i64,
+    pub open_conflicts: i64,
+    pub file_bytes: u64,
+    pub body_bytes: i64,
+}
+
+impl WriteTx<'_> {
+    fn map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::from_sqlite(e, self.path)
+    }
+
+    /// Inserts a record (its `id` is used when positive and free, else a new one is assigned)
+    /// and returns the id.
+    pub fn insert_memory(
+        &self,
+        memory: &Memory,
+        title_norm: Option<&str>,
+        signature: &Signature,
+    ) -> Result<i64> {
+        let explicit_id = (memory.id > 0).then_some(memory.id);
+        self.tx
+            .prepare_cached(
+                "INSERT INTO memories (id, project, scope, type, title, title_norm, body, summary, tags, importance, \
+                 confidence, trust, trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, \
+                 status, supersedes, superseded_by, external_id, created_at, updated_at, last_accessed_at, \
+                 valid_from, use_count, content_hash, minhash, retired_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
+                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![
+                    explicit_id,
+                    memory.project.as_deref().unwrap_or(""),
+                    memory.scope,
+                    memory.memory_type.as_str(),
+                    memory.title,
+                    title_norm,
+                    memory.body,
+                    memory.summary,
+                    memory.tags.join(" "),
+                    memory.importance,
+                    memory.confidence.as_str(),
+                    memory.trust.as_str(),
+                    memory.trust_zone.as_str(),
+                    memory.sensitivity.as_str(),
+                    memory.source,
+                    memory.commit,
+                    memory.review_at,
+                    memory.expires_at,
+                    memory.pinned,
+                    memory.status.as_str(),
+                    memory.supersedes,
+                    memory.superseded_by,
+                    memory.external_id,
+                    memory.created_at,
+                    memory.updated_at,
+                    memory.last_accessed_at,
+                    memory.valid_from,
+                    memory.use_count,
+                    memory.content_hash,
+                    signature.to_bytes(),
+                    memory.retired_at,
+                ])
+            })
+            .map_err(self.map())?;
+        let id = self.tx.last_insert_rowid();
+        self.write_bands(id, signature)?;
+        Ok(id)
+    }
+
+    fn write_bands(&self, id: i64, signature: &Signature) -> Result<()> {
+        self.tx
+            .prepare_cached("DELETE FROM minhash_bands WHERE memory_id = ?1")
+            .and_then(|mut s| s.execute([id]))
+            .map_err(self.map())?;
+        let mut insert = self
+            .tx
+            .prepare_cached("INSERT INTO minhash_bands (bucket, memory_id) VALUES (?1, ?2)")
+            .map_err(self.map())?;
+        for bucket in minhash::lsh_bands(signature, LSH_BANDS) {
+            insert
+                .execute(params![bucket as i64, id])
+                .map_err(self.map())?;
+        }
+        Ok(())
+    }
+
+    /// Replaces every stored field of `memory` (matched by id), keeping `previous` in history.
+    pub fn update_memory(
+        &self,
+        memory: &Memory,
+        title_norm: Option<&str>,
+        signature: &Signature,
+        previous: &Memory,
+        op: &str,
+        actor: &str,
+    ) -> Result<()> {
+        self.append_history(previous, &memory.updated_at, op, actor)?;
+        self.tx
+            .prepare_cached(
+                "UPDATE memories SET project = ?2, scope = ?3, type = ?4, title = ?5, title_norm = ?6, body = ?7, \
+                 summary = ?8, tags = ?9, importance = ?10, confidence = ?11, trust = ?12, trust_zone = ?13, \
+                 sensitivity = ?14, source = ?15, commit_rev = ?16, review_at = ?17, expires_at = ?18, pinned = ?19, \
+                 status = ?20, supersedes = ?21, superseded_by = ?22, external_id = ?23, created_at = ?24, \
+                 updated_at = ?25, last_accessed_at = ?26, valid_from = ?27, use_count = ?28, content_hash = ?29, \
+                 minhash = ?30, retired_at = ?31 WHERE id = ?1",
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![
+                    memory.id,
+                    memory.project.as_deref().unwrap_or(""),
+                    memory.scope,
+                    memory.memory_type.as_str(),
+                    memory.title,
+                    title_norm,
+                    memory.body,
+                    memory.summary,
+                    memory.tags.join(" "),
+                    memory.importance,
+                    memory.confidence.as_str(),
+                    memory.trust.as_str(),
+                    memory.trust_zone.as_str(),
+                    memory.sensitivity.as_str(),
+                    memory.source,
+                    memory.commit,
+                    memory.review_at,
+                    memory.expires_at,
+                    memory.pinned,
+                    memory.status.as_str(),
+                    memory.supersedes,
+                    memory.superseded_by,
+                    memory.external_id,
+                    memory.created_at,
+                    memory.updated_at,
+                    memory.last_accessed_at,
+                    memory.valid_from,
+                    memory.use_count,
+                    memory.content_hash,
+                    signature.to_bytes(),
+                    memory.retired_at,
+                ])
+            })
+            .map_err(self.map())?;
+        if memory.content_hash != previous.content_hash {
+            self.write_bands(memory.id, signature)?;
+        }
+        Ok(())
+    }
+
+    fn append_history(&self, previous: &Memory, at: &str, op: &str, actor: &str) -> Result<()> {
+        let snapshot = serde_json::to_string(previous).expect("a record always serializes");
+        self.tx
+            .prepare_cached(
+                "INSERT INTO history (memory_id, version, at, op, actor, snapshot) \
+                 VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM history WHERE memory_id = ?1), ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut s| s.execute(params![previous.id, at, op, actor, snapshot]))
+            .map_err(self.map())?;
+        Ok(())
+    }
+
+    /// Records an access: bumps `use_count` and `last_accessed_at` without a history version.
+    pub fn touch(&self, ids: &[i64], at: &str) -> Result<()> {
+        let mut statement = self
+            .tx
+            .prepare_cached("UPDATE memories SET use_count = use_count + 1, last_accessed_at = ?2 WHERE id = ?1")
+            .map_err(self.map())?;
+        for id in ids {
+            statement.execute(params![id, at]).map_err(self.map())?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a record for good, with its history kept as the last word (`forget --hard`).
+    pub fn delete_memory(&self, previous: &Memory, at: &str, actor: &str) -> Result<()> {
+        self.append_history(previous, at, "delete", actor)?;
+        for sql in [
+            "DELETE FROM minhash_bands WHERE memory_id = ?1",
+            "DELETE FROM memories WHERE id = ?1",
+        ] {
+            self.tx.execute(sql, [previous.id]).map_err(self.map())?;
+        }
+        Ok(())
+    }
+
+    /// Appends an event and returns its id.
+    pub fn append_event(&self, event: &NewEvent<'_>, receipt: &str) -> Result<i64> {
+        let detail = cairn_core::receipt::canonical_json(event.detail);
+        self.tx
+            .prepare_cached(
+                "INSERT INTO events (at, op, memory_id, project, detail, receipt) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![event.at, event.op, event.memory_id, event.project.unwrap_or(""), detail, receipt])
+            })
+            .map_err(self.map())?;
+        Ok(self.tx.last_insert_rowid())
+    }
+
+    pub fn add_conflict(
+        &self,
+        memory_id: i64,
+        other_id: i64,
+        reason: &str,
+        at: &str,
+    ) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO conflicts (memory_id, other_id, reason, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![memory_id, other_id, reason, at],
+            )
+            .map_err(self.map())?;
+        Ok(())
+    }
+
+    /// Closes every open conflict that involves `id`.
+    pub fn resolve_conflicts(&self, id: i64, at: &str) -> Result<usize> {
+        self.tx
+            .execute(
+                "UPDATE conflicts SET resolved_at = ?2 WHERE resolved_at IS NULL AND (memory_id = ?1 OR other_id = ?1)",
+                params![id, at],
+            )
+            .map_err(self.map())
+    }
+
+    pub fn declare_scope(
+        &self,
+        project: Option<&str>,
+        scope: &str,
+        description: Option<&str>,
+        at: &str,
+    ) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO scopes (project, scope, description, declared_at) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (project, scope) DO UPDATE SET description = COALESCE(excluded.description, scopes.description)",
+                params![project.unwrap_or(""), scope, description, at],
+            )
+            .map_err(self.map())?;
+        Ok(())
+    }
+
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, value],
+            )
+            .map_err(self.map())?;
+        Ok(())
+    }
+
+    /// Drops LSH bucket rows whose record no longer exists.
+    pub fn drop_orphan_buckets(&self) -> Result<usize> {
+        self.tx
+            .execute(
+                "DELETE FROM minhash_bands WHERE memory_id NOT IN (SELECT id FROM memories)",
+                [],
+            )
+            .map_err(self.map())
+    }
+
+    /// Rewrites a record's derived index rows (signature and buckets) without touching history.
+    pub fn rewrite_index_rows(
+        &self,
+        memory: &Memory,
+        title_norm: Option<&str>,
+        signature: &Signature,
+    ) -> Result<()> {
+        self.tx
+            .execute(
+                "UPDATE memories SET minhash = ?2, title_norm = ?3 WHERE id = ?1",
+                params![memory.id, signature.to_bytes(), title_norm],
+            )
+            .map_err(self.map())?;
+        self.write_bands(memory.id, signature)
+    }
+
+    /// Restores a history row verbatim (used by lossless import).
+    pub fn insert_history_row(&self, memory_id: i64, row: &HistoryRow) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO history (memory_id, version, at, op, actor, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![memory_id, row.version, row.at, row.op, row.actor, row.snapshot.to_string()],
+            )
+            .map_err(self.map())?;
+        Ok(())
+    }
+}
+
+impl Reader<'_> {
+    fn map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::from_sqlite(e, self.path)
+    }
+
+    pub fn get(&self, id: i64) -> Result<Option<Memory>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?1"
+            ))
+            .and_then(|mut s| s.query_row([id], memory_from_row).optional())
+            .map_err(self.map())
+    }
+
+    pub fn get_many(&self, ids: &[i64]) -> Result<Vec<Memory>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?1"
+            ))
+            .map_err(self.map())?;
+        let mut found = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(memory) = statement
+                .query_row([id], memory_from_row)
+                .optional()
+                .map_err(self.map())?
+            {
+                found.push(memory);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The active record with this scope and normalized title (DESIGN §4 step 2).
+    pub fn find_by_identity(
+        &self,
+        project: Option<&str>,
+        scope: &str,
+        title_norm: &str,
+    ) -> Result<Option<Memory>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE project = ?1 AND scope = ?2 AND title_norm = ?3 \
+                 AND status = 'active' ORDER BY id LIMIT 1"
+            ))
+            .and_then(|mut s| s.query_row(params![project.unwrap_or(""), scope, title_norm], memory_from_row).optional())
+            .map_err(self.map())
+    }
+
+    /// The record carrying this caller-supplied id in a project.
+    pub fn find_by_external_id(
+        &self,
+        project: Option<&str>,
+        external_id: &str,
+    ) -> Result<Option<Memory>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE project = ?1 AND external_id = ?2 ORDER BY id LIMIT 1"
+            ))
+            .and_then(|mut s| s.query_row(params![project.unwrap_or(""), external_id], memory_from_row).optional())
+            .map_err(self.map())
+    }
+
+    /// Active records with this content hash (the caller filters by partition).
+    pub fn find_by_hash(&self, content_hash: &str) -> Result<Vec<Memory>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE content_hash = ?1 AND status = 'active' ORDER BY id"
+            ))
+            .map_err(self.map())?;
+        let rows = statement
+            .query_map([content_hash], memory_from_row)
+            .map_err(self.map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())
+    }
+
+    /// Records of any status with this content hash.
+    pub fn find_by_hash_any_status(&self, content_hash: &str) -> Result<Vec<Memory>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE content_hash = ?1 ORDER BY id"
+            ))
+            .map_err(self.map())?;
+        let rows = statement
+            .query_map([content_hash], memory_from_row)
+            .map_err(self.map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())
+    }
+
+    /// Active records sharing at least one LSH bucket with `signature`, with their signatures.
+    pub fn near_duplicate_candidates(
+        &self,
+        signature: &Signature,
+    ) -> Result<Vec<(Memory, Signature)>> {
+        let buckets = minhash::lsh_bands(signature, LSH_BANDS);
+        let mut ids = std::collections::BTreeSet::new();
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT memory_id FROM minhash_bands WHERE bucket = ?1")
+            .map_err(self.map())?;
+        for bucket in buckets {
+            let rows = statement
+                .query_map([bucket as i64], |row| row.get::<_, i64>(0))
+                .map_err(self.map())?;
+            for id in rows {
+                ids.insert(id.map_err(self.map())?);
+            }
+        }
+        let mut with_signature = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS}, minhash FROM memories WHERE id = ?1 AND status = 'active'"
+            ))
+            .map_err(self.map())?;
+        let mut found = Vec::new();
+        for id in ids {
+            let row = with_signature
+                .query_row([id], |row| {
+                    let memory = memory_from_row(row)?;
+                    let bytes: Option<Vec<u8>> = row.get(29)?;
+                    Ok((memory, bytes))
+                })
+                .optional()
+                .map_err(self.map())?;
+            if let Some((memory, Some(bytes))) = row
+                && let Some(sig) = Signature::from_bytes(&bytes)
+            {
+                found.push((memory, sig));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Records in id order, filtered; `limit` 0 means all.
+    pub fn list(&self, filter: &ListFilter<'_>) -> Result<Vec<Memory>> {
+        let mut sql = format!("SELECT {MEMORY_COLUMNS} FROM memories WHERE 1 = 1");
+        let mut values: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(projects) = filter.projects {
+            let marks: Vec<String> = projects
+                .iter()
+                .map(|p| {
+                    values.push(p.clone().unwrap_or_default().into());
+                    format!("?{}", values.len())
+                })
+                .collect();
+            sql.push_str(&format!(" AND project IN ({})", marks.join(", ")));
+        }
+        if let Some(types) = filter.types {
+            let marks: Vec<String> = types
+                .iter()
+                .map(|t| {
+                    values.push(t.to_string().into());
+                    format!("?{}", values.len())
+                })
+                .collect();
+            sql.push_str(&format!(" AND type IN ({})", marks.join(", ")));
+        }
+        if let Some(scopes) = filter.scopes {
+            let marks: Vec<String> = scopes
+                .iter()
+                .map(|s| {
+                    values.push(s.clone().into());
+                    format!("?{}", values.len())
+                })
+                .collect();
+            sql.push_str(&format!(" AND scope IN ({})", marks.join(", ")));
+        }
+        if let Some(status) = filter.status {
+            values.push(status.to_string().into());
+            sql.push_str(&format!(" AND status = ?{}", values.len()));
+        }
+        if let Some(after) = filter.after_id {
+            values.push(after.into());
+            sql.push_str(&format!(" AND id > ?{}", values.len()));
+        }
+        sql.push_str(if filter.newest_first {
+            " ORDER BY id DESC"
+        } else {
+            " ORDER BY id"
+        });
+        if filter.limit > 0 {
+            sql.push_str(&format!(" LIMIT {}", filter.limit));
+        }
+        let mut statement = self.conn.prepare(&sql).map_err(self.map())?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values), memory_from_row)
+            .map_err(self.map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())
+    }
+
+    pub fn history(&self, id: i64) -> Result<Vec<HistoryRow>> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT version, at, op, actor, snapshot FROM history WHERE memory_id = ?1 ORDER BY version")
+            .map_err(self.map())?;
+        let rows = statement
+            .query_map([id], |row| {
+                let snapshot: String = row.get(4)?;
+                Ok(HistoryRow {
+                    version: row.get(0)?,
+                    at: row.get(1)?,
+                    op: row.get(2)?,
+                    actor: row.get(3)?,
+                    snapshot: serde_json::from_str(&snapshot)
+                        .unwrap_or(serde_json::Value::String(snapshot)),
+                })
+            })
+            .map_err(self.map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())
+    }
+
+    /// Events, oldest first; `memory_id` narrows to one record; `limit` 0 means all (newest kept).
+    pub fn events(&self, memory_id: Option<i64>, limit: usize) -> Result<Vec<EventRow>> {
+        let limit_sql = if limit > 0 {
+            format!("LIMIT {limit}")
+        } else {
+            String::new()
+        };
+        let sql = format!(
+            "SELECT * FROM (SELECT id, at, op, memory_id, project, detail, receipt FROM events \
+             WHERE (?1 IS NULL OR memory_id = ?1) ORDER BY id DESC {limit_sql}) ORDER BY id"
+        );
+        let mut statement = self.conn.prepare(&sql).map_err(self.map())?;
+        let rows = statement
+            .query_map([memory_id], |row| {
+                let project: String = row.get(4)?;
+                let detail: String = row.get(5)?;
+                Ok(EventRow {
+                    id: row.get(0)?,
+                    at: row.get(1)?,
+                    op: row.get(2)?,
+                    memory_id: row.get(3)?,
+                    project: (!project.is_empty()).then_some(project),
+                    detail: serde_json::from_str(&detail)
+                        .unwrap_or(serde_json::Value::String(detail)),
+                    receipt: row.get(6)?,
+                })
+            })
+            .map_err(self.map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())
+    }
+
+    pub fn open_conflicts(&self, id: Option<i64>) -> Result<Vec<ConflictRow>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT id, memory_id, other_id, reason, created_at, resolved_at FROM conflicts \
+                 WHERE resolved_at IS NULL AND (?1 IS NULL OR memory_id = ?1 OR other_id = ?1) ORDER BY id",
+            )
+            .map_err(self.map())?;
+        let rows = statement
+            .query_map([id], |row| {
+                Ok(ConflictRow {
+                    id: row.get(0)?,
+                    memory_id: row.get(1)?,
+                    other_id: row.get(2)?,
+                    reason: row.get(3)?,
+                    created_at: row.get(4)?,
+                    resolved_at: row.get(5)?,
+                })
+            })
+            .map_err(self.map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())
+    }
+
+    /// Declared scopes and scopes that hold records, with record counts, for one project.
+    pub fn scopes(&self, project: Option<&str>) -> Result<Vec<ScopeRow>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "WITH used AS (SELECT scope, count(*) AS n FROM memories WHERE project = ?1 AND status != 'archived' GROUP BY scope) \
+                 SELECT s.scope, s.description, s.declared_at, COALESCE(u.n, 0) FROM scopes s LEFT JOIN used u ON u.scope = s.scope WHERE s.project = ?1 \
+                 UNION ALL \
+                 SELECT u.scope, NULL, NULL, u.n FROM used u WHERE NOT EXISTS (SELECT 1 FROM scopes s WHERE s.project = ?1 AND s.scope = u.scope) \
+                 ORDER BY 1",
+            )
+            .map_err(self.map())?;
+        let rows = statement
+            .query_map([project.unwrap_or("")], |row| {
+                Ok(ScopeRow {
+                    project: project.map(str::to_string),
+                    scope: row.get(0)?,
+                    description: row.get(1)?,
+                    declared_at: row.get(2)?,
+                    records: row.get(3)?,
+                })
+            })
+            .map_err(self.map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())
+    }
+
+    pub fn ids_without_buckets(&self) -> Result<Vec<i64>> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT id FROM memories m WHERE NOT EXISTS (SELECT 1 FROM minhash_bands b WHERE b.memory_id = m.id) ORDER BY id")
+            .map_err(self.map())?;
+        let rows = statement
+            .query_map([], |row| row.get::<_, i64>(0))
+            .map_err(self.map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| {
+                row.get(0)
+            })
+            .optional()
+            .map_err(self.map())
+    }
+
+    pub fn max_id(&self) -> Result<i64> {
+        self.conn
+            .query_row("SELECT COALESCE(MAX(id), 0) FROM memories", [], |row| {
+                row.get(0)
+            })
+            .map_err(self.map())
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        let count = |sql: &str| -> Result<i64> {
+            self.conn
+                .query_row(sql, [], |row| row.get(0))
+                .map_err(self.map())
+        };
+        let grouped = |sql: &str| -> Result<Vec<(String, i64)>> {
+            let mut statement = self.conn.prepare(sql).map_err(self.map())?;
+            let rows = statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .map_err(self.map())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.map())
+        };
+        let page_count = count("PRAGMA page_count")?;
+        let page_size = count("PRAGMA page_size")?;
+        Ok(Stats {
+            records: count("SELECT count(*) FROM memories")?,
+            by_status: grouped(
+                "SELECT status, count(*) FROM memories GROUP BY status ORDER BY status",
+            )?,
+            by_type: grouped("SELECT type, count(*) FROM memories GROUP BY type ORDER BY type")?,
+            projects: count("SELECT count(DISTINCT project) FROM memories WHERE project != ''")?,
+            events: count("SELECT count(*) FROM events")?,
+            history_versions: count("SELECT count(*) FROM history")?,
+            open_conflicts: count("SELECT count(*) FROM conflicts WHERE resolved_at IS NULL")?,
+            file_bytes: (page_count * page_size) as u64,
+            body_bytes: count("SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0) FROM memories")?,
+        })
+    }
+
+    /// Ids of records whose FTS row is missing or whose LSH buckets are missing.
+    pub fn index_gaps(&self) -> Result<IndexGaps> {
+        let count = |sql: &str| -> Result<i64> {
+            self.conn
+                .query_row(sql, [], |row| row.get(0))
+                .map_err(self.map())
+        };
+        Ok(IndexGaps {
+            records: count("SELECT count(*) FROM memories")?,
+            fts_rows: count("SELECT count(*) FROM memories_fts_docsize")?,
+            without_buckets: count(
+                "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM minhash_bands b WHERE b.memory_id = m.id)",
+            )?,
+            orphan_buckets: count(
+                "SELECT count(*) FROM minhash_bands b WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = b.memory_id)",
+            )?,
+            dangling_links: count(
+                "SELECT count(*) FROM memories m WHERE (m.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.supersedes)) \
+                 OR (m.superseded_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.superseded_by))",
+            )?,
+        })
+    }
+}
+
+/// What `doctor` compares: records against their index rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexGaps {
+    pub records: i64,
+    pub fts_rows: i64,
+    pub without_buckets: i64,
+    pub orphan_buckets: i64,
+    pub dangling_links: i64,
+}
+
+/// Filters for `list` and export.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter<'a> {
+    pub projects: Option<&'a [Option<String>]>,
+    pub types: Option<&'a [cairn_core::record::MemoryType]>,
+    pub scopes: Option<&'a [String]>,
+    pub status: Option<cairn_core::record::Status>,
+    pub after_id: Option<i64>,
+    pub newest_first: bool,
+    pub limit: usize,
+}

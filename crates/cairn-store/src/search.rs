@@ -1,0 +1,127 @@
+//! Lexical candidates: FTS5 BM25 with field weights title 3, summary 2, tags 2, body 1
+//! (k1 1.2 and b 0.75 are FTS5's own constants), filtered in the same statement.
+
+use crate::{Reader, Result, StoreError};
+use rusqlite::types::Value;
+
+/// What to search and which records may answer.
+#[derive(Debug, Clone, Default)]
+pub struct LexicalQuery<'a> {
+    /// An FTS5 match expression built by `cairn_core::query` (quoted terms only).
+    pub match_expression: &'a str,
+    /// Projects to search; `None` inside is personal.
+    pub projects: &'a [Option<String>],
+    /// Allowed scopes (the scope chain); `None` = every scope.
+    pub scopes: Option<&'a [String]>,
+    pub types: Option<&'a [cairn_core::record::MemoryType]>,
+    /// Also return archived records (superseded ones always come back so the engine can follow
+    /// them forward to their successor).
+    pub include_archived: bool,
+    /// Replay: only records created by then, with the status they had then.
+    pub as_of: Option<&'a str>,
+    pub since: Option<&'a str>,
+    pub until: Option<&'a str>,
+    pub limit: usize,
+}
+
+/// One lexical candidate; `strength` is the negated BM25 (higher is better).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LexicalHit {
+    pub id: i64,
+    pub strength: f64,
+}
+
+impl Reader<'_> {
+    pub fn lexical_search(&self, query: &LexicalQuery<'_>) -> Result<Vec<LexicalHit>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut values: Vec<Value> = vec![query.match_expression.to_string().into()];
+        let mark = |value: Value, values: &mut Vec<Value>| {
+            values.push(value);
+            format!("?{}", values.len())
+        };
+        let mut sql = String::from(
+            "SELECT m.id, -bm25(memories_fts, 3.0, 2.0, 2.0, 1.0) AS strength \
+             FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
+             WHERE memories_fts MATCH ?1",
+        );
+        let projects: Vec<String> = query
+            .projects
+            .iter()
+            .map(|p| mark(p.clone().unwrap_or_default().into(), &mut values))
+            .collect();
+        sql.push_str(&format!(" AND m.project IN ({})", projects.join(", ")));
+        if let Some(scopes) = query.scopes {
+            let marks: Vec<String> = scopes
+                .iter()
+                .map(|s| mark(s.clone().into(), &mut values))
+                .collect();
+            sql.push_str(&format!(" AND m.scope IN ({})", marks.join(", ")));
+        }
+        if let Some(types) = query.types {
+            let marks: Vec<String> = types
+                .iter()
+                .map(|t| mark(t.as_str().to_string().into(), &mut values))
+                .collect();
+            sql.push_str(&format!(" AND m.type IN ({})", marks.join(", ")));
+        }
+        match (query.as_of, query.include_archived) {
+            (_, true) => {}
+            (Some(as_of), false) => {
+                let at = mark(as_of.to_string().into(), &mut values);
+                sql.push_str(&format!(
+                    " AND (m.status != 'archived' OR (m.retired_at IS NOT NULL AND m.retired_at > {at}))"
+                ));
+            }
+            (None, false) => sql.push_str(" AND m.status != 'archived'"),
+        }
+        if let Some(as_of) = query.as_of {
+            let at = mark(as_of.to_string().into(), &mut values);
+            sql.push_str(&format!(" AND m.created_at <= {at}"));
+        }
+        if let Some(since) = query.since {
+            let at = mark(since.to_string().into(), &mut values);
+            sql.push_str(&format!(" AND m.created_at >= {at}"));
+        }
+        if let Some(until) = query.until {
+            let at = mark(until.to_string().into(), &mut values);
+            sql.push_str(&format!(" AND m.created_at <= {at}"));
+        }
+        sql.push_str(&format!(
+            " ORDER BY strength DESC, m.id LIMIT {}",
+            query.limit.max(1)
+        ));
+        let mut statement = self.conn.prepare_cached(&sql).map_err(map)?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values), |row| {
+                Ok(LexicalHit {
+                    id: row.get(0)?,
+                    strength: row.get(1)?,
+                })
+            })
+            .map_err(map)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
+    }
+
+    /// How many records contain `term`, counting no further than `cap` (cheap for rare terms,
+    /// bounded for frequent ones).
+    pub fn term_frequency(&self, term_expression: &str, cap: usize) -> Result<usize> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        self.conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)",
+            )
+            .and_then(|mut s| s.query_row(rusqlite::params![term_expression, cap as i64], |row| row.get::<_, i64>(0)))
+            .map(|n| n as usize)
+            .map_err(map)
+    }
+
+    /// Number of records in the full-text index.
+    pub fn indexed_count(&self) -> Result<usize> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        self.conn
+            .prepare_cached("SELECT count(*) FROM memories_fts_docsize")
+            .and_then(|mut s| s.query_row([], |row| row.get::<_, i64>(0)))
+            .map(|n| n as usize)
+            .map_err(map)
+    }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what building and testing cairn needs on a fresh machine. Idempotent and quick when
+# everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo-nextest >/dev/null 2>&1; then
+    echo "== installing cargo-nextest"
+    cargo install cargo-nextest --locked
+fi
+if ! command -v sqlite3 >/dev/null 2>&1; then
+    echo "== installing the sqlite3 command-line shell (used by tests and benchmarks)"
+    if command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && apt-get install -y -qq sqlite3) >/dev/null
+    fi
+fi
+if [ -f scripts/install-model.sh ]; then
+    bash scripts/install-model.sh
+fi
