@@ -400,6 +400,17 @@ mod tests {
             "We use Memcached for caching",
             None,
         );
+        // The negation is about something only one text mentions.
+        check(
+            "Use Postgres for the job queue, not Redis",
+            "Use Postgres for the job queue",
+            None,
+        );
+        check(
+            "Use Postgres for the job queue",
+            "Use Postgres for the job queue and never SQLite",
+            None,
+        );
         check(
             "Use Postgres for the job queue",
             "Use Postgres for the job queue",

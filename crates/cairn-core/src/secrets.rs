@@ -205,7 +205,9 @@ fn find_secrets(text: &str) -> Vec<Found> {
     let mut found = Vec::new();
     for rule in RULES.iter() {
         let mut position = 0;
-        while let Some(captures) = rule.regex.captures_at(text, position) {
+        while position <= text.len()
+            && let Some(captures) = rule.regex.captures_at(text, position)
+        {
             let whole = captures.get(0).expect("group 0 always matches");
             let secret = ["secret", "double_quoted", "single_quoted"]
                 .into_iter()

@@ -29,7 +29,7 @@
 //! The normalizers: [`normalize_title`] gives the identity key of a title, [`normalize_body`] and
 //! [`content_hash`] the exact-duplicate key of a body, and [`title_tokens`] / [`title_overlap`]
 //! the near-duplicate title test. [`word_tokens`] is the one word tokenizer the pipeline shares
-//! (MinHash shingles, query terms, contradiction checks), so they all agree on what a word is.
+//! (MinHash shingles, FTS query terms), so they agree on what a word is.
 
 use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;

@@ -8,7 +8,7 @@ pub mod git;
 mod maintenance;
 mod recall;
 mod records;
-mod remember;
+pub mod remember;
 
 pub use maintenance::{DoctorReport, ScopeMap};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, Why};
