@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --wheel) wheel="${2:?--wheel needs a file}"; shift 2 ;;
         --check) check_only=1; shift ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-model.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
