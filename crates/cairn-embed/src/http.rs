@@ -412,11 +412,12 @@ mod tests {
         }
     }
 
+    /// Builds the fake server's answer (status, JSON body) from the request it saw.
+    type Respond = Box<dyn Fn(&Seen) -> (u16, String) + Send>;
+
     /// Serves each response in `responses` to one connection, in order, and reports what it
     /// saw. The response is built from the request, so tests can echo the input count.
-    fn serve(
-        responses: Vec<Box<dyn Fn(&Seen) -> (u16, String) + Send>>,
-    ) -> (String, mpsc::Receiver<Seen>) {
+    fn serve(responses: Vec<Respond>) -> (String, mpsc::Receiver<Seen>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = format!("http://{}", listener.local_addr().unwrap());
         let (sender, receiver) = mpsc::channel();
@@ -438,7 +439,7 @@ mod tests {
 
     /// An OpenAI-style answer: input i gets the vector [i+1, 2, 0, ...] of `dim` values,
     /// listed in reverse order so the client must sort by `index`.
-    fn echo_embeddings(dim: usize) -> Box<dyn Fn(&Seen) -> (u16, String) + Send> {
+    fn echo_embeddings(dim: usize) -> Respond {
         Box::new(move |seen| {
             let count = seen.body["input"].as_array().map_or(0, Vec::len);
             let data: Vec<serde_json::Value> = (0..count)

