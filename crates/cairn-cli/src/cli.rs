@@ -239,10 +239,22 @@ pub struct ListArgs {
 
 fn open(args: &Cli, actor: &str) -> Result<Engine> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let mut context = Context::for_directory(&cwd);
-    if let Some(project) = args.project.as_deref().filter(|p| !p.trim().is_empty()) {
-        context.project = project.trim().to_string();
-    }
+    // An explicit project skips asking git (a process spawn on every command).
+    let mut context = match args
+        .project
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        Some(project) => Context {
+            project: project.to_string(),
+            cwd: cwd.clone(),
+            actor: String::new(),
+            read_only: false,
+            now: None,
+        },
+        None => Context::for_directory(&cwd),
+    };
     context.actor = actor.to_string();
     context.read_only =
         std::env::var("CAIRN_READ_ONLY").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));

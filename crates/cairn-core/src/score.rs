@@ -32,6 +32,8 @@ pub struct Fused {
     pub id: i64,
     pub fused: f64,
     pub ranks: Vec<Option<u32>>,
+    /// The candidate's strength in each list it appears in.
+    pub strengths: Vec<Option<f64>>,
 }
 
 /// Keeps the hits whose strength is at least `floor` × the list's top strength.
@@ -62,9 +64,11 @@ pub fn rrf(lists: &[Vec<Hit>]) -> Vec<Fused> {
                 id: hit.id,
                 fused: 0.0,
                 ranks: vec![None; lists.len()],
+                strengths: vec![None; lists.len()],
             });
             if entry.ranks[source].is_none() {
                 entry.ranks[source] = Some(rank);
+                entry.strengths[source] = Some(hit.strength);
                 entry.fused += 1.0 / (RRF_K + rank as f64);
             }
         }
@@ -78,6 +82,37 @@ pub fn rrf(lists: &[Vec<Hit>]) -> Vec<Fused> {
             .then_with(|| a.id.cmp(&b.id))
     });
     fused
+}
+
+/// Relevance of each fused candidate, in RELEVANCE_MIN..1.
+///
+/// With several sources, the fused (rank-only) score relative to the best one: scales of
+/// different sources never mix. With a single source there is nothing to mix, and RRF's flat
+/// rank curve (rank 1 → 1/61, rank 2 → 1/62) would let a bounded boost override a much better
+/// match; so the source's own strength relative to its best match is used instead.
+pub fn relevances(fused: &[Fused], sources: usize) -> Vec<f64> {
+    let Some(first) = fused.first() else {
+        return Vec::new();
+    };
+    if sources == 1 {
+        let top = fused
+            .iter()
+            .filter_map(|f| f.strengths[0])
+            .fold(f64::MIN, f64::max);
+        return fused
+            .iter()
+            .map(|f| match f.strengths[0] {
+                Some(strength) if top > 0.0 => {
+                    RELEVANCE_MIN + (1.0 - RELEVANCE_MIN) * (strength / top).clamp(0.0, 1.0)
+                }
+                _ => relevance(f.fused, first.fused),
+            })
+            .collect();
+    }
+    fused
+        .iter()
+        .map(|f| relevance(f.fused, first.fused))
+        .collect()
 }
 
 /// Maps a fused score onto RELEVANCE_MIN..1 relative to the best fused score.
@@ -163,6 +198,33 @@ mod tests {
         ]]);
         assert_eq!(fused.len(), 1);
         assert_eq!(fused[0].ranks, [Some(1)]);
+    }
+
+    #[test]
+    fn a_single_source_keeps_its_strength_gaps() {
+        let list = vec![
+            Hit {
+                id: 1,
+                strength: 10.0,
+            },
+            Hit {
+                id: 2,
+                strength: 4.0,
+            },
+        ];
+        let fused = rrf(std::slice::from_ref(&list));
+        let single = relevances(&fused, 1);
+        assert_eq!(single[0], 1.0);
+        assert!((single[1] - (RELEVANCE_MIN + 0.65 * 0.4)).abs() < 1e-12);
+        // a much weaker match cannot overtake through the bounded recency alone
+        assert!(single[1] < RECENCY_FLOOR * single[0]);
+        let two = rrf(&[list.clone(), list]);
+        let fused_relevance = relevances(&two, 2);
+        assert_eq!(fused_relevance[0], 1.0);
+        assert!(
+            fused_relevance[1] > single[1],
+            "rank-only fusion is flatter"
+        );
     }
 
     #[test]

@@ -52,6 +52,19 @@ pub fn parse_time(given: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Inva
     Err(invalid())
 }
 
+/// Like `parse_time`, but a relative age counts forward from `now` (`--expires 14d` means in
+/// two weeks, not two weeks ago).
+pub fn parse_time_ahead(given: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, InvalidTime> {
+    let at = parse_time(given, now)?;
+    let text = given.trim();
+    let relative = text
+        .chars()
+        .last()
+        .is_some_and(|c| matches!(c, 'm' | 'h' | 'd' | 'w'))
+        && text[..text.len() - 1].parse::<i64>().is_ok();
+    Ok(if relative { now + (now - at) } else { at })
+}
+
 /// Days from `then` to `now` (negative when `then` is later).
 pub fn age_days(then: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
     (now - then).num_seconds() as f64 / 86_400.0
@@ -82,6 +95,18 @@ mod tests {
         check("7d", "2026-11-23T12:00:00Z");
         check("12h", "2026-11-30T00:00:00Z");
         check("2w", "2026-11-16T12:00:00Z");
+    }
+
+    #[test]
+    fn ahead_counts_relative_ages_forward() {
+        assert_eq!(
+            format_ts(parse_time_ahead("7d", now()).unwrap()),
+            "2026-12-07T12:00:00Z"
+        );
+        assert_eq!(
+            format_ts(parse_time_ahead("2026-01-05", now()).unwrap()),
+            "2026-01-05T00:00:00Z"
+        );
     }
 
     #[test]

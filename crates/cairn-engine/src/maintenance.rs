@@ -37,7 +37,7 @@ pub struct ScopeMap {
 
 impl Engine {
     /// Checks the file and the index against the records; with `repair`, rebuilds what is
-    /// derived (the full-text index, LSH buckets) and drops orphans. Idempotent.
+    /// derived (the full-text index, MinHash signatures). Idempotent.
     pub fn doctor(&mut self, repair: bool) -> Result<DoctorReport> {
         if repair {
             self.ensure_writable("doctor --repair")?;
@@ -73,12 +73,11 @@ impl Engine {
             },
             fix: (!fts_ok && !repair).then(|| "cairn doctor --repair".into()),
         });
-        let buckets_ok = gaps.without_buckets == 0 && gaps.orphan_buckets == 0;
-        if !buckets_ok && repair {
-            let ids: Vec<i64> = self.missing_bucket_ids()?;
+        let signatures_ok = gaps.without_signature == 0;
+        if !signatures_ok && repair {
+            let ids: Vec<i64> = self.store.reader().ids_without_signature()?;
             let count = ids.len();
             self.store.write(|tx| {
-                tx.drop_orphan_buckets()?;
                 for id in &ids {
                     if let Some(memory) = tx.reader().get(*id)? {
                         let norm = memory
@@ -95,18 +94,17 @@ impl Engine {
                 Ok::<_, EngineError>(())
             })?;
             repaired.push(format!(
-                "re-indexed near-duplicate buckets of {count} records and dropped {} orphan rows",
-                gaps.orphan_buckets
+                "recomputed the near-duplicate signatures of {count} records"
             ));
         }
         checks.push(Check {
-            name: "near-duplicate index".into(),
-            ok: buckets_ok,
+            name: "near-duplicate signatures".into(),
+            ok: signatures_ok,
             detail: format!(
-                "{} records without buckets, {} orphan bucket rows",
-                gaps.without_buckets, gaps.orphan_buckets
+                "{} records without a MinHash signature",
+                gaps.without_signature
             ),
-            fix: (!buckets_ok && !repair).then(|| "cairn doctor --repair".into()),
+            fix: (!signatures_ok && !repair).then(|| "cairn doctor --repair".into()),
         });
         checks.push(Check {
             name: "supersession links".into(),
@@ -138,10 +136,6 @@ impl Engine {
             checks,
             repaired,
         })
-    }
-
-    fn missing_bucket_ids(&self) -> Result<Vec<i64>> {
-        Ok(self.store.reader().ids_without_buckets()?)
     }
 
     pub fn stats(&self) -> Result<Stats> {

@@ -223,11 +223,11 @@ impl Engine {
             .into_iter()
             .map(|m| (m.id, m))
             .collect();
-        let top_fused = fused[0].fused;
+        let relevances = score::relevances(&fused, lists.len());
         // Each candidate answers as the current head of its supersession chain (unless --all);
         // a head reached twice keeps its better placement.
         let mut by_head: BTreeMap<i64, RecallResult> = BTreeMap::new();
-        for candidate in &fused {
+        for (candidate, relevance) in fused.iter().zip(relevances) {
             let Some(matched) = memories.get(&candidate.id) else {
                 continue;
             };
@@ -243,7 +243,7 @@ impl Engine {
             let tier = shown.memory_type.tier();
             let created = parse_time(&shown.valid_from, now).unwrap_or(reference);
             let parts = ScoreParts {
-                relevance: score::relevance(candidate.fused, top_fused),
+                relevance,
                 recency: if shown.pinned {
                     1.0
                 } else {
@@ -306,12 +306,15 @@ impl Engine {
                 result.freshness = verdict;
             }
         }
-        if request.touch && as_of.is_none() && !self.context.read_only && !results.is_empty() {
-            if let Err(error) = self.log_recall(&request.query, &ids, now) {
-                answer.warnings.push(format!(
-                    "the access was not recorded ({error}); results are complete"
-                ));
-            }
+        if request.touch
+            && as_of.is_none()
+            && !self.context.read_only
+            && !results.is_empty()
+            && let Err(error) = self.log_recall(&request.query, &ids, now)
+        {
+            answer.warnings.push(format!(
+                "the access was not recorded ({error}); results are complete"
+            ));
         }
         answer.results = results;
         Ok(answer)
@@ -323,12 +326,17 @@ impl Engine {
         let terms = query::query_terms(text);
         let reader = self.store.reader();
         let records = reader.indexed_count()?;
-        if records < FREQUENT_TERM_MIN_RECORDS || terms.len() <= 1 {
-            let mut terms = terms;
-            terms.truncate(MAX_QUERY_TERMS);
+        let frequent_matter = records >= FREQUENT_TERM_MIN_RECORDS && terms.len() > 1;
+        if !frequent_matter && terms.len() <= MAX_QUERY_TERMS {
             return Ok(terms);
         }
-        let cap = ((records as f64) * FREQUENT_TERM_FRACTION) as usize;
+        // Count each term's records (bounded): terms found nowhere add nothing, very frequent
+        // ones cost much and rank little, and past MAX_QUERY_TERMS the rarest terms are kept.
+        let cap = if frequent_matter {
+            ((records as f64) * FREQUENT_TERM_FRACTION) as usize
+        } else {
+            records.max(1)
+        };
         let mut counted = Vec::with_capacity(terms.len());
         for term in terms {
             let expression =
@@ -336,10 +344,16 @@ impl Engine {
             let frequency = reader.term_frequency(&expression, cap)?;
             counted.push((frequency, term));
         }
-        let rarest = counted.iter().map(|(f, _)| *f).min().unwrap_or(0);
-        let mut kept: Vec<(usize, String)> = counted
+        let found: Vec<(usize, String)> = counted.iter().filter(|(f, _)| *f > 0).cloned().collect();
+        if found.is_empty() {
+            // Nothing matches any term: searching them answers "nothing found" honestly.
+            counted.truncate(MAX_QUERY_TERMS);
+            return Ok(counted.into_iter().map(|(_, term)| term).collect());
+        }
+        let rarest = found.iter().map(|(f, _)| *f).min().unwrap_or(0);
+        let mut kept: Vec<(usize, String)> = found
             .into_iter()
-            .filter(|(frequency, _)| *frequency < cap || *frequency == rarest)
+            .filter(|(frequency, _)| !frequent_matter || *frequency < cap || *frequency == rarest)
             .collect();
         kept.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
         kept.truncate(MAX_QUERY_TERMS);

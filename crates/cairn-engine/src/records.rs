@@ -6,7 +6,7 @@ use crate::{Engine, EngineError, Result};
 use cairn_core::memory::Memory;
 use cairn_core::minhash;
 use cairn_core::record::{Confidence, MemoryType, Status};
-use cairn_core::time::{format_ts, parse_time};
+use cairn_core::time::{format_ts, parse_time_ahead};
 use cairn_core::{secrets, text};
 use cairn_store::{HistoryRow, ListFilter};
 use serde_json::json;
@@ -141,10 +141,10 @@ impl Engine {
                 updated.pinned = pinned;
             }
             if let Some(review_at) = &request.review_at {
-                updated.review_at = Some(format_ts(parse_time(review_at, now_time)?));
+                updated.review_at = Some(format_ts(parse_time_ahead(review_at, now_time)?));
             }
             if let Some(expires_at) = &request.expires_at {
-                updated.expires_at = Some(format_ts(parse_time(expires_at, now_time)?));
+                updated.expires_at = Some(format_ts(parse_time_ahead(expires_at, now_time)?));
             }
             if updated == previous {
                 return Ok((previous, Vec::new()));
@@ -189,6 +189,18 @@ impl Engine {
                         existing: Some(older),
                         ways_out: vec![format!("cairn forget {id}")],
                     });
+                }
+                // Its successor keeps no link to a record that no longer exists; the link
+                // stays readable in the successor's history.
+                if let Some(successor_id) = previous.superseded_by
+                    && let Some(successor) = tx.reader().get(successor_id)?
+                    && successor.supersedes == Some(id)
+                {
+                    let mut unlinked = successor.clone();
+                    unlinked.supersedes = None;
+                    unlinked.updated_at = now.clone();
+                    let norm = unlinked.title.as_deref().map(text::normalize_title);
+                    tx.update_memory(&unlinked, norm.as_deref(), &minhash::signature(&unlinked.body), &successor, "unlink", &actor)?;
                 }
                 tx.delete_memory(&previous, &now, &actor)?;
                 tx.resolve_conflicts(id, &now)?;

@@ -9,7 +9,7 @@ use cairn_core::record::{
     MemoryType, Sensitivity, Status, Trust, TrustZone,
 };
 use cairn_core::scope::Scope;
-use cairn_core::time::{format_ts, parse_time};
+use cairn_core::time::{format_ts, parse_time, parse_time_ahead};
 use cairn_core::{polarity, query, receipt, secrets, text};
 use cairn_store::{LexicalQuery, NewEvent, WriteTx};
 use chrono::{DateTime, Duration, Utc};
@@ -295,7 +295,7 @@ pub fn prepare(
     let created_at = format_ts(created);
     let review_at = match &request.review {
         Review::Never => None,
-        Review::At(at) => Some(format_ts(parse_time(at, now)?)),
+        Review::At(at) => Some(format_ts(parse_time_ahead(at, now)?)),
         Review::Default => request.memory_type.default_review_days().map(|days| {
             let at = format_ts(created + Duration::days(days));
             warnings.push(format!(
@@ -312,7 +312,7 @@ pub fn prepare(
         Trust::Stated
     });
     let expires_at = match request.expires_at.as_deref() {
-        Some(at) => Some(format_ts(parse_time(at, now)?)),
+        Some(at) => Some(format_ts(parse_time_ahead(at, now)?)),
         None if request.capture && request.memory_type == MemoryType::State => {
             Some(format_ts(created + Duration::days(CAPTURE_EXPIRY_DAYS)))
         }
@@ -515,9 +515,19 @@ pub(crate) fn remember_in(
         ));
     }
 
+    // Records sharing the most words: candidates for steps 4 and 5, searched once.
+    let near_duplicate_check =
+        superseded.is_none() && !request.allow_duplicate && memory.external_id.is_none();
+    let contradiction_check = !request.capture && memory.external_id.is_none();
+    let similar = if near_duplicate_check || contradiction_check {
+        similar_ids(tx, &memory)?
+    } else {
+        Vec::new()
+    };
+
     // Step 4: near duplicates.
-    if superseded.is_none() && !request.allow_duplicate && memory.external_id.is_none() {
-        let candidates = reader.near_duplicate_candidates(&signature)?;
+    if near_duplicate_check {
+        let candidates = reader.with_signatures(&similar)?;
         let twin = candidates
             .iter()
             .filter(|(m, _)| m.partition() == partition)
@@ -579,10 +589,10 @@ pub(crate) fn remember_in(
     }
 
     // Step 5: contradiction with an active record of the same partition.
-    let conflicts = if request.capture || memory.external_id.is_some() {
-        Vec::new()
+    let conflicts = if contradiction_check {
+        find_contradictions(tx, &memory, request.supersedes, &similar)?
     } else {
-        find_contradictions(tx, &memory, request.supersedes)?
+        Vec::new()
     };
 
     // Steps 6–9: insert, retire the superseded record, log.
@@ -806,17 +816,20 @@ fn title_twin(tx: &WriteTx<'_>, memory: &Memory, title: &str) -> Result<Option<(
 }
 
 /// Active records in the same partition that make the opposite claim.
-fn find_contradictions(
-    tx: &WriteTx<'_>,
-    memory: &Memory,
-    superseding: Option<i64>,
-) -> Result<Vec<(i64, String)>> {
-    let claim = match memory.title.as_deref() {
+/// Text of a record as one claim: title and body.
+fn claim_text(memory: &Memory) -> String {
+    match memory.title.as_deref() {
         Some(title) => format!("{title}. {}", memory.body),
         None => memory.body.clone(),
-    };
-    let mut terms = query::query_terms(&claim);
-    terms.truncate(16);
+    }
+}
+
+/// Records of the same project and scope that share the most words with `memory`: the
+/// candidates for near-duplicate and contradiction checks. A near-duplicate (MinHash ≥ 0.9)
+/// shares almost every word, so it ranks at the top of this lexical search.
+fn similar_ids(tx: &WriteTx<'_>, memory: &Memory) -> Result<Vec<i64>> {
+    let mut terms = query::query_terms(&claim_text(memory));
+    terms.truncate(24);
     let Some(expression) = query::fts_match_expression(&terms) else {
         return Ok(Vec::new());
     };
@@ -826,24 +839,29 @@ fn find_contradictions(
         match_expression: &expression,
         projects: &projects,
         scopes: Some(&scopes),
-        limit: 10,
+        limit: 20,
         ..LexicalQuery::default()
     })?;
-    let ids: Vec<i64> = hits.iter().map(|h| h.id).collect();
+    Ok(hits.iter().map(|h| h.id).collect())
+}
+
+fn find_contradictions(
+    tx: &WriteTx<'_>,
+    memory: &Memory,
+    superseding: Option<i64>,
+    ids: &[i64],
+) -> Result<Vec<(i64, String)>> {
+    let claim = claim_text(memory);
     let partition = memory.partition();
     let mut found = Vec::new();
-    for candidate in tx.reader().get_many(&ids)? {
+    for candidate in tx.reader().get_many(ids)? {
         if candidate.status != Status::Active
             || candidate.partition() != partition
             || Some(candidate.id) == superseding
         {
             continue;
         }
-        let other = match candidate.title.as_deref() {
-            Some(title) => format!("{title}. {}", candidate.body),
-            None => candidate.body.clone(),
-        };
-        if let Some(reason) = polarity::contradiction(&claim, &other) {
+        if let Some(reason) = polarity::contradiction(&claim, &claim_text(&candidate)) {
             found.push((candidate.id, reason));
         }
     }

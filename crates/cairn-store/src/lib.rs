@@ -12,7 +12,7 @@ mod search;
 
 pub use error::StoreError;
 pub use records::{
-    ConflictRow, EventRow, HistoryRow, IndexGaps, LSH_BANDS, ListFilter, NewEvent, ScopeRow, Stats,
+    ConflictRow, EventRow, HistoryRow, IndexGaps, ListFilter, NewEvent, ScopeRow, Stats,
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{LexicalHit, LexicalQuery};

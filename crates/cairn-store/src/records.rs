@@ -3,13 +3,9 @@
 
 use crate::{Reader, Result, StoreError, WriteTx};
 use cairn_core::memory::Memory;
-use cairn_core::minhash::{self, Signature};
+use cairn_core::minhash::Signature;
 use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
-
-/// Bands of the MinHash signature stored as LSH buckets (8 rows each): a pair at Jaccard 0.7
-/// shares a bucket with probability > 0.9, at 0.9 with probability > 0.9999.
-pub const LSH_BANDS: usize = 16;
 
 const MEMORY_COLUMNS: &str = "id, project, scope, type, title, body, summary, tags, importance, confidence, trust, \
      trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, status, supersedes, \
@@ -185,26 +181,7 @@ impl WriteTx<'_> {
                 ])
             })
             .map_err(self.map())?;
-        let id = self.tx.last_insert_rowid();
-        self.write_bands(id, signature)?;
-        Ok(id)
-    }
-
-    fn write_bands(&self, id: i64, signature: &Signature) -> Result<()> {
-        self.tx
-            .prepare_cached("DELETE FROM minhash_bands WHERE memory_id = ?1")
-            .and_then(|mut s| s.execute([id]))
-            .map_err(self.map())?;
-        let mut insert = self
-            .tx
-            .prepare_cached("INSERT INTO minhash_bands (bucket, memory_id) VALUES (?1, ?2)")
-            .map_err(self.map())?;
-        for bucket in minhash::lsh_bands(signature, LSH_BANDS) {
-            insert
-                .execute(params![bucket as i64, id])
-                .map_err(self.map())?;
-        }
-        Ok(())
+        Ok(self.tx.last_insert_rowid())
     }
 
     /// Replaces every stored field of `memory` (matched by id), keeping `previous` in history.
@@ -263,9 +240,6 @@ impl WriteTx<'_> {
                 ])
             })
             .map_err(self.map())?;
-        if memory.content_hash != previous.content_hash {
-            self.write_bands(memory.id, signature)?;
-        }
         Ok(())
     }
 
@@ -296,12 +270,9 @@ impl WriteTx<'_> {
     /// Deletes a record for good, with its history kept as the last word (`forget --hard`).
     pub fn delete_memory(&self, previous: &Memory, at: &str, actor: &str) -> Result<()> {
         self.append_history(previous, at, "delete", actor)?;
-        for sql in [
-            "DELETE FROM minhash_bands WHERE memory_id = ?1",
-            "DELETE FROM memories WHERE id = ?1",
-        ] {
-            self.tx.execute(sql, [previous.id]).map_err(self.map())?;
-        }
+        self.tx
+            .execute("DELETE FROM memories WHERE id = ?1", [previous.id])
+            .map_err(self.map())?;
         Ok(())
     }
 
@@ -372,17 +343,7 @@ impl WriteTx<'_> {
         Ok(())
     }
 
-    /// Drops LSH bucket rows whose record no longer exists.
-    pub fn drop_orphan_buckets(&self) -> Result<usize> {
-        self.tx
-            .execute(
-                "DELETE FROM minhash_bands WHERE memory_id NOT IN (SELECT id FROM memories)",
-                [],
-            )
-            .map_err(self.map())
-    }
-
-    /// Rewrites a record's derived index rows (signature and buckets) without touching history.
+    /// Rewrites a record's derived columns (signature, normalized title) without touching history.
     pub fn rewrite_index_rows(
         &self,
         memory: &Memory,
@@ -395,7 +356,7 @@ impl WriteTx<'_> {
                 params![memory.id, signature.to_bytes(), title_norm],
             )
             .map_err(self.map())?;
-        self.write_bands(memory.id, signature)
+        Ok(())
     }
 
     /// Restores a history row verbatim (used by lossless import).
@@ -504,25 +465,8 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
-    /// Active records sharing at least one LSH bucket with `signature`, with their signatures.
-    pub fn near_duplicate_candidates(
-        &self,
-        signature: &Signature,
-    ) -> Result<Vec<(Memory, Signature)>> {
-        let buckets = minhash::lsh_bands(signature, LSH_BANDS);
-        let mut ids = std::collections::BTreeSet::new();
-        let mut statement = self
-            .conn
-            .prepare_cached("SELECT memory_id FROM minhash_bands WHERE bucket = ?1")
-            .map_err(self.map())?;
-        for bucket in buckets {
-            let rows = statement
-                .query_map([bucket as i64], |row| row.get::<_, i64>(0))
-                .map_err(self.map())?;
-            for id in rows {
-                ids.insert(id.map_err(self.map())?);
-            }
-        }
+    /// Active records among `ids`, each with its stored MinHash signature.
+    pub fn with_signatures(&self, ids: &[i64]) -> Result<Vec<(Memory, Signature)>> {
         let mut with_signature = self
             .conn
             .prepare_cached(&format!(
@@ -711,10 +655,10 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
-    pub fn ids_without_buckets(&self) -> Result<Vec<i64>> {
+    pub fn ids_without_signature(&self) -> Result<Vec<i64>> {
         let mut statement = self
             .conn
-            .prepare("SELECT id FROM memories m WHERE NOT EXISTS (SELECT 1 FROM minhash_bands b WHERE b.memory_id = m.id) ORDER BY id")
+            .prepare("SELECT id FROM memories WHERE minhash IS NULL OR length(minhash) != 512 ORDER BY id")
             .map_err(self.map())?;
         let rows = statement
             .query_map([], |row| row.get::<_, i64>(0))
@@ -771,7 +715,7 @@ impl Reader<'_> {
         })
     }
 
-    /// Ids of records whose FTS row is missing or whose LSH buckets are missing.
+    /// Records against their derived data: FTS rows, MinHash signatures, supersession links.
     pub fn index_gaps(&self) -> Result<IndexGaps> {
         let count = |sql: &str| -> Result<i64> {
             self.conn
@@ -781,11 +725,8 @@ impl Reader<'_> {
         Ok(IndexGaps {
             records: count("SELECT count(*) FROM memories")?,
             fts_rows: count("SELECT count(*) FROM memories_fts_docsize")?,
-            without_buckets: count(
-                "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM minhash_bands b WHERE b.memory_id = m.id)",
-            )?,
-            orphan_buckets: count(
-                "SELECT count(*) FROM minhash_bands b WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = b.memory_id)",
+            without_signature: count(
+                "SELECT count(*) FROM memories WHERE minhash IS NULL OR length(minhash) != 512",
             )?,
             dangling_links: count(
                 "SELECT count(*) FROM memories m WHERE (m.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.supersedes)) \
@@ -800,8 +741,7 @@ impl Reader<'_> {
 pub struct IndexGaps {
     pub records: i64,
     pub fts_rows: i64,
-    pub without_buckets: i64,
-    pub orphan_buckets: i64,
+    pub without_signature: i64,
     pub dangling_links: i64,
 }
 

@@ -12,7 +12,7 @@ pub const MIGRATIONS: &[&str] = &[MIGRATION_1];
 
 const MIGRATION_1: &str = r#"
 CREATE TABLE memories (
-    id               INTEGER PRIMARY KEY,
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,  -- a deleted id is never handed out again
     project          TEXT NOT NULL DEFAULT '',   -- '' = personal
     scope            TEXT NOT NULL DEFAULT 'global',
     type             TEXT NOT NULL,
@@ -48,15 +48,6 @@ CREATE INDEX memories_identity ON memories(project, scope, title_norm) WHERE sta
 CREATE INDEX memories_hash ON memories(content_hash);
 CREATE INDEX memories_external ON memories(project, external_id) WHERE external_id IS NOT NULL;
 CREATE INDEX memories_status ON memories(status, type);
-
--- Locality-sensitive buckets of each record's MinHash signature: near-duplicate candidates
--- come from an index lookup instead of a scan of every record.
-CREATE TABLE minhash_bands (
-    bucket    INTEGER NOT NULL,
-    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE
-);
-CREATE INDEX minhash_bands_bucket ON minhash_bands(bucket);
-CREATE INDEX minhash_bands_memory ON minhash_bands(memory_id);
 
 CREATE VIRTUAL TABLE memories_fts USING fts5(
     title, summary, tags, body,
