@@ -159,7 +159,7 @@ impl Writer<'_> {
         path: &str,
         bytes: &[u8],
         id: Option<i64>,
-        updated_at: Option<&str>,
+        version: Option<String>,
         fingerprint: String,
         adopt: &dyn Fn(&[u8], bool) -> bool,
     ) {
@@ -180,7 +180,7 @@ impl Writer<'_> {
                     path.to_string(),
                     Entry {
                         id,
-                        updated_at: updated_at.map(str::to_string),
+                        version,
                         fingerprint,
                         sha256: sha,
                         stamp,
@@ -315,13 +315,14 @@ impl Engine {
         };
 
         // Record pages.
-        let mut dirty: Vec<(i64, String, Vec<PageLink>, String)> = Vec::new();
+        let mut dirty: Vec<(i64, String, Vec<PageLink>, String, String)> = Vec::new();
         for skeleton in &skeletons {
             let path = &paths[&skeleton.id];
             let links = links_for(skeleton, &by_id, &paths);
             let fingerprint = record_fingerprint(skeleton, path, &links);
             if !writer.unchanged(path, &fingerprint, Some(skeleton.id)) {
-                dirty.push((skeleton.id, path.clone(), links, fingerprint));
+                let version = manifest::version(&skeleton.updated_at, skeleton.history_versions);
+                dirty.push((skeleton.id, path.clone(), links, fingerprint, version));
             }
         }
         for chunk in dirty.chunks(RENDER_BATCH) {
@@ -331,7 +332,7 @@ impl Engine {
                 .into_iter()
                 .map(|m| (m.id, m))
                 .collect();
-            for (id, path, links, fingerprint) in chunk {
+            for (id, path, links, fingerprint, version) in chunk {
                 let Some(memory) = memories.get(id) else {
                     continue;
                 };
@@ -343,7 +344,7 @@ impl Engine {
                     path,
                     bytes.as_bytes(),
                     Some(*id),
-                    Some(&memory.updated_at),
+                    Some(version.clone()),
                     fingerprint.clone(),
                     &adopt,
                 );

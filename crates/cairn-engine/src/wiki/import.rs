@@ -318,7 +318,7 @@ impl Engine {
             .reader()
             .skeletons(None)?
             .into_iter()
-            .map(|s| (s.id, s.updated_at))
+            .map(|s| (s.id, manifest::version(&s.updated_at, s.history_versions)))
             .collect();
         let present: HashSet<&str> = files.iter().map(String::as_str).collect();
         let mut claimed: HashMap<i64, String> = HashMap::new();
@@ -397,7 +397,7 @@ impl Engine {
                         Ok(Some(updated)) => {
                             let brain_moved = entry.is_some_and(|e| {
                                 e.id == Some(id)
-                                    && e.updated_at.as_deref() != Some(existing.updated_at.as_str())
+                                    && e.version.as_deref() != known.get(&id).map(String::as_str)
                             });
                             if brain_moved && !options.force {
                                 report.push(

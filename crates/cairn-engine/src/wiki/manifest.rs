@@ -18,8 +18,9 @@ const HEADER: &str = "# cairn wiki manifest v1 — written by `cairn export wiki
 pub struct Entry {
     /// The record shown, for record pages.
     pub id: Option<i64>,
-    /// The record's `updated_at` when the page was written.
-    pub updated_at: Option<String>,
+    /// The record's version when the page was written: `updated_at#history-versions` (times
+    /// have whole seconds; the history count tells apart two changes in one second).
+    pub version: Option<String>,
     pub fingerprint: String,
     pub sha256: String,
     pub stamp: Stamp,
@@ -46,7 +47,7 @@ impl Manifest {
                 continue;
             }
             let fields: Vec<&str> = line.split('\t').collect();
-            let [path, id, updated_at, fingerprint, sha256, size, mtime] = fields.as_slice() else {
+            let [path, id, version, fingerprint, sha256, size, mtime] = fields.as_slice() else {
                 continue;
             };
             let (Ok(size), Ok(mtime_ns)) = (size.parse(), mtime.parse()) else {
@@ -56,7 +57,7 @@ impl Manifest {
                 path.to_string(),
                 Entry {
                     id: id.parse().ok(),
-                    updated_at: (*updated_at != "-").then(|| updated_at.to_string()),
+                    version: (*version != "-").then(|| version.to_string()),
                     fingerprint: fingerprint.to_string(),
                     sha256: sha256.to_string(),
                     stamp: Stamp { size, mtime_ns },
@@ -77,7 +78,7 @@ impl Manifest {
                 .unwrap_or_else(|| "-".into());
             out.push_str(&format!(
                 "{path}\t{id}\t{}\t{}\t{}\t{}\t{}\n",
-                entry.updated_at.as_deref().unwrap_or("-"),
+                entry.version.as_deref().unwrap_or("-"),
                 entry.fingerprint,
                 entry.sha256,
                 entry.stamp.size,
@@ -100,6 +101,11 @@ impl Manifest {
 pub fn sha256(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(Sha256::digest(bytes))
+}
+
+/// A record's version as the manifest keeps it.
+pub fn version(updated_at: &str, history_versions: i64) -> String {
+    format!("{updated_at}#{history_versions}")
 }
 
 /// A short deterministic fingerprint (FNV-1a, 64 bits) of the parts a page is rendered from.
