@@ -274,8 +274,14 @@ pub fn read(path: &Path, kind: SourceKind) -> Result<Parsed> {
         ));
     }
     let mut parsed = Parsed::default();
+    // A memory folder may be given itself (`…/memory`) or found below the given folder.
+    let base = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let keep = |relative: &str| {
         let name = relative.rsplit('/').next().unwrap_or(relative);
+        let relative = format!("{base}/{relative}");
         match kind {
             SourceKind::AgentsMd => name == "AGENTS.md",
             _ => {
