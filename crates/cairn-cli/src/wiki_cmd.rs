@@ -114,11 +114,12 @@ pub fn run_import(args: &Cli, wiki: &WikiImportArgs) -> Result<ExitCode> {
                 PageStatus::Skipped => "skipped",
             };
             let id = page.id.map(|i| format!(" #{i}")).unwrap_or_default();
-            println!(
-                "  {status:<9} {}{id}: {}",
-                page.path,
-                page.message.as_deref().unwrap_or("")
-            );
+            let message = page
+                .message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            println!("  {status:<9} {}{id}{message}", page.path);
         }
     }
     Ok(ExitCode::SUCCESS)

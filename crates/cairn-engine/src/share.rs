@@ -121,7 +121,7 @@ impl Engine {
         {
             return Err(EngineError::Refused {
                 message: format!(
-                    "a {zone} envelope carries references only, never content; nothing was shared: drop --include-content, or share with a trusted_collaborator"
+                    "envelopes for {zone} carry references only, never content; nothing was shared: drop --include-content, or share with a trusted_collaborator"
                 ),
                 existing: None,
                 ways_out: vec!["drop --include-content".into()],

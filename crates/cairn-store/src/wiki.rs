@@ -70,8 +70,9 @@ impl Reader<'_> {
         let clause = project_clause(projects, &mut values);
         let sql = format!(
             "SELECT id, project, type, title, scope, trust_zone, sensitivity, status, supersedes, \
-             superseded_by, updated_at, use_count, last_accessed_at, \
-             (SELECT count(*) FROM history h WHERE h.memory_id = memories.id) FROM memories WHERE 1 = 1{clause} ORDER BY id"
+             superseded_by, updated_at, use_count, last_accessed_at, COALESCE(h.versions, 0) \
+             FROM memories LEFT JOIN (SELECT memory_id, count(*) AS versions FROM history GROUP BY memory_id) h \
+             ON h.memory_id = memories.id WHERE 1 = 1{clause} ORDER BY id"
         );
         let mut statement = self.conn.prepare(&sql).map_err(map)?;
         let rows = statement

@@ -61,6 +61,9 @@ pub struct WikiExportReport {
     pub refused: Vec<FileIssue>,
 }
 
+/// Renders a generated file when its fingerprint says it changed.
+type Renderer<'a> = Box<dyn Fn() -> String + 'a>;
+
 enum Put {
     Written(Stamp),
     Unchanged(Stamp),
@@ -129,6 +132,8 @@ fn record_fingerprint(skeleton: &Skeleton, path: &str, links: &[PageLink]) -> St
 
 struct Writer<'a> {
     dir: &'a SafeDir,
+    /// Regular files in the directory now (one walk, not a stat per page).
+    present: std::collections::HashSet<String>,
     old: &'a Manifest,
     new: Manifest,
     report: WikiExportReport,
@@ -136,15 +141,13 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    /// Whether `path` is still exactly what was written from inputs with this fingerprint.
+    /// Whether `path` was written from inputs with this fingerprint and is still there. A page
+    /// edited since is left alone (the import reads it); a deleted one is written again.
     fn unchanged(&mut self, path: &str, fingerprint: &str, id: Option<i64>) -> bool {
         let Some(entry) = self.old.entries.get(path) else {
             return false;
         };
-        if entry.fingerprint != fingerprint || entry.id != id {
-            return false;
-        }
-        if self.dir.stamp(path) != Some(entry.stamp) {
+        if entry.fingerprint != fingerprint || entry.id != id || !self.present.contains(path) {
             return false;
         }
         self.new.entries.insert(path.to_string(), entry.clone());
@@ -304,6 +307,7 @@ impl Engine {
         let by_id: HashMap<i64, &Skeleton> = skeletons.iter().map(|s| (s.id, s)).collect();
         let mut writer = Writer {
             dir: &safe,
+            present: safe.walk().0.into_iter().collect(),
             old: &old,
             new: Manifest::default(),
             report: WikiExportReport {
@@ -363,17 +367,40 @@ impl Engine {
                 _ => retired.push(skeleton),
             }
         }
-        let mut generated: Vec<(String, String)> = Vec::new();
+        // Each list is fingerprinted by what it shows and rendered only when that changed.
+        let paths = &paths;
+        let mut generated: Vec<(String, String, Renderer<'_>)> = Vec::new();
+        let member_parts = |members: &[&Skeleton]| -> String {
+            let mut parts: Vec<String> = vec![RENDER_VERSION.to_string()];
+            for s in members {
+                parts.push(paths[&s.id].clone());
+                parts.push(s.title.clone().unwrap_or_default());
+                parts.push(format!(
+                    "{}|{}|{}|{:?}|{:?}|{:?}",
+                    s.id,
+                    s.scope,
+                    s.status,
+                    s.superseded_by,
+                    s.project.is_none(),
+                    s.memory_type
+                ));
+            }
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            manifest::fingerprint(&refs)
+        };
         for (memory_type, members) in &active_by_type {
+            let memory_type = *memory_type;
             generated.push((
                 format!("{memory_type}/_index.md"),
-                render_type_list(*memory_type, members, &paths),
+                member_parts(members),
+                Box::new(move || render_type_list(memory_type, members, paths)),
             ));
         }
         if !retired.is_empty() {
             generated.push((
                 "archive/_index.md".to_string(),
-                render_archive_list(&retired, &paths),
+                member_parts(&retired),
+                Box::new(|| render_archive_list(&retired, paths)),
             ));
         }
         let mut projects_shown: Vec<String> = skeletons
@@ -382,20 +409,26 @@ impl Engine {
             .collect();
         projects_shown.sort();
         projects_shown.dedup();
+        let index = render_index(&active_by_type, &retired, &projects_shown);
         generated.push((
             "index.md".to_string(),
-            render_index(&active_by_type, &retired, &projects_shown),
+            manifest::sha256(index.as_bytes()),
+            Box::new(move || index.clone()),
         ));
-        generated.push(("SCHEMA.md".to_string(), SCHEMA.to_string()));
-        for (path, text) in &generated {
-            let fingerprint = manifest::sha256(text.as_bytes());
-            if !writer.unchanged(path, &fingerprint, None) {
+        generated.push((
+            "SCHEMA.md".to_string(),
+            manifest::sha256(SCHEMA.as_bytes()),
+            Box::new(|| SCHEMA.to_string()),
+        ));
+        for (path, fingerprint, render) in &generated {
+            if !writer.unchanged(path, fingerprint, None) {
+                let text = render();
                 writer.put(
                     path,
                     text.as_bytes(),
                     None,
                     None,
-                    fingerprint,
+                    fingerprint.clone(),
                     &generated_adopt,
                 );
             }
@@ -456,7 +489,7 @@ impl Engine {
         let produced: std::collections::HashSet<&str> = paths
             .values()
             .map(String::as_str)
-            .chain(generated.iter().map(|(p, _)| p.as_str()))
+            .chain(generated.iter().map(|(p, _, _)| p.as_str()))
             .chain(log_paths.iter().map(String::as_str))
             .chain(std::iter::once("log.md"))
             .collect();
@@ -472,10 +505,8 @@ impl Engine {
 
         writer.report.files = produced.len();
         writer.report.written_paths.sort();
-        let rendered = writer.new.render();
-        let previous = safe.read(manifest::FILE, 1 << 30).ok().flatten();
-        if previous.as_deref() != Some(rendered.as_bytes()) {
-            safe.write(manifest::FILE, rendered.as_bytes())
+        if writer.new != old || safe.stamp(manifest::FILE).is_none() {
+            safe.write(manifest::FILE, writer.new.render().as_bytes())
                 .map_err(fs_error)?;
         }
         Ok(writer.report)

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub enum FsError {
     #[error(transparent)]
     Path(#[from] UnsafePath),
-    #[error("refused {path:?}: {reason}")]
+    #[error("{reason}")]
     Unsafe { path: String, reason: String },
     #[error("{path:?}: {source}")]
     Io {
@@ -68,14 +68,16 @@ impl SafeDir {
         match std::fs::symlink_metadata(dir) {
             Ok(metadata) if metadata.file_type().is_symlink() => {
                 return Err(FsError::Unsafe {
+                    reason: format!(
+                        "{shown} is a symlink; give the wiki directory's real path instead"
+                    ),
                     path: shown,
-                    reason: "the wiki directory is a symlink; give its real path instead".into(),
                 });
             }
             Ok(metadata) if !metadata.is_dir() => {
                 return Err(FsError::Unsafe {
+                    reason: format!("{shown} exists and is not a directory"),
                     path: shown,
-                    reason: "it exists and is not a directory".into(),
                 });
             }
             Ok(_) => {}

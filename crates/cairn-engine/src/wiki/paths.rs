@@ -7,7 +7,7 @@
 //! bare slug never contains `--`, a suffixed name can never collide with a bare one.
 
 use cairn_core::record::{MemoryType, Status, TrustZone};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use unicode_normalization::UnicodeNormalization;
 
 /// Longest slug taken from a title, in bytes.
@@ -25,8 +25,13 @@ const RESERVED: &[&str] = &[
 /// `[a-z0-9-]` text from anything: accents folded (NFKD, marks dropped), apostrophes dropped,
 /// every other run of characters one `-`, at most `max` bytes; may be empty.
 pub fn slug_text(text: &str, max: usize) -> String {
-    let mut slug = String::new();
-    for c in text.nfkd() {
+    let mut slug = String::with_capacity(text.len().min(max + 2));
+    let folded: Box<dyn Iterator<Item = char>> = if text.is_ascii() {
+        Box::new(text.chars())
+    } else {
+        Box::new(text.nfkd())
+    };
+    for c in folded {
         if c.is_ascii_alphanumeric() {
             slug.push(c.to_ascii_lowercase());
         } else if matches!(c, '\'' | '’') || unicode_normalization::char::is_combining_mark(c) {
@@ -77,8 +82,9 @@ pub struct NameInput<'a> {
 
 /// Every record's page path (`folder/name.md`), deterministic for the same set of records.
 pub fn assign(records: &[NameInput<'_>]) -> HashMap<i64, String> {
-    // (folder, base) → ids claiming it, in id order.
-    let mut claims: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    // (folder, base) → records claiming it. Suffixed names keep their bare slug before the
+    // first `--`, so names can only collide inside one group and groups are independent.
+    let mut claims: HashMap<(String, String), Vec<usize>> = HashMap::with_capacity(records.len());
     for (index, record) in records.iter().enumerate() {
         let key = (
             folder(record.memory_type, record.status),
@@ -87,9 +93,9 @@ pub fn assign(records: &[NameInput<'_>]) -> HashMap<i64, String> {
         claims.entry(key).or_default().push(index);
     }
     let mut paths = HashMap::with_capacity(records.len());
-    let mut taken: HashSet<String> = HashSet::with_capacity(records.len());
     for ((folder, base), mut members) in claims {
         members.sort_by_key(|&i| records[i].id);
+        let mut taken: HashSet<String> = HashSet::new();
         for (rank, index) in members.into_iter().enumerate() {
             let record = &records[index];
             let mut name = base.clone();
@@ -97,13 +103,12 @@ pub fn assign(records: &[NameInput<'_>]) -> HashMap<i64, String> {
                 let scope = slug_text(record.scope, MAX_SCOPE_SLUG);
                 let zone = record.trust_zone.as_str().replace('_', "-");
                 name = format!("{base}--{scope}--{zone}");
-                if taken.contains(&format!("{folder}/{name}.md")) {
+                if taken.contains(&name) {
                     name = format!("{name}--{}", record.id);
                 }
             }
-            let path = format!("{folder}/{name}.md");
-            taken.insert(path.clone());
-            paths.insert(record.id, path);
+            taken.insert(name.clone());
+            paths.insert(record.id, format!("{folder}/{name}.md"));
         }
     }
     paths
