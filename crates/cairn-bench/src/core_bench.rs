@@ -416,6 +416,7 @@ fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Va
             since: None,
             until: None,
             limit: CANDIDATES,
+            visible_to: None,
         })
     };
     for (index, query) in measured.iter().enumerate() {

@@ -65,21 +65,14 @@ pub enum Command {
     },
     /// List records, newest first.
     List(ListArgs),
-    /// Write every record (with history) and the event log as JSONL.
-    Export {
-        #[arg(long, default_value = "jsonl")]
-        format: String,
-        /// Output file, or `-` for stdout.
-        #[arg(default_value = "-")]
-        file: String,
-    },
-    /// Read JSONL back (per-line report; a bad line never stops the others).
-    Import {
-        #[arg(long, default_value = "jsonl")]
-        format: String,
-        /// Input file, or `-` for stdin.
-        file: String,
-    },
+    /// Write every record (with history) and the event log as JSONL, or a Markdown wiki
+    /// (`export wiki DIR`).
+    Export(crate::wiki_cmd::ExportArgs),
+    /// Read JSONL back (per-line report; a bad line never stops the others), or another
+    /// source: `import wiki|claude-md|agents-md|mcp-memory|markdown|mem0|envelope …`.
+    Import(crate::import_cmd::ImportArgs),
+    /// Hand records to another agent as a JSON envelope that honors trust zones.
+    Share(crate::share_cmd::ShareArgs),
     /// Check the brain's integrity and index consistency.
     Doctor {
         /// Rebuild derived indexes and drop orphans (idempotent).
@@ -191,6 +184,10 @@ pub struct RecallArgs {
     /// Relevance floor relative to the best match (0 keeps every match).
     #[arg(long)]
     floor: Option<f64>,
+    /// Answer as a reader in this trust zone sees it: private_self (everything),
+    /// trusted_collaborator, outside_contact, paid_public.
+    #[arg(long, value_name = "ZONE")]
+    zone: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -237,7 +234,7 @@ pub struct ListArgs {
     all_projects: bool,
 }
 
-fn open(args: &Cli, actor: &str) -> Result<Engine> {
+pub(crate) fn open(args: &Cli, actor: &str) -> Result<Engine> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     // An explicit project skips asking git (a process spawn on every command).
     let mut context = match args
@@ -488,7 +485,15 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { format, file } => {
+        Command::Export(crate::wiki_cmd::ExportArgs {
+            target: Some(target),
+            ..
+        }) => crate::wiki_cmd::run_export(&args, target),
+        Command::Export(crate::wiki_cmd::ExportArgs {
+            target: None,
+            format,
+            file,
+        }) => {
             ensure_jsonl(format)?;
             let engine = open(&args, "cli")?;
             let lines = if file == "-" {
@@ -521,7 +526,22 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Import { format, file } => {
+        Command::Import(crate::import_cmd::ImportArgs {
+            source: Some(source),
+            ..
+        }) => crate::import_cmd::run(&args, source),
+        Command::Import(crate::import_cmd::ImportArgs { file: None, .. }) => {
+            Err(EngineError::Invalid(
+                "no input: give FILE (or - for stdin), or a source such as `import wiki DIR`"
+                    .into(),
+            )
+            .into())
+        }
+        Command::Import(crate::import_cmd::ImportArgs {
+            source: None,
+            format,
+            file: Some(file),
+        }) => {
             ensure_jsonl(format)?;
             let mut engine = open(&args, "import")?;
             let mut input: Box<dyn BufRead> = if file == "-" {
@@ -555,6 +575,7 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Share(share) => crate::share_cmd::run_share(&args, share),
         Command::Doctor { repair } => run_doctor(&args, *repair),
         Command::Stats => {
             let engine = open(&args, "cli")?;
@@ -737,6 +758,12 @@ fn recall_request(recall: &RecallArgs, query: String) -> Result<RecallRequest> {
     request.until = recall.until.clone();
     request.mode = recall.mode.parse::<Mode>()?;
     request.floor = recall.floor;
+    request.zone = recall
+        .zone
+        .as_deref()
+        .map(str::parse::<TrustZone>)
+        .transpose()
+        .map_err(EngineError::from)?;
     Ok(request)
 }
 
@@ -752,6 +779,7 @@ struct BatchLine {
     floor: Option<f64>,
     #[serde(rename = "type")]
     types: Option<Vec<String>>,
+    zone: Option<String>,
 }
 
 fn run_recall(args: &Cli, recall: &RecallArgs) -> Result<ExitCode> {
@@ -789,6 +817,9 @@ fn run_recall(args: &Cli, recall: &RecallArgs) -> Result<ExitCode> {
                     request.floor = parsed.floor.or(request.floor);
                     if let Some(types) = parsed.types {
                         request.types = parse_types(&types).map_err(|e| e.to_string())?;
+                    }
+                    if let Some(zone) = parsed.zone {
+                        request.zone = Some(zone.parse::<TrustZone>().map_err(|e| e.to_string())?);
                     }
                     engine.recall(&request).map_err(|e| e.to_string())
                 });

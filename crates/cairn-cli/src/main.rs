@@ -4,7 +4,10 @@
 //! `--json` prints the JSON contract of CLI.md instead.
 
 mod cli;
+mod import_cmd;
 mod output;
+mod share_cmd;
+mod wiki_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;

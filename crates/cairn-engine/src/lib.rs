@@ -5,10 +5,13 @@
 
 pub mod exchange;
 pub mod git;
+pub mod importers;
 mod maintenance;
 mod recall;
 mod records;
 pub mod remember;
+pub mod share;
+pub mod wiki;
 
 pub use maintenance::{DoctorReport, ScopeMap};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, Why};

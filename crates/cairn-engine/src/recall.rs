@@ -7,7 +7,7 @@
 use crate::{Engine, EngineError, Result, git};
 use cairn_core::memory::Memory;
 use cairn_core::query;
-use cairn_core::record::{MemoryType, Status};
+use cairn_core::record::{MemoryType, Status, TrustZone};
 use cairn_core::scope::Scope;
 use cairn_core::score::{self, Hit, ScoreParts};
 use cairn_core::time::{age_days, format_ts, parse_time};
@@ -73,6 +73,9 @@ pub struct RecallRequest {
     pub floor: Option<f64>,
     /// Search this project instead of the context's.
     pub project: Option<String>,
+    /// Answer as a reader in this trust zone: only what it may see (`TrustZone::may_see`).
+    /// `None` is the owner's view (`private_self`: everything).
+    pub zone: Option<TrustZone>,
 }
 
 impl RecallRequest {
@@ -90,6 +93,7 @@ impl RecallRequest {
             mode: Mode::Hybrid,
             floor: None,
             project: None,
+            zone: None,
         }
     }
 }
@@ -199,6 +203,7 @@ impl Engine {
             as_of: as_of_text.as_deref(),
             since: since.as_deref(),
             until: until.as_deref(),
+            visible_to: request.zone,
             limit: candidate_limit,
         })?;
         let floor = request.floor.unwrap_or(DEFAULT_FLOOR);
@@ -240,6 +245,13 @@ impl Engine {
                     None => continue,
                 }
             };
+            // A successor the reader may not see is not shown in its place (nor is the
+            // outdated record it replaced).
+            if let Some(zone) = request.zone
+                && !zone.may_see(shown.trust_zone, shown.sensitivity)
+            {
+                continue;
+            }
             let tier = shown.memory_type.tier();
             let created = parse_time(&shown.valid_from, now).unwrap_or(reference);
             let parts = ScoreParts {

@@ -9,6 +9,7 @@ mod error;
 mod records;
 mod schema;
 mod search;
+mod wiki;
 
 pub use error::StoreError;
 pub use records::{
@@ -16,6 +17,7 @@ pub use records::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{LexicalHit, LexicalQuery};
+pub use wiki::{EventMonth, LogEvent, Skeleton};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};

@@ -21,6 +21,8 @@ pub struct LexicalQuery<'a> {
     pub as_of: Option<&'a str>,
     pub since: Option<&'a str>,
     pub until: Option<&'a str>,
+    /// Only records a reader in this trust zone may see (`TrustZone::may_see`); `None` = all.
+    pub visible_to: Option<cairn_core::record::TrustZone>,
     pub limit: usize,
 }
 
@@ -85,6 +87,19 @@ impl Reader<'_> {
         if let Some(until) = query.until {
             let at = mark(until.to_string().into(), &mut values);
             sql.push_str(&format!(" AND m.created_at <= {at}"));
+        }
+        // The same rule as `TrustZone::may_see`, in SQL so hidden records never use up the
+        // candidate limit.
+        match query.visible_to {
+            None | Some(cairn_core::record::TrustZone::PrivateSelf) => {}
+            Some(cairn_core::record::TrustZone::TrustedCollaborator) => {
+                sql.push_str(" AND m.sensitivity != 'do_not_export'")
+            }
+            Some(
+                cairn_core::record::TrustZone::OutsideContact
+                | cairn_core::record::TrustZone::PaidPublic,
+            ) => sql
+                .push_str(" AND m.sensitivity = 'public_safe' AND m.trust_zone != 'private_self'"),
         }
         sql.push_str(&format!(
             " ORDER BY strength DESC, m.id LIMIT {}",

@@ -1,0 +1,126 @@
+//! `cairn export wiki DIR` and `cairn import wiki DIR`, and the shape of `export` (JSONL by
+//! default, or a subcommand naming another target).
+
+use crate::cli::{Cli, open};
+use crate::output::print_json;
+use anyhow::Result;
+use cairn_engine::wiki::{PageStatus, WikiExportOptions, WikiImportOptions};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `export [--format jsonl] [FILE|-]`, or `export wiki DIR`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    pub target: Option<ExportTarget>,
+    #[arg(long, default_value = "jsonl")]
+    pub format: String,
+    /// Output file, or `-` for stdout.
+    #[arg(default_value = "-")]
+    pub file: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportTarget {
+    /// Write the brain as a Markdown wiki (index.md, a folder per type, one page per record,
+    /// log.md, SCHEMA.md); only pages that changed are rewritten.
+    Wiki(WikiExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WikiExportArgs {
+    /// The wiki directory (created if missing; every write stays inside it).
+    pub dir: PathBuf,
+    /// Every project in the brain, not only this one and personal records.
+    #[arg(long)]
+    pub all_projects: bool,
+    /// Overwrite pages edited since the last export (the brain wins).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WikiImportArgs {
+    /// The wiki directory written by `cairn export wiki` (or by hand).
+    pub dir: PathBuf,
+    /// Apply edits even when the record also changed in the brain since the export (the page
+    /// wins).
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run_export(args: &Cli, target: &ExportTarget) -> Result<ExitCode> {
+    let ExportTarget::Wiki(wiki) = target;
+    let engine = open(args, "cli")?;
+    let report = engine.export_wiki(
+        &wiki.dir,
+        &WikiExportOptions {
+            all_projects: wiki.all_projects,
+            force: wiki.force,
+        },
+    )?;
+    if args.json {
+        print_json(&report);
+    } else {
+        println!(
+            "exported {} records to {}: {} files written, {} unchanged, {} removed",
+            report.records, report.dir, report.written, report.unchanged, report.removed
+        );
+        for issue in &report.conflicts {
+            println!("  conflict {}: {}", issue.path, issue.problem);
+        }
+        for issue in &report.refused {
+            println!("  refused {}: {}", issue.path, issue.problem);
+        }
+    }
+    Ok(
+        if report.conflicts.is_empty() && report.refused.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
+}
+
+pub fn run_import(args: &Cli, wiki: &WikiImportArgs) -> Result<ExitCode> {
+    let mut engine = open(args, "wiki")?;
+    let report = engine.import_wiki(&wiki.dir, &WikiImportOptions { force: wiki.force })?;
+    if args.json {
+        print_json(&report);
+    } else {
+        let s = &report.summary;
+        println!(
+            "imported {} pages from {}: {} added, {} updated, {} unchanged, {} deleted (kept), {} conflicts, {} errors, {} skipped",
+            s.pages,
+            report.dir,
+            s.added,
+            s.updated,
+            s.unchanged,
+            s.deleted,
+            s.conflicts,
+            s.errors,
+            s.skipped
+        );
+        for page in &report.pages {
+            let status = match page.status {
+                PageStatus::Added => "added",
+                PageStatus::Updated => "updated",
+                PageStatus::Unchanged => "unchanged",
+                PageStatus::Deleted => "deleted",
+                PageStatus::Conflict => "conflict",
+                PageStatus::Error => "error",
+                PageStatus::Skipped => "skipped",
+            };
+            let id = page.id.map(|i| format!(" #{i}")).unwrap_or_default();
+            let message = page
+                .message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            println!("  {status:<9} {}{id}{message}", page.path);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

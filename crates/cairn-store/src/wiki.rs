@@ -1,0 +1,150 @@
+//! Cheap reads for the Markdown wiki export: every record's identity and change markers without
+//! bodies (to decide which pages to render), and the event log by month (to render only the
+//! months that grew).
+
+use crate::{Reader, Result, StoreError};
+use cairn_core::record::{MemoryType, Sensitivity, Status, TrustZone};
+
+/// What the wiki needs to place a record's page and to tell whether it changed: no body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skeleton {
+    pub id: i64,
+    pub project: Option<String>,
+    pub memory_type: MemoryType,
+    pub title: Option<String>,
+    pub scope: String,
+    pub trust_zone: TrustZone,
+    pub sensitivity: Sensitivity,
+    pub status: Status,
+    pub supersedes: Option<i64>,
+    pub superseded_by: Option<i64>,
+    pub updated_at: String,
+    pub use_count: u32,
+    pub last_accessed_at: Option<String>,
+    /// Earlier versions kept in history.
+    pub history_versions: i64,
+}
+
+/// One month of the event log: `YYYY-MM`, how many events, the newest event id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventMonth {
+    pub month: String,
+    pub count: i64,
+    pub max_id: i64,
+}
+
+/// One event as the wiki log shows it: id, time, operation, record id, receipt.
+pub type LogEvent = (i64, String, String, Option<i64>, String);
+
+fn parse<T: std::str::FromStr>(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<T>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let text: String = row.get(index)?;
+    text.parse::<T>().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn project_clause(projects: Option<&[Option<String>]>, values: &mut Vec<String>) -> String {
+    match projects {
+        None => String::new(),
+        Some(projects) => {
+            let marks: Vec<String> = projects
+                .iter()
+                .map(|p| {
+                    values.push(p.clone().unwrap_or_default());
+                    format!("?{}", values.len())
+                })
+                .collect();
+            format!(" AND project IN ({})", marks.join(", "))
+        }
+    }
+}
+
+impl Reader<'_> {
+    /// Every record of `projects` (all projects when `None`) as a skeleton, in id order.
+    pub fn skeletons(&self, projects: Option<&[Option<String>]>) -> Result<Vec<Skeleton>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut values = Vec::new();
+        let clause = project_clause(projects, &mut values);
+        let sql = format!(
+            "SELECT id, project, type, title, scope, trust_zone, sensitivity, status, supersedes, \
+             superseded_by, updated_at, use_count, last_accessed_at, COALESCE(h.versions, 0) \
+             FROM memories LEFT JOIN (SELECT memory_id, count(*) AS versions FROM history GROUP BY memory_id) h \
+             ON h.memory_id = memories.id WHERE 1 = 1{clause} ORDER BY id"
+        );
+        let mut statement = self.conn.prepare(&sql).map_err(map)?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values), |row| {
+                let project: String = row.get(1)?;
+                Ok(Skeleton {
+                    id: row.get(0)?,
+                    project: (!project.is_empty()).then_some(project),
+                    memory_type: parse(row, 2)?,
+                    title: row.get(3)?,
+                    scope: row.get(4)?,
+                    trust_zone: parse(row, 5)?,
+                    sensitivity: parse(row, 6)?,
+                    status: parse(row, 7)?,
+                    supersedes: row.get(8)?,
+                    superseded_by: row.get(9)?,
+                    updated_at: row.get(10)?,
+                    use_count: row.get(11)?,
+                    last_accessed_at: row.get(12)?,
+                    history_versions: row.get(13)?,
+                })
+            })
+            .map_err(map)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
+    }
+
+    /// The months of the event log of `projects` (all when `None`), oldest first.
+    pub fn event_months(&self, projects: Option<&[Option<String>]>) -> Result<Vec<EventMonth>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut values = Vec::new();
+        let clause = project_clause(projects, &mut values);
+        let sql = format!(
+            "SELECT substr(at, 1, 7), count(*), max(id) FROM events WHERE 1 = 1{clause} GROUP BY 1 ORDER BY 1"
+        );
+        let mut statement = self.conn.prepare(&sql).map_err(map)?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values), |row| {
+                Ok(EventMonth {
+                    month: row.get(0)?,
+                    count: row.get(1)?,
+                    max_id: row.get(2)?,
+                })
+            })
+            .map_err(map)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
+    }
+
+    /// Events of one month (`YYYY-MM`) of `projects`, oldest first: (id, at, op, memory id,
+    /// receipt).
+    pub fn events_of_month(
+        &self,
+        projects: Option<&[Option<String>]>,
+        month: &str,
+    ) -> Result<Vec<LogEvent>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut values = vec![month.to_string()];
+        let clause = project_clause(projects, &mut values);
+        let sql = format!(
+            "SELECT id, at, op, memory_id, receipt FROM events WHERE substr(at, 1, 7) = ?1{clause} ORDER BY id"
+        );
+        let mut statement = self.conn.prepare(&sql).map_err(map)?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values), |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })
+            .map_err(map)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
+    }
+}
