@@ -93,6 +93,8 @@ pub enum Command {
         #[command(subcommand)]
         command: ScopeCommand,
     },
+    #[command(flatten)]
+    Graph(crate::graph_cmd::GraphCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -237,7 +239,7 @@ pub struct ListArgs {
     all_projects: bool,
 }
 
-fn open(args: &Cli, actor: &str) -> Result<Engine> {
+pub(crate) fn open(args: &Cli, actor: &str) -> Result<Engine> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let mut context = Context::for_directory(&cwd);
     if let Some(project) = args.project.as_deref().filter(|p| !p.trim().is_empty()) {
@@ -544,6 +546,7 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { repair } => run_doctor(&args, *repair),
+        Command::Graph(command) => crate::graph_cmd::run(&args, command),
         Command::Stats => {
             let engine = open(&args, "cli")?;
             let stats = engine.stats()?;

@@ -276,6 +276,12 @@ impl Engine {
                     remap(supersedes).filter(|id| tx.reader().get(*id).ok().flatten().is_some());
                 let fixed_by =
                     remap(superseded_by).filter(|id| tx.reader().get(*id).ok().flatten().is_some());
+                if let Some(old) = fixed_supersedes {
+                    let at = memory.valid_from.clone();
+                    crate::graph::write::record_supersedes(
+                        tx, memory.id, old, &at, &now_text, "import",
+                    )?;
+                }
                 if memory.supersedes != fixed_supersedes || memory.superseded_by != fixed_by {
                     let previous = memory.clone();
                     memory.supersedes = fixed_supersedes;
@@ -357,6 +363,7 @@ impl Engine {
             return Ok(());
         }
         let lines = std::mem::take(batch);
+        let extract = self.extract_entities;
         self.store.write(|tx| {
             for (line, parsed) in lines {
                 let value = match parsed {
@@ -400,7 +407,20 @@ impl Engine {
                     }
                 };
                 match import_memory(tx, parsed, default_project, default_trust, now, actor, id_map, pending_links) {
-                    Ok((status, id, message)) => record(report, line, status, id, message),
+                    Ok((status, id, message)) => {
+                        if extract && matches!(status, LineStatus::Added | LineStatus::Updated)
+                            && let Some(id) = id
+                        {
+                            crate::graph::write::link_record_id(
+                                tx,
+                                id,
+                                now,
+                                actor,
+                                status == LineStatus::Added,
+                            )?;
+                        }
+                        record(report, line, status, id, message)
+                    }
                     Err(EngineError::Store(store)) => return Err(EngineError::Store(store)),
                     Err(other) => record(report, line, LineStatus::Error, None, Some(other.to_string())),
                 }

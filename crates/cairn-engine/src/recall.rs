@@ -306,12 +306,15 @@ impl Engine {
                 result.freshness = verdict;
             }
         }
-        if request.touch && as_of.is_none() && !self.context.read_only && !results.is_empty() {
-            if let Err(error) = self.log_recall(&request.query, &ids, now) {
-                answer.warnings.push(format!(
-                    "the access was not recorded ({error}); results are complete"
-                ));
-            }
+        if request.touch
+            && as_of.is_none()
+            && !self.context.read_only
+            && !results.is_empty()
+            && let Err(error) = self.log_recall(&request.query, &ids, now)
+        {
+            answer.warnings.push(format!(
+                "the access was not recorded ({error}); results are complete"
+            ));
         }
         answer.results = results;
         Ok(answer)

@@ -6,11 +6,16 @@
 //! MCP server, the CLI) go on while one process writes.
 
 mod error;
+mod graph;
 mod records;
 mod schema;
 mod search;
 
 pub use error::StoreError;
+pub use graph::{
+    AdjacentRow, EdgeKey, EntityRow, IntervalRow, LogRow, NewLogEntry, QuarantineRow,
+    RelationTypeRow,
+};
 pub use records::{
     ConflictRow, EventRow, HistoryRow, IndexGaps, LSH_BANDS, ListFilter, NewEvent, ScopeRow, Stats,
 };
