@@ -534,28 +534,25 @@ impl Reader<'_> {
         relation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<AdjacentRow>> {
-        // Separate statements with and without the relation, so both seek on the index.
-        let sql = match (outgoing, relation.is_some()) {
-            (true, false) => {
-                "SELECT relation, dst_kind, dst_id, confidence FROM edges WHERE src_kind = ?1 AND src_id = ?2 \
-                 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3) AND ?4 IS NULL LIMIT ?5"
-            }
-            (true, true) => {
-                "SELECT relation, dst_kind, dst_id, confidence FROM edges WHERE src_kind = ?1 AND src_id = ?2 \
-                 AND relation = ?4 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3) LIMIT ?5"
-            }
-            (false, false) => {
-                "SELECT relation, src_kind, src_id, confidence FROM edges WHERE dst_kind = ?1 AND dst_id = ?2 \
-                 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3) AND ?4 IS NULL LIMIT ?5"
-            }
-            (false, true) => {
-                "SELECT relation, src_kind, src_id, confidence FROM edges WHERE dst_kind = ?1 AND dst_id = ?2 \
-                 AND relation = ?4 AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3) LIMIT ?5"
-            }
+        let (this, other) = if outgoing {
+            ("src", "dst")
+        } else {
+            ("dst", "src")
         };
+        // Separate statements with and without the relation, so both seek on the index.
+        let relation_test = if relation.is_some() {
+            "AND relation = ?4"
+        } else {
+            "AND ?4 IS NULL"
+        };
+        let sql = format!(
+            "SELECT relation, {other}_kind, {other}_id, confidence FROM edges \
+             WHERE {this}_kind = ?1 AND {this}_id = ?2 {relation_test} \
+             AND valid_from <= ?3 AND (valid_to IS NULL OR valid_to > ?3) LIMIT ?5"
+        );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.collect(
-            sql,
+            &sql,
             params![node.kind.as_str(), node.id, at, relation, limit],
             |row| {
                 Ok(AdjacentRow {
@@ -579,53 +576,95 @@ impl Reader<'_> {
         )
     }
 
-    /// Keys of the edges valid at `at`, with the id of the interval that makes each valid: the
-    /// fold evaluated at a time, read lean (no times, no confidence) because it can be large.
-    pub fn valid_edge_keys_at(&self, at: &str) -> Result<Vec<(EdgeKey, i64)>> {
-        let mut relations: Vec<String> = Vec::new();
+    /// Calls `visit(src, relation, dst, interval id)` for every interval valid at `at`, in
+    /// edge-key order of the stored text (so the intervals of one edge come together). Reads
+    /// the covering index only and allocates nothing per row.
+    pub fn for_each_valid_edge(
+        &self,
+        at: &str,
+        mut visit: impl FnMut(Node, &str, Node, i64),
+    ) -> Result<()> {
         let mut statement = self
             .conn
             .prepare_cached(
-                "SELECT src_kind = 'entity', src_id, relation, dst_kind = 'entity', dst_id, id FROM edges \
-                 WHERE valid_from <= ?1 AND (valid_to IS NULL OR valid_to > ?1)",
+                "SELECT src_kind, src_id, relation, dst_kind, dst_id, id FROM edges \
+                 WHERE valid_from <= ?1 AND (valid_to IS NULL OR valid_to > ?1) \
+                 ORDER BY src_kind, src_id, relation, dst_kind, dst_id",
             )
             .map_err(self.graph_map())?;
         let mut rows = statement.query([at]).map_err(self.graph_map())?;
-        let mut found = Vec::new();
-        let kind = |entity: bool| {
-            if entity {
+        let map = self.graph_map();
+        let kind = |row: &Row<'_>, index: usize| -> rusqlite::Result<NodeKind> {
+            let text = row
+                .get_ref(index)?
+                .as_str()
+                .map_err(rusqlite::Error::from)?;
+            Ok(if text == "entity" {
                 NodeKind::Entity
             } else {
                 NodeKind::Record
-            }
+            })
         };
-        while let Some(row) = rows.next().map_err(self.graph_map())? {
+        while let Some(row) = rows.next().map_err(&map)? {
+            let src = Node {
+                kind: kind(row, 0).map_err(&map)?,
+                id: row.get(1).map_err(&map)?,
+            };
+            let dst = Node {
+                kind: kind(row, 3).map_err(&map)?,
+                id: row.get(4).map_err(&map)?,
+            };
             let relation = row
                 .get_ref(2)
                 .and_then(|v| v.as_str().map_err(Into::into))
-                .map_err(self.graph_map())?;
-            // Few distinct relation names: reuse their strings instead of allocating per row.
-            let relation = match relations.iter().find(|r| r.as_str() == relation) {
-                Some(known) => known.clone(),
-                None => {
-                    relations.push(relation.to_string());
-                    relation.to_string()
-                }
-            };
-            let src = Node {
-                kind: kind(row.get(0).map_err(self.graph_map())?),
-                id: row.get(1).map_err(self.graph_map())?,
-            };
-            let dst = Node {
-                kind: kind(row.get(3).map_err(self.graph_map())?),
-                id: row.get(4).map_err(self.graph_map())?,
-            };
-            found.push((
-                EdgeKey { src, relation, dst },
-                row.get(5).map_err(self.graph_map())?,
-            ));
+                .map_err(&map)?;
+            visit(src, relation, dst, row.get(5).map_err(&map)?);
         }
-        Ok(found)
+        Ok(())
+    }
+
+    /// Whether a record is visible from `project` (its own or personal). A record that no
+    /// longer exists counts as visible: it shows as deleted.
+    pub fn record_visible(&self, id: i64, project: &str) -> Result<bool> {
+        let hidden: Option<bool> = self
+            .conn
+            .prepare_cached("SELECT project != ?2 AND project != '' FROM memories WHERE id = ?1")
+            .and_then(|mut s| {
+                s.query_row(params![id, project], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(self.graph_map())?;
+        Ok(hidden != Some(true))
+    }
+
+    /// Which of `ids` are records of another project than `project` (personal ones are
+    /// visible everywhere). One statement per chunk of ids instead of one per id.
+    pub fn hidden_among(&self, ids: &[i64], project: &str) -> Result<Vec<i64>> {
+        let mut hidden = Vec::new();
+        for chunk in ids.chunks(256) {
+            // Statement sizes are rounded up (the last id repeated) so a few shapes are cached.
+            let size = [8, 32, 128, 256]
+                .into_iter()
+                .find(|n| *n >= chunk.len())
+                .unwrap_or(256);
+            let marks: Vec<String> = (0..size).map(|i| format!("?{}", i + 2)).collect();
+            let sql = format!(
+                "SELECT id FROM memories WHERE id IN ({}) AND project != ?1 AND project != ''",
+                marks.join(", ")
+            );
+            let mut values: Vec<rusqlite::types::Value> = vec![project.to_string().into()];
+            values.extend((0..size).map(|i| chunk[i.min(chunk.len() - 1)].into()));
+            let mut statement = self.conn.prepare_cached(&sql).map_err(self.graph_map())?;
+            let rows = statement
+                .query_map(rusqlite::params_from_iter(values), |row| {
+                    row.get::<_, i64>(0)
+                })
+                .map_err(self.graph_map())?;
+            for id in rows {
+                hidden.push(id.map_err(self.graph_map())?);
+            }
+        }
+        Ok(hidden)
     }
 
     pub fn interval(&self, id: i64) -> Result<Option<IntervalRow>> {
@@ -780,6 +819,21 @@ impl Reader<'_> {
     }
 }
 
+/// Like `node`, without allocating the kind's text.
 fn node_at(row: &Row<'_>, kind: usize, id: usize) -> rusqlite::Result<Node> {
-    node(row, kind, id)
+    let kind_value = match row.get_ref(kind)?.as_str().map_err(rusqlite::Error::from)? {
+        "record" => NodeKind::Record,
+        "entity" => NodeKind::Entity,
+        other => {
+            return Err(rusqlite::Error::FromSqlConversionFailure(
+                kind,
+                rusqlite::types::Type::Text,
+                format!("unknown endpoint kind {other:?}").into(),
+            ));
+        }
+    };
+    Ok(Node {
+        kind: kind_value,
+        id: row.get(id)?,
+    })
 }

@@ -199,8 +199,10 @@ CREATE TABLE edges (
     assert_seq     INTEGER NOT NULL,
     invalidate_seq INTEGER
 );
-CREATE INDEX edges_src ON edges(src_kind, src_id, relation, dst_kind, dst_id);
-CREATE INDEX edges_dst ON edges(dst_kind, dst_id, relation);
+-- Covering indexes: walks and `--as-of` scans read validity and confidence from the index
+-- alone, in edge-key order.
+CREATE INDEX edges_src ON edges(src_kind, src_id, relation, dst_kind, dst_id, valid_from, valid_to, confidence);
+CREATE INDEX edges_dst ON edges(dst_kind, dst_id, relation, src_kind, src_id, valid_from, valid_to, confidence);
 
 -- Edges whose endpoint did not resolve, kept with `--allow-dangling` until it does.
 CREATE TABLE edge_quarantine (

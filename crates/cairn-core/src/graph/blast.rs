@@ -7,8 +7,11 @@
 //! edge's confidence. So a direct `requires` scores 1.0, a `requires` of a `requires` 0.3.
 //! Each node keeps the hop at which it was first reached and the best score at that hop.
 //!
-//! The walk visits every node once, so cycles terminate; it stops after `depth` hops or when
-//! `max_nodes` have been reached (the answer says it was cut). Which edges count — incoming,
+//! The walk visits every node once, so cycles terminate; it stops after `depth` hops, when
+//! `max_nodes` have been reached, or when it has examined `max_edges` edges (the answer says
+//! it was cut). Within a hop, parents are
+//! expanded strongest first, and once the hop has filled the budget, parents too weak to place
+//! a child in it are not expanded at all: the answer is the same, the work on hubs is not. Which edges count — incoming,
 //! outgoing, as of when — is the caller's business: it hands in `adjacent`, which is where the
 //! store is read. Everything is ordered (frontier by node, ties by node then relation), so the
 //! same graph always gives the same answer.
@@ -50,13 +53,24 @@ pub struct BlastRadius {
     pub truncated: bool,
 }
 
+/// How much a walk may do before it stops and says it was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Nodes reached.
+    pub max_nodes: usize,
+    /// Edges examined (a hub's edges count even when few of them make the answer).
+    pub max_edges: usize,
+}
+
 /// Walks up to `depth` hops from `origin`; `adjacent(node)` lists the edges to follow.
 pub fn blast_radius<E>(
     origin: Node,
     depth: u32,
-    max_nodes: usize,
+    limits: Limits,
     mut adjacent: impl FnMut(Node) -> Result<Vec<Adjacent>, E>,
 ) -> Result<BlastRadius, E> {
+    let max_nodes = limits.max_nodes;
+    let mut examined = 0usize;
     let mut visited: HashSet<Node> = HashSet::from([origin]);
     let mut scores: BTreeMap<Node, f64> = BTreeMap::from([(origin, 1.0)]);
     let mut frontier = vec![origin];
@@ -66,12 +80,34 @@ pub fn blast_radius<E>(
         if frontier.is_empty() || truncated {
             break;
         }
+        let budget = max_nodes.saturating_sub(reached.len());
+        if budget == 0 {
+            truncated = true;
+            break;
+        }
         let decay = if hop == 1 { 1.0 } else { HOP_DECAY };
+        // Strongest parents first: once the level holds `budget` candidates, a parent whose
+        // best possible child (weights are at most 1) scores below the weakest of them cannot
+        // change the answer, and neither can any weaker parent — the walk stops there.
+        frontier.sort_by(|a, b| scores[b].total_cmp(&scores[a]).then_with(|| a.cmp(b)));
         // Best candidate per new node at this hop.
         let mut candidates: BTreeMap<Node, Reached> = BTreeMap::new();
+        let mut threshold: Option<f64> = None;
+        let mut last_parent_score = f64::INFINITY;
         for &node in &frontier {
             let parent_score = scores[&node];
+            if candidates.len() >= budget && parent_score < last_parent_score {
+                last_parent_score = parent_score;
+                let mut best: Vec<f64> = candidates.values().map(|r| r.score).collect();
+                best.select_nth_unstable_by(budget - 1, |a, b| b.total_cmp(a));
+                threshold = Some(best[budget - 1]);
+            }
+            if threshold.is_some_and(|t| parent_score * decay < t) || examined >= limits.max_edges {
+                truncated = true;
+                break;
+            }
             let mut edges = adjacent(node)?;
+            examined += edges.len();
             edges.sort_by(|a, b| {
                 a.node
                     .cmp(&b.node)
@@ -102,7 +138,6 @@ pub fn blast_radius<E>(
             }
         }
         let mut level: Vec<Reached> = candidates.into_values().collect();
-        let budget = max_nodes.saturating_sub(reached.len());
         if level.len() > budget {
             level.sort_by(|a, b| {
                 b.score
@@ -142,20 +177,28 @@ mod tests {
         depth: u32,
         max: usize,
     ) -> (Vec<String>, bool) {
-        let radius = blast_radius(Node::record(origin), depth, max, |node| {
-            Ok::<_, Infallible>(
-                edges
-                    .iter()
-                    .filter(|(_, _, _, dst)| Node::record(*dst) == node)
-                    .map(|(src, relation, weight, _)| Adjacent {
-                        node: Node::record(*src),
-                        relation: relation.to_string(),
-                        weight: *weight,
-                        forward: false,
-                    })
-                    .collect(),
-            )
-        })
+        let radius = blast_radius(
+            Node::record(origin),
+            depth,
+            Limits {
+                max_nodes: max,
+                max_edges: usize::MAX,
+            },
+            |node| {
+                Ok::<_, Infallible>(
+                    edges
+                        .iter()
+                        .filter(|(_, _, _, dst)| Node::record(*dst) == node)
+                        .map(|(src, relation, weight, _)| Adjacent {
+                            node: Node::record(*src),
+                            relation: relation.to_string(),
+                            weight: *weight,
+                            forward: false,
+                        })
+                        .collect(),
+                )
+            },
+        )
         .unwrap();
         let shown = radius
             .reached
@@ -230,6 +273,81 @@ mod tests {
         ];
         let (got, _) = walk(&edges, 1, 3, 100);
         assert_eq!(got[2], "#5 hop 2 score 0.300 via #3 requires");
+    }
+
+    #[test]
+    fn weak_parents_are_not_expanded_once_the_budget_is_full() {
+        // hop 1: #2 (1.0) and #3 (0.1); hop 2: #2 brings three strong children, #3 one weak one
+        let edges = [
+            (2, "requires", 1.0, 1),
+            (3, "relates", 0.1, 1),
+            (4, "requires", 1.0, 2),
+            (5, "requires", 1.0, 2),
+            (6, "requires", 1.0, 2),
+            (7, "requires", 1.0, 3),
+        ];
+        let mut expanded = Vec::new();
+        let radius = blast_radius(
+            Node::record(1),
+            2,
+            Limits {
+                max_nodes: 5,
+                max_edges: usize::MAX,
+            },
+            |node| {
+                expanded.push(node);
+                Ok::<_, Infallible>(
+                    edges
+                        .iter()
+                        .filter(|(_, _, _, dst)| Node::record(*dst) == node)
+                        .map(|(src, relation, weight, _)| Adjacent {
+                            node: Node::record(*src),
+                            relation: relation.to_string(),
+                            weight: *weight,
+                            forward: false,
+                        })
+                        .collect(),
+                )
+            },
+        )
+        .unwrap();
+        assert!(radius.truncated);
+        assert_eq!(expanded, vec![Node::record(1), Node::record(2)]);
+        let ids: Vec<i64> = radius.reached.iter().map(|r| r.node.id).collect();
+        assert_eq!(ids, vec![2, 4, 5, 6, 3]);
+    }
+
+    #[test]
+    fn the_edge_budget_stops_the_walk_and_says_so() {
+        let mut calls = 0;
+        let radius = blast_radius(
+            Node::record(0),
+            3,
+            Limits {
+                max_nodes: 1000,
+                max_edges: 10,
+            },
+            |node| {
+                calls += 1;
+                Ok::<_, Infallible>(
+                    (1..=6)
+                        .map(|i| Adjacent {
+                            node: Node::record(node.id * 10 + i),
+                            relation: "requires".into(),
+                            weight: 1.0,
+                            forward: true,
+                        })
+                        .collect(),
+                )
+            },
+        )
+        .unwrap();
+        assert!(radius.truncated);
+        assert_eq!(
+            calls, 2,
+            "the origin's 6 edges, then one child's 6: over the budget of 10"
+        );
+        assert_eq!(radius.reached.len(), 12);
     }
 
     #[test]

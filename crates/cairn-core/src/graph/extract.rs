@@ -264,6 +264,45 @@ const NAME_STOP_WORDS: &[&str] = &[
     "FIXME",
     "NOTE",
     "OK",
+    // greetings and reactions that open a chat turn: "Hey John" is not a name
+    "Hey",
+    "Hi",
+    "Hello",
+    "Thanks",
+    "Thank",
+    "Yeah",
+    "Yep",
+    "Wow",
+    "Oh",
+    "Ok",
+    "Okay",
+    "Sure",
+    "Great",
+    "Congrats",
+    "Congratulations",
+    "Dear",
+    "Good",
+    "Well",
+    "Sorry",
+    "Nice",
+    "Cool",
+    "Awesome",
+    "Absolutely",
+    "Definitely",
+    "Totally",
+    "Honestly",
+    "Haha",
+    "Bye",
+    "Woah",
+    "Whoa",
+    "Anytime",
+    "Glad",
+    "Hmm",
+    "Cheers",
+    "Morning",
+    "Lol",
+    "Aww",
+    "Welcome",
 ];
 
 const NAME_CONNECTORS: &[&str] = &["of", "de", "van", "von", "der", "la", "du"];
@@ -665,6 +704,12 @@ mod tests {
             None,
             "We moved to AWS Lambda. It works.",
             &["name:AWS Lambda"],
+        );
+        // chat turns open with greetings
+        check(
+            None,
+            "Hey John! Thanks Maria, that was great. Wow Grace Hopper!",
+            &["name:Grace Hopper"],
         );
         // names are looked for in the body only: titles are often Title Case
         check(

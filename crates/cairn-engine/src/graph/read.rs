@@ -15,6 +15,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// Most nodes a blast-radius walk reaches before it stops (and says it was cut).
 pub const DEFAULT_MAX_NODES: usize = 500;
 
+/// Most edges a blast-radius walk examines before it stops (and says it was cut).
+pub const DEFAULT_MAX_EDGES: usize = 5_000;
+
 /// Which edges a walk follows from a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -53,6 +56,9 @@ pub struct NeighborsRequest {
     pub limit: usize,
     /// Most nodes the walk reaches before it stops (default 500).
     pub max_nodes: usize,
+    /// Most edges the walk examines before it stops (default 5,000): bounds the work a
+    /// neighbourhood full of hubs costs, so a walk can sit in the hot path.
+    pub max_edges: usize,
 }
 
 impl NeighborsRequest {
@@ -64,6 +70,7 @@ impl NeighborsRequest {
             as_of: None,
             limit: 20,
             max_nodes: DEFAULT_MAX_NODES,
+            max_edges: DEFAULT_MAX_EDGES,
         }
     }
 }
@@ -262,15 +269,6 @@ impl Engine {
         })
     }
 
-    fn hidden_records(&self) -> Result<HashSet<i64>> {
-        Ok(self
-            .store
-            .reader()
-            .hidden_record_ids(&self.context.project)?
-            .into_iter()
-            .collect())
-    }
-
     fn resolve_visible(&self, text: &str) -> Result<Node> {
         resolve_endpoint(&self.store.reader(), text, Some(&self.context.project))?
             .ok_or_else(|| unresolved(text))
@@ -296,7 +294,8 @@ impl Engine {
         let at = self.graph_time(request.as_of.as_deref())?;
         let reader = self.store.reader();
         let weights = relation_weights(&reader)?;
-        let hidden = self.hidden_records()?;
+        let project = self.context.project.clone();
+        let mut visibility: HashMap<i64, bool> = HashMap::new();
         let direction = request.direction;
         let budget = request.max_nodes.max(1);
         // Relations heaviest first: when a hub has more edges than the walk can take, the
@@ -330,7 +329,11 @@ impl Engine {
             }
             Ok(rows)
         };
-        let radius = blast::blast_radius(origin, request.depth, budget, |node| {
+        let limits = blast::Limits {
+            max_nodes: budget,
+            max_edges: request.max_edges.max(1),
+        };
+        let radius = blast::blast_radius(origin, request.depth, limits, |node| {
             let mut rows = Vec::new();
             if direction != Direction::In {
                 rows.extend(fetch(node, true)?);
@@ -350,11 +353,34 @@ impl Engine {
                     )?);
                 }
             }
+            // Records of other projects are not walked into (looked up once per walk, in
+            // one statement per batch of unknown ids).
+            let unknown: Vec<i64> = rows
+                .iter()
+                .filter(|row| row.other.kind == NodeKind::Record)
+                .map(|row| row.other.id)
+                .filter(|id| !visibility.contains_key(id))
+                .collect::<std::collections::BTreeSet<i64>>()
+                .into_iter()
+                .collect();
+            if !unknown.is_empty() {
+                let hidden: HashSet<i64> = reader
+                    .hidden_among(&unknown, &project)?
+                    .into_iter()
+                    .collect();
+                for id in unknown {
+                    visibility.insert(id, !hidden.contains(&id));
+                }
+            }
+            let kept: Vec<_> = rows
+                .into_iter()
+                .filter(|row| {
+                    row.other.kind != NodeKind::Record
+                        || visibility.get(&row.other.id).copied().unwrap_or(true)
+                })
+                .collect();
             Ok::<_, EngineError>(
-                rows.into_iter()
-                    .filter(|row| {
-                        !(row.other.kind == NodeKind::Record && hidden.contains(&row.other.id))
-                    })
+                kept.into_iter()
                     .map(|row| {
                         let weight = weights
                             .get(&row.relation)
@@ -397,7 +423,13 @@ impl Engine {
             });
         }
         let note = if neighbors.is_empty() {
-            self.note_before_history(&at)?.or_else(|| {
+            let asked_about_the_past = request.as_of.is_some();
+            let before = if asked_about_the_past {
+                self.note_before_history(&at)?
+            } else {
+                None
+            };
+            before.or_else(|| {
                 Some(format!(
                     "nothing is connected to {} ({}) as of {at}",
                     origin_view.name,
@@ -427,51 +459,85 @@ impl Engine {
     pub fn graph(&self, request: &GraphRequest) -> Result<GraphAnswer> {
         let at = self.graph_time(request.as_of.as_deref())?;
         let reader = self.store.reader();
-        let hidden = self.hidden_records()?;
         let relation = request
             .relation
             .as_deref()
             .map(cairn_core::graph::normalize_relation)
             .transpose()
             .map_err(|e| EngineError::Invalid(e.to_string()))?;
-        let mut valid = reader.valid_edge_keys_at(&at)?;
-        // Intervals of one edge can overlap (re-asserted from an earlier date after an
-        // invalidate); the edge counts once, shown with its latest interval.
-        valid.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        valid.dedup_by(|a, b| a.0 == b.0);
-        valid.retain(|(key, _)| {
-            relation.as_ref().is_none_or(|r| &key.relation == r)
-                && !(key.src.kind == NodeKind::Record && hidden.contains(&key.src.id))
-                && !(key.dst.kind == NodeKind::Record && hidden.contains(&key.dst.id))
-        });
-        let mut nodes: HashSet<Node> = HashSet::with_capacity(valid.len());
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for (key, _) in &valid {
-            nodes.insert(key.src);
-            nodes.insert(key.dst);
-            *counts.entry(key.relation.as_str()).or_default() += 1;
+        // Records of other projects, as a bitset over ids.
+        let mut hidden: Vec<u64> = Vec::new();
+        for id in reader.hidden_record_ids(&self.context.project)? {
+            set_bit(&mut hidden, id);
         }
-        let records = nodes.iter().filter(|n| n.kind == NodeKind::Record).count();
+        let take = if request.limit == 0 {
+            usize::MAX
+        } else {
+            request.limit
+        };
+        let mut records_seen: Vec<u64> = Vec::new();
+        let mut entities_seen: Vec<u64> = Vec::new();
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        let mut listed_keys: Vec<(EdgeKey, i64)> = Vec::new();
+        let mut last: Option<(Node, String, Node)> = None;
+        let mut edges = 0usize;
+        reader.for_each_valid_edge(&at, |src, rel, dst, id| {
+            if relation.as_deref().is_some_and(|r| r != rel)
+                || [src, dst]
+                    .iter()
+                    .any(|n| n.kind == NodeKind::Record && has_bit(&hidden, n.id))
+            {
+                return;
+            }
+            // Intervals of one edge can overlap (re-asserted from an earlier date after an
+            // invalidate); they arrive together, and the edge counts once.
+            if let Some((s, r, d)) = &last
+                && *s == src
+                && r == rel
+                && *d == dst
+            {
+                if let Some(listed) = listed_keys.last_mut()
+                    && listed.0.src == src
+                    && listed.0.relation == rel
+                    && listed.0.dst == dst
+                {
+                    listed.1 = listed.1.max(id);
+                }
+                return;
+            }
+            last = Some((src, rel.to_string(), dst));
+            edges += 1;
+            for node in [src, dst] {
+                match node.kind {
+                    NodeKind::Record => set_bit(&mut records_seen, node.id),
+                    NodeKind::Entity => set_bit(&mut entities_seen, node.id),
+                }
+            }
+            match counts.iter_mut().find(|(name, _)| name == rel) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((rel.to_string(), 1)),
+            }
+            if listed_keys.len() < take {
+                listed_keys.push((
+                    EdgeKey {
+                        src,
+                        relation: rel.to_string(),
+                        dst,
+                    },
+                    id,
+                ));
+            }
+        })?;
+        counts.sort();
         let by_relation = counts
             .into_iter()
-            .map(|(relation, edges)| RelationCount {
-                relation: relation.to_string(),
-                edges,
-            })
+            .map(|(relation, edges)| RelationCount { relation, edges })
             .collect();
-        let edges = valid.len();
-        let take = if request.limit == 0 {
-            edges
-        } else {
-            request.limit.min(edges)
-        };
-        if take < valid.len() {
-            valid.select_nth_unstable_by(take, |a, b| a.0.cmp(&b.0));
-            valid.truncate(take);
-        }
-        valid.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut listed = Vec::with_capacity(take);
-        for (key, id) in &valid {
+        let popcount = |bits: &[u64]| bits.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+        let records = popcount(&records_seen);
+        let entities = popcount(&entities_seen);
+        let mut listed = Vec::with_capacity(listed_keys.len());
+        for (key, id) in &listed_keys {
             let row = reader.interval(*id)?;
             let (from, to, confidence) = row.map_or((String::new(), None, 1.0), |r| {
                 (r.valid_from, r.valid_to, r.confidence)
@@ -487,7 +553,7 @@ impl Engine {
             as_of: at,
             edges,
             records,
-            entities: nodes.len() - records,
+            entities,
             by_relation,
             listed,
             note,
@@ -500,11 +566,11 @@ impl Engine {
         let origin = self.resolve_visible(node)?;
         let at = self.graph_time(as_of)?;
         let reader = self.store.reader();
-        let hidden = self.hidden_records()?;
+        let project = self.context.project.clone();
         let visible = |key: &EdgeKey| {
-            ![key.src, key.dst]
-                .iter()
-                .any(|n| n.kind == NodeKind::Record && hidden.contains(&n.id))
+            [key.src, key.dst].iter().all(|n| {
+                n.kind != NodeKind::Record || reader.record_visible(n.id, &project).unwrap_or(false)
+            })
         };
         let rows = reader.intervals_touching(origin)?;
         let mut edges = Vec::new();
@@ -736,4 +802,22 @@ impl Engine {
         }
         Ok(answer)
     }
+}
+
+fn set_bit(bits: &mut Vec<u64>, id: i64) {
+    let Ok(index) = usize::try_from(id) else {
+        return;
+    };
+    let word = index / 64;
+    if bits.len() <= word {
+        bits.resize(word + 1, 0);
+    }
+    bits[word] |= 1 << (index % 64);
+}
+
+fn has_bit(bits: &[u64], id: i64) -> bool {
+    usize::try_from(id).is_ok_and(|index| {
+        bits.get(index / 64)
+            .is_some_and(|w| w & (1 << (index % 64)) != 0)
+    })
 }
