@@ -713,3 +713,93 @@ fn a_schema_v2_brain_opens_with_its_graph() {
         3
     );
 }
+
+#[test]
+fn the_graph_survives_export_and_import() {
+    let brain = Brain::new();
+    let stored = brain.remember(
+        "decision",
+        Some("api store"),
+        "The api keeps its state in config/state.toml.",
+    );
+    let id = stored["id"].as_i64().unwrap().to_string();
+    brain.json(
+        &[
+            "entity",
+            "add",
+            "api",
+            "--type",
+            "service",
+            "--alias",
+            "api-server",
+        ],
+        0,
+    );
+    add_entity(&brain, "postgres", "service");
+    brain.json(&["relation-type", "declare", "owns", "--weight", "0.9"], 0);
+    add_entity(&brain, "team-a", "team");
+    brain.json(&["relate", "team-a", "owns", "api"], 0);
+    brain.json(
+        &[
+            "relate",
+            "api",
+            "requires",
+            "postgres",
+            "--from",
+            "2025-01-01",
+            "--to",
+            "2025-06-01",
+        ],
+        0,
+    );
+    brain.json(&["relate", &id, "affects", "api"], 0);
+    brain.json(
+        &["relate", "api", "requires", "vault", "--allow-dangling"],
+        0,
+    );
+    let file = brain.dir.path().join("backup.jsonl");
+    brain.json(&["export", file.to_str().unwrap()], 0);
+
+    let other = Brain::new();
+    let report = other.json(&["import", file.to_str().unwrap()], 0);
+    assert_eq!(report["summary"]["error"], 0, "{report}");
+    for args in [
+        vec!["graph", "--limit", "0"],
+        vec!["graph", "--as-of", "2025-03-01", "--limit", "0"],
+        vec!["entities", "--type", "service"],
+        vec!["relation-type", "list"],
+    ] {
+        let mut a = brain.json(&args, 0);
+        let mut b = other.json(&args, 0);
+        // the import run's own clock differs; the edges and their validity must not
+        for value in [&mut a, &mut b] {
+            if let Some(object) = value.as_object_mut() {
+                object.remove("as_of");
+            }
+            if let Some(list) = value.as_array_mut() {
+                for item in list {
+                    if let Some(object) = item.as_object_mut() {
+                        object.remove("declared_at");
+                        object.remove("created_at");
+                    }
+                }
+            }
+        }
+        assert_eq!(a, b, "{args:?}");
+    }
+    // the quarantined edge came along and still resolves later
+    let added = other.json(&["entity", "add", "vault", "--type", "service"], 0);
+    assert_eq!(added["promoted_from_quarantine"], 1);
+    let radius = other.json(
+        &[
+            "neighbors",
+            "api-server",
+            "--direction",
+            "in",
+            "--depth",
+            "1",
+        ],
+        0,
+    );
+    assert_eq!(radius["reached"], 2);
+}

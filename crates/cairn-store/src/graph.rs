@@ -784,6 +784,15 @@ impl Reader<'_> {
         )
     }
 
+    /// Every generated-record mark: (memory id, generator, marked at), by id.
+    pub fn generated_records(&self) -> Result<Vec<(i64, String, String)>> {
+        self.collect(
+            "SELECT memory_id, generator, marked_at FROM generated_records ORDER BY memory_id",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+    }
+
     pub fn is_generated(&self, memory_id: i64) -> Result<bool> {
         self.conn
             .prepare_cached("SELECT count(*) FROM generated_records WHERE memory_id = ?1")

@@ -7,6 +7,7 @@
 //! of other projects are invisible here as everywhere else.
 
 mod doctor;
+pub(crate) mod exchange;
 mod read;
 pub(crate) mod write;
 
