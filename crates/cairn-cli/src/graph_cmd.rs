@@ -132,6 +132,9 @@ pub enum EntityCommand {
         #[arg(long = "alias", value_delimiter = ',')]
         aliases: Vec<String>,
     },
+    /// Re-extract the entities of every record (once after upgrading a brain from before the
+    /// graph; idempotent).
+    Relink,
 }
 
 #[derive(Debug, Args)]
@@ -382,6 +385,19 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             }
         }
         GraphCommand::Entity { command } => match command {
+            EntityCommand::Relink => {
+                let mut engine = open(args, "cli")?;
+                let (records, written) = engine.relink_records()?;
+                if args.json {
+                    print_json(
+                        &serde_json::json!({"status": "relinked", "records": records, "edges_written": written}),
+                    );
+                } else {
+                    println!(
+                        "re-extracted the entities of {records} records: {written} edge operations written"
+                    );
+                }
+            }
             EntityCommand::Add {
                 name,
                 entity_type,

@@ -645,6 +645,11 @@ fn a_schema_v1_brain_migrates_to_the_graph_schema() {
     assert_eq!(doctor["schema_version"], 2);
     assert_eq!(doctor["ok"], true);
     assert_eq!(brain.json(&["graph"], 0)["edges"], 0);
+    // records from before the graph are linked once by relink; a second run changes nothing
+    let relinked = brain.json(&["entity", "relink"], 0);
+    assert!(relinked["records"].as_i64().unwrap() > 0);
+    assert_eq!(brain.json(&["entity", "relink"], 0)["edges_written"], 0);
+    assert_eq!(brain.json(&["doctor"], 0)["ok"], true);
     // the migrated brain takes graph writes
     let stored = brain.json(
         &[
