@@ -164,7 +164,7 @@ pub(crate) fn endpoint_text(reader: &Reader<'_>, node: Node) -> Result<String> {
 }
 
 /// `#42` / `42` → the record's number.
-fn record_number(text: &str) -> Option<i64> {
+pub(crate) fn record_number(text: &str) -> Option<i64> {
     let digits = text.strip_prefix('#').unwrap_or(text);
     if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
         return None;

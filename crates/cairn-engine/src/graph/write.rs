@@ -404,9 +404,11 @@ pub struct EntityAdded {
 }
 
 fn unresolved_refusal(name: &str) -> EngineError {
-    let what = match unresolved(name) {
-        EngineError::Invalid(text) => text,
-        other => other.to_string(),
+    let what = match super::record_number(name) {
+        Some(id) => format!("no record #{id} in this brain (or it belongs to another project)"),
+        None => format!(
+            "nothing in this brain is called {name:?} (not a record id, no entity name or alias)"
+        ),
     };
     EngineError::Refused {
         message: format!(
