@@ -86,6 +86,8 @@ pub enum Command {
         #[command(subcommand)]
         command: ScopeCommand,
     },
+    #[command(flatten)]
+    Graph(crate::graph_cmd::GraphCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -577,6 +579,7 @@ pub fn run(args: Cli) -> Result<ExitCode> {
         }
         Command::Share(share) => crate::share_cmd::run_share(&args, share),
         Command::Doctor { repair } => run_doctor(&args, *repair),
+        Command::Graph(command) => crate::graph_cmd::run(&args, command),
         Command::Stats => {
             let engine = open(&args, "cli")?;
             let stats = engine.stats()?;

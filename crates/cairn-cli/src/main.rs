@@ -4,6 +4,7 @@
 //! `--json` prints the JSON contract of CLI.md instead.
 
 mod cli;
+mod graph_cmd;
 mod import_cmd;
 mod output;
 mod share_cmd;

@@ -4,6 +4,7 @@
 //! `now`), no network. That keeps scoring, the text pipeline and the record rules testable with
 //! five-line cases and makes the engine deterministic.
 
+pub mod graph;
 pub mod memory;
 pub mod minhash;
 pub mod polarity;

@@ -183,6 +183,7 @@ impl Engine {
             writeln!(out, "{}", json!({"kind": "scope", "project": scope.project, "scope": scope.scope, "description": scope.description, "declared_at": scope.declared_at})).map_err(io)?;
             lines += 1;
         }
+        lines += crate::graph::exchange::export_graph(&reader, out)?;
         for event in reader.events(None, 0)? {
             let mut value = serde_json::to_value(&event).expect("an event serializes");
             value
@@ -276,6 +277,12 @@ impl Engine {
                     remap(supersedes).filter(|id| tx.reader().get(*id).ok().flatten().is_some());
                 let fixed_by =
                     remap(superseded_by).filter(|id| tx.reader().get(*id).ok().flatten().is_some());
+                if let Some(old) = fixed_supersedes {
+                    let at = memory.valid_from.clone();
+                    crate::graph::write::record_supersedes(
+                        tx, memory.id, old, &at, &now_text, "import",
+                    )?;
+                }
                 if memory.supersedes != fixed_supersedes || memory.superseded_by != fixed_by {
                     let previous = memory.clone();
                     memory.supersedes = fixed_supersedes;
@@ -294,7 +301,25 @@ impl Engine {
                     )?;
                 }
             }
-            for event in &pending_events {
+            let (graph_lines, events): (Vec<&Value>, Vec<&Value>) = pending_events
+                .iter()
+                .partition(|v| v.get("graph_line").is_some());
+            let graph_lines: Vec<(usize, Value)> = graph_lines
+                .into_iter()
+                .map(|v| {
+                    let line = v.get("graph_line").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    (line, v.get("value").cloned().unwrap_or(Value::Null))
+                })
+                .collect();
+            crate::graph::exchange::import_graph(
+                tx,
+                &graph_lines,
+                &id_map,
+                &now_text,
+                &actor,
+                &mut report,
+            )?;
+            for event in events {
                 let at = event.get("at").and_then(Value::as_str).unwrap_or(&now_text);
                 let op = event.get("op").and_then(Value::as_str).unwrap_or("event");
                 let memory_id = event
@@ -333,7 +358,10 @@ impl Engine {
             )?;
             Ok::<_, EngineError>(())
         })?;
-        report.summary.events = pending_events.len();
+        report.summary.events = pending_events
+            .iter()
+            .filter(|v| v.get("graph_line").is_none())
+            .count();
         if report.summary.added > 1000 {
             self.store.optimize()?;
         }
@@ -357,6 +385,7 @@ impl Engine {
             return Ok(());
         }
         let lines = std::mem::take(batch);
+        let extract = self.extract_entities;
         self.store.write(|tx| {
             for (line, parsed) in lines {
                 let value = match parsed {
@@ -370,6 +399,12 @@ impl Engine {
                     Some("header") => continue,
                     Some("event") => {
                         pending_events.push(value);
+                        continue;
+                    }
+                    // Graph lines wait for every memory (their record ids are remapped), and
+                    // ride with the events, tagged with their line number.
+                    Some(kind) if crate::graph::exchange::GRAPH_KINDS.contains(&kind) => {
+                        pending_events.push(json!({"graph_line": line, "value": value}));
                         continue;
                     }
                     Some("scope") => {
@@ -400,7 +435,20 @@ impl Engine {
                     }
                 };
                 match import_memory(tx, parsed, default_project, default_trust, now, actor, id_map, pending_links) {
-                    Ok((status, id, message)) => record(report, line, status, id, message),
+                    Ok((status, id, message)) => {
+                        if extract && matches!(status, LineStatus::Added | LineStatus::Updated)
+                            && let Some(id) = id
+                        {
+                            crate::graph::write::link_record_id(
+                                tx,
+                                id,
+                                now,
+                                actor,
+                                status == LineStatus::Added,
+                            )?;
+                        }
+                        record(report, line, status, id, message)
+                    }
                     Err(EngineError::Store(store)) => return Err(EngineError::Store(store)),
                     Err(other) => record(report, line, LineStatus::Error, None, Some(other.to_string())),
                 }
@@ -410,7 +458,7 @@ impl Engine {
     }
 }
 
-fn record(
+pub(crate) fn record(
     report: &mut ImportReport,
     line: usize,
     status: LineStatus,

@@ -5,6 +5,7 @@
 
 pub mod exchange;
 pub mod git;
+pub mod graph;
 pub mod importers;
 mod maintenance;
 mod recall;
@@ -107,6 +108,8 @@ impl Context {
 pub struct Engine {
     store: Store,
     context: Context,
+    /// Link records to the entities their text mentions on write (DESIGN §7); on by default.
+    extract_entities: bool,
 }
 
 impl Engine {
@@ -117,7 +120,11 @@ impl Engine {
         } else {
             Store::open(path)?
         };
-        Ok(Engine { store, context })
+        Ok(Engine {
+            store,
+            context,
+            extract_entities: true,
+        })
     }
 
     pub fn context(&self) -> &Context {

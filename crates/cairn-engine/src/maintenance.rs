@@ -117,6 +117,9 @@ impl Engine {
                 "inspect with `cairn show ID --history`; the links are kept as they are".into()
             }),
         });
+        let (graph, graph_repaired) = self.graph_check(repair)?;
+        checks.push(graph);
+        repaired.extend(graph_repaired);
         checks.push(Check {
             name: "semantic index".into(),
             ok: true,

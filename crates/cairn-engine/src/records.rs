@@ -71,6 +71,7 @@ impl Engine {
         let now = format_ts(self.now());
         let actor = self.context.actor.clone();
         let now_time = self.now();
+        let extract = self.extract_entities;
         self.store.write(|tx| {
             let previous = tx.reader().get(id)?.ok_or(EngineError::NotFound { id })?;
             let mut updated = previous.clone();
@@ -166,6 +167,13 @@ impl Engine {
                 &now,
                 json!({"previous_hash": previous.content_hash}),
             )?;
+            if extract
+                && (updated.body != previous.body
+                    || updated.title != previous.title
+                    || updated.tags != previous.tags)
+            {
+                crate::graph::write::link_record(tx, &updated, &now, &actor, false)?;
+            }
             redacted.sort();
             redacted.dedup();
             Ok((updated, redacted))
@@ -203,6 +211,7 @@ impl Engine {
                     tx.update_memory(&unlinked, norm.as_deref(), &minhash::signature(&unlinked.body), &successor, "unlink", &actor)?;
                 }
                 tx.delete_memory(&previous, &now, &actor)?;
+                crate::graph::write::unlink_record(tx, id, &now, &actor)?;
                 tx.resolve_conflicts(id, &now)?;
                 log_event(tx, "delete", &previous, &now, json!({"hard": true}))?;
                 return Ok(previous);

@@ -389,8 +389,12 @@ impl Engine {
         };
         let prepared = prepare(request, Some(self.context.project.clone()), now, commit)?;
         let actor = self.context.actor.clone();
-        self.store
-            .write(|tx| remember_in(tx, request, prepared, now, &actor))
+        let extract = self.extract_entities;
+        self.store.write(|tx| {
+            let outcome = remember_in(tx, request, prepared, now, &actor)?;
+            crate::graph::write::after_remember(tx, request, &outcome, now, &actor, extract)?;
+            Ok(outcome)
+        })
     }
 }
 

@@ -6,12 +6,17 @@
 //! MCP server, the CLI) go on while one process writes.
 
 mod error;
+mod graph;
 mod records;
 mod schema;
 mod search;
 mod wiki;
 
 pub use error::StoreError;
+pub use graph::{
+    AdjacentRow, EdgeKey, EntityRow, IntervalRow, LogRow, NewLogEntry, QuarantineRow,
+    RelationTypeRow,
+};
 pub use records::{
     ConflictRow, EventRow, HistoryRow, IndexGaps, ListFilter, NewEvent, ScopeRow, Stats,
 };
