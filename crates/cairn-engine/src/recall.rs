@@ -73,6 +73,8 @@ pub struct RecallRequest {
     pub floor: Option<f64>,
     /// Search this project instead of the context's.
     pub project: Option<String>,
+    /// Ask git for freshness verdicts of commit-stamped results (hooks skip it: speed).
+    pub freshness: bool,
 }
 
 impl RecallRequest {
@@ -90,6 +92,7 @@ impl RecallRequest {
             mode: Mode::Hybrid,
             floor: None,
             project: None,
+            freshness: true,
         }
     }
 }
@@ -298,6 +301,9 @@ impl Engine {
         let ids: Vec<i64> = results.iter().map(|r| r.id).collect();
         let shown = self.store.reader().get_many(&ids)?;
         for (result, memory) in results.iter_mut().zip(shown.iter()) {
+            if !request.freshness {
+                break;
+            }
             if let Some(commit) = memory.commit.as_deref() {
                 let verdict = freshness_cache
                     .entry(commit.to_string())
@@ -306,12 +312,15 @@ impl Engine {
                 result.freshness = verdict;
             }
         }
-        if request.touch && as_of.is_none() && !self.context.read_only && !results.is_empty() {
-            if let Err(error) = self.log_recall(&request.query, &ids, now) {
-                answer.warnings.push(format!(
-                    "the access was not recorded ({error}); results are complete"
-                ));
-            }
+        if request.touch
+            && as_of.is_none()
+            && !self.context.read_only
+            && !results.is_empty()
+            && let Err(error) = self.log_recall(&request.query, &ids, now)
+        {
+            answer.warnings.push(format!(
+                "the access was not recorded ({error}); results are complete"
+            ));
         }
         answer.results = results;
         Ok(answer)

@@ -5,11 +5,15 @@
 //! once). Every write runs in one `BEGIN IMMEDIATE` transaction; WAL lets readers (hooks, the
 //! MCP server, the CLI) go on while one process writes.
 
+mod agent;
 mod error;
 mod records;
 mod schema;
 mod search;
 
+pub use agent::{
+    AwarenessRow, CaptureOffset, IdentityRow, InboxRow, MeasureRow, NewInboxItem, TaskRow,
+};
 pub use error::StoreError;
 pub use records::{
     ConflictRow, EventRow, HistoryRow, IndexGaps, LSH_BANDS, ListFilter, NewEvent, ScopeRow, Stats,
