@@ -3,7 +3,12 @@
 //! Glue only: every rule lives in `cairn-engine`. Human output goes to stdout, errors to stderr;
 //! `--json` prints the JSON contract of CLI.md instead.
 
+mod agent;
 mod cli;
+mod hook;
+mod install;
+mod mcp;
+mod ojson;
 mod output;
 
 use clap::Parser;
