@@ -483,7 +483,7 @@ impl Reader<'_> {
         let (marks, mut values) = in_list(projects, 2);
         values.insert(0, now.to_string());
         let sql = format!(
-            "SELECT id FROM memories WHERE status = 'active' AND review_at IS NOT NULL AND review_at <= ?1 \
+            "SELECT id FROM memories INDEXED BY memories_review_due WHERE status = 'active' AND review_at IS NOT NULL AND review_at <= ?1 \
              AND project IN ({marks}) ORDER BY review_at, id"
         );
         let ids = {
@@ -503,7 +503,7 @@ impl Reader<'_> {
     pub fn pinned(&self, projects: &[Option<String>]) -> Result<Vec<cairn_core::memory::Memory>> {
         let (marks, values) = in_list(projects, 1);
         let sql = format!(
-            "SELECT id FROM memories WHERE status = 'active' AND pinned = 1 AND project IN ({marks}) \
+            "SELECT id FROM memories INDEXED BY memories_pinned WHERE pinned = 1 AND status = 'active' AND project IN ({marks}) \
              ORDER BY importance DESC, id"
         );
         let ids = {

@@ -171,6 +171,11 @@ CREATE TABLE awareness (
 );
 CREATE INDEX awareness_project ON awareness(project, expires_at);
 
+-- The brief asks for due reviews and pinned records on every session start: partial indexes
+-- keep those lookups from scanning every record (a full scan reads every body).
+CREATE INDEX memories_review_due ON memories(review_at) WHERE review_at IS NOT NULL AND status = 'active';
+CREATE INDEX memories_pinned ON memories(importance) WHERE pinned = 1 AND status = 'active';
+
 -- How far each session's transcript has been captured (a byte offset into the file).
 CREATE TABLE capture_offsets (
     session_id      TEXT PRIMARY KEY,
