@@ -9,8 +9,7 @@ use crate::render::{self, Reply};
 use cairn_core::brief::SectionKind;
 use cairn_core::record::{Confidence, MemoryType};
 use cairn_engine::{
-    BriefRequest, Engine, EngineError, Mode, RecallRequest, RememberRequest, RememberStatus,
-    Review, UpdateRequest,
+    BriefRequest, Engine, EngineError, Mode, RecallRequest, RememberRequest, Review, UpdateRequest,
 };
 use rmcp::model::JsonObject;
 use schemars::JsonSchema;
@@ -817,9 +816,4 @@ fn debug_panic() -> ToolSpec {
         READS,
         |_, _: NoArgs| -> Result<Reply, EngineError> { panic!("debug_panic was called") },
     )
-}
-
-/// The status a remember outcome is reported with.
-pub fn is_refusal(status: RememberStatus) -> bool {
-    status == RememberStatus::Refused
 }
