@@ -88,6 +88,43 @@ pub enum Command {
     },
     #[command(flatten)]
     Graph(crate::graph_cmd::GraphCommand),
+    /// What an agent gets at session start, under a byte budget.
+    Brief(crate::agent::BriefArgs),
+    /// Records past their review date and open conflicts.
+    Review,
+    /// Candidate facts captured from transcripts, awaiting a decision.
+    Inbox {
+        #[command(subcommand)]
+        command: Option<crate::agent::InboxCommand>,
+    },
+    /// Tasks this project owes (kept outside memory ranking).
+    Task {
+        #[command(subcommand)]
+        command: crate::agent::TaskCommand,
+    },
+    /// Readings of a named value over time: last value and trend.
+    Measure {
+        #[command(subcommand)]
+        command: crate::agent::MeasureCommand,
+    },
+    /// The activity log: what happened, what the last session did.
+    Log(crate::agent::LogArgs),
+    /// Who the agent is (one short text).
+    Identity {
+        #[command(subcommand)]
+        command: crate::agent::IdentityCommand,
+    },
+    /// Short-lived working items (at most 10, with expiry).
+    Awareness {
+        #[command(subcommand)]
+        command: crate::agent::AwarenessCommand,
+    },
+    /// Agent hook: reads the client's hook JSON on stdin; always exits 0.
+    Hook(crate::hook::HookArgs),
+    /// MCP server on stdio.
+    Mcp,
+    /// Write hook and MCP configuration for claude-code, codex, cursor or gemini.
+    Install(crate::install::InstallArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -605,6 +642,17 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Brief(brief) => crate::agent::run_brief(&args, brief),
+        Command::Review => crate::agent::run_review(&args),
+        Command::Inbox { command } => crate::agent::run_inbox(&args, command.as_ref()),
+        Command::Task { command } => crate::agent::run_task(&args, command),
+        Command::Measure { command } => crate::agent::run_measure(&args, command),
+        Command::Log(log) => crate::agent::run_log(&args, log),
+        Command::Identity { command } => crate::agent::run_identity(&args, command),
+        Command::Awareness { command } => crate::agent::run_awareness(&args, command),
+        Command::Hook(hook) => Ok(crate::hook::run_hook(&args, hook)),
+        Command::Mcp => crate::mcp::run_mcp(&args),
+        Command::Install(install) => crate::install::run_install(&args, install),
         Command::Scope { command } => {
             let mut engine = open(&args, "cli")?;
             match command {

@@ -3,9 +3,14 @@
 //! Glue only: every rule lives in `cairn-engine`. Human output goes to stdout, errors to stderr;
 //! `--json` prints the JSON contract of CLI.md instead.
 
+mod agent;
 mod cli;
 mod graph_cmd;
+mod hook;
 mod import_cmd;
+mod install;
+mod mcp;
+mod ojson;
 mod output;
 mod share_cmd;
 mod wiki_cmd;

@@ -1,6 +1,6 @@
 //! Shared helpers for the end-to-end tests: a temporary brain and the real `cairn` binary.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::new_without_default)]
 
 use assert_cmd::Command;
 use serde_json::Value;

@@ -4,6 +4,8 @@
 //! `now`), no network. That keeps scoring, the text pipeline and the record rules testable with
 //! five-line cases and makes the engine deterministic.
 
+pub mod brief;
+pub mod capture;
 pub mod graph;
 pub mod memory;
 pub mod minhash;
@@ -16,3 +18,4 @@ pub mod score;
 pub mod secrets;
 pub mod text;
 pub mod time;
+pub mod transcript;

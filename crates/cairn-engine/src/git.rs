@@ -95,6 +95,51 @@ pub fn freshness(dir: &Path, commit: &str) -> Option<String> {
     })
 }
 
+/// The working tree as git reports it now.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WorkingTree {
+    /// `main`, `HEAD (detached)`, or the branch line with its upstream and ahead/behind.
+    pub branch: String,
+    /// `XY path` lines of `git status --porcelain`, in git's order.
+    pub changed: Vec<String>,
+}
+
+/// Branch and changed files of the tree containing `dir` (one `git status` call); `None`
+/// outside git.
+pub fn working_tree(dir: &Path) -> Option<WorkingTree> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "status",
+            "--porcelain=v1",
+            "--branch",
+            "--untracked-files=normal",
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut lines = text.lines();
+    let branch = lines
+        .next()
+        .and_then(|l| l.strip_prefix("## "))
+        .unwrap_or("unknown")
+        .replace("No commits yet on ", "")
+        .to_string();
+    Some(WorkingTree {
+        branch,
+        changed: lines
+            .map(|l| l.trim_end().to_string())
+            .filter(|l| !l.is_empty())
+            .collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

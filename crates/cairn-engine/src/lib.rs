@@ -3,6 +3,9 @@
 //! It owns the rules of DESIGN §4–§5 (the write path and recall) on top of `cairn-store`, reads
 //! the clock and git, and returns plain data. Nothing here prints or knows about JSON on a wire.
 
+mod agent;
+mod brief;
+mod capture;
 pub mod exchange;
 pub mod git;
 pub mod graph;
@@ -14,6 +17,11 @@ pub mod remember;
 pub mod share;
 pub mod wiki;
 
+pub use agent::{
+    AWARENESS_DEFAULT_HOURS, MAX_AWARENESS, MAX_IDENTITY_CHARS, MeasureSummary, ReviewReport,
+};
+pub use brief::{Brief, BriefRequest, DEFAULT_BRIEF_BUDGET, event_line, memory_item};
+pub use capture::{CaptureReport, MAX_CAPTURE_BYTES};
 pub use maintenance::{DoctorReport, ScopeMap};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, Why};
 pub use records::{ListRequest, UpdateRequest};
@@ -151,7 +159,7 @@ impl Engine {
     }
 
     /// The projects a recall from this context sees: its own and personal.
-    fn visible_projects(&self) -> Vec<Option<String>> {
+    pub fn visible_projects(&self) -> Vec<Option<String>> {
         vec![Some(self.context.project.clone()), None]
     }
 }

@@ -76,6 +76,8 @@ pub struct RecallRequest {
     /// Answer as a reader in this trust zone: only what it may see (`TrustZone::may_see`).
     /// `None` is the owner's view (`private_self`: everything).
     pub zone: Option<TrustZone>,
+    /// Ask git for freshness verdicts of commit-stamped results (hooks skip it: speed).
+    pub freshness: bool,
 }
 
 impl RecallRequest {
@@ -94,6 +96,7 @@ impl RecallRequest {
             floor: None,
             project: None,
             zone: None,
+            freshness: true,
         }
     }
 }
@@ -310,6 +313,9 @@ impl Engine {
         let ids: Vec<i64> = results.iter().map(|r| r.id).collect();
         let shown = self.store.reader().get_many(&ids)?;
         for (result, memory) in results.iter_mut().zip(shown.iter()) {
+            if !request.freshness {
+                break;
+            }
             if let Some(commit) = memory.commit.as_deref() {
                 let verdict = freshness_cache
                     .entry(commit.to_string())

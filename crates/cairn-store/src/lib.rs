@@ -5,6 +5,7 @@
 //! once). Every write runs in one `BEGIN IMMEDIATE` transaction; WAL lets readers (hooks, the
 //! MCP server, the CLI) go on while one process writes.
 
+mod agent;
 mod error;
 mod graph;
 mod records;
@@ -12,6 +13,9 @@ mod schema;
 mod search;
 mod wiki;
 
+pub use agent::{
+    AwarenessRow, CaptureOffset, IdentityRow, InboxRow, MeasureRow, NewInboxItem, TaskRow,
+};
 pub use error::StoreError;
 pub use graph::{
     AdjacentRow, EdgeKey, EntityRow, IntervalRow, LogRow, NewLogEntry, QuarantineRow,

@@ -5,10 +5,10 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2_GRAPH];
+pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2_GRAPH, MIGRATION_AGENT];
 
 const MIGRATION_1: &str = r#"
 CREATE TABLE memories (
@@ -216,5 +216,81 @@ CREATE TABLE generated_records (
     memory_id INTEGER PRIMARY KEY,
     generator TEXT NOT NULL,
     marked_at TEXT NOT NULL
+);
+"#;
+
+/// Agent integration (DESIGN §9–§11): what is kept in the store but never ranked — tasks,
+/// measures, the identity, awareness items — plus the inbox of captured candidate facts and the
+/// per-session byte offsets of transcript capture.
+const MIGRATION_AGENT: &str = r#"
+CREATE TABLE tasks (
+    id         INTEGER PRIMARY KEY,
+    project    TEXT NOT NULL DEFAULT '',   -- '' = personal
+    title      TEXT NOT NULL,
+    detail     TEXT,
+    status     TEXT NOT NULL DEFAULT 'open',   -- open | done
+    due_at     TEXT,
+    created_at TEXT NOT NULL,
+    done_at    TEXT
+);
+CREATE INDEX tasks_project ON tasks(project, status);
+
+-- Readings of a named value over time.
+CREATE TABLE measures (
+    id      INTEGER PRIMARY KEY,
+    project TEXT NOT NULL DEFAULT '',
+    name    TEXT NOT NULL,
+    value   REAL NOT NULL,
+    unit    TEXT,
+    note    TEXT,
+    at      TEXT NOT NULL
+);
+CREATE INDEX measures_name ON measures(project, name, at);
+
+-- Who the agent is: one row.
+CREATE TABLE identity (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    body       TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+
+-- Short-lived working items (at most 10 live per project, each with an expiry).
+CREATE TABLE awareness (
+    id         INTEGER PRIMARY KEY,
+    project    TEXT NOT NULL DEFAULT '',
+    body       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE INDEX awareness_project ON awareness(project, expires_at);
+
+-- The brief asks for due reviews and pinned records on every session start: partial indexes
+-- keep those lookups from scanning every record (a full scan reads every body).
+CREATE INDEX memories_review_due ON memories(review_at) WHERE review_at IS NOT NULL AND status = 'active';
+CREATE INDEX memories_pinned ON memories(importance) WHERE pinned = 1 AND status = 'active';
+
+-- How far each session's transcript has been captured (a byte offset into the file).
+CREATE TABLE capture_offsets (
+    session_id      TEXT PRIMARY KEY,
+    transcript_path TEXT NOT NULL,
+    byte_offset     INTEGER NOT NULL,
+    turns           INTEGER NOT NULL DEFAULT 0,
+    updated_at      TEXT NOT NULL
+);
+
+-- Candidate durable facts found in captured transcripts, awaiting a decision.
+CREATE TABLE inbox (
+    id             INTEGER PRIMARY KEY,
+    project        TEXT NOT NULL DEFAULT '',
+    kind           TEXT NOT NULL,     -- which heuristic fired
+    suggested_type TEXT NOT NULL,
+    body           TEXT NOT NULL,
+    content_hash   TEXT NOT NULL,
+    source         TEXT NOT NULL,
+    trust          TEXT NOT NULL DEFAULT 'captured',
+    created_at     TEXT NOT NULL,
+    resolved_at    TEXT,
+    resolution     TEXT,
+    UNIQUE (project, content_hash)
 );
 "#;

@@ -1,0 +1,409 @@
+//! Commands around the memory proper: the brief, review, the inbox, and what is kept but never
+//! ranked (tasks, measures, the activity log, the identity, awareness). Glue: each command is
+//! one engine call and its printing.
+
+use crate::cli::{Cli, open};
+use crate::output::{print_json, snippet};
+use anyhow::Result;
+use cairn_core::brief::SectionKind;
+use cairn_core::record::MemoryType;
+use cairn_engine::{BriefRequest, EngineError, RememberStatus, event_line};
+use clap::{Args, Subcommand};
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct BriefArgs {
+    /// Byte budget (0 = no limit).
+    #[arg(long, default_value_t = cairn_engine::DEFAULT_BRIEF_BUDGET)]
+    pub budget: usize,
+    /// Only this section, in full (repeatable): guardrails, preferences, identity, pinned, due,
+    /// working-tree, inbox, activity.
+    #[arg(long = "section", value_name = "NAME")]
+    pub sections: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Add a task this project owes (shown in the brief until done).
+    Add {
+        title: String,
+        #[arg(long)]
+        detail: Option<String>,
+        /// Due date or time.
+        #[arg(long, value_name = "DATE")]
+        due: Option<String>,
+        /// A personal task, visible from every project.
+        #[arg(long)]
+        personal: bool,
+    },
+    /// Open tasks (with `--all`, done ones too).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Mark a task done.
+    Done { id: i64 },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MeasureCommand {
+    /// Record one reading of a named value.
+    Record {
+        name: String,
+        #[arg(allow_negative_numbers = true)]
+        value: f64,
+        #[arg(long)]
+        unit: Option<String>,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Last value and trend of every measure, or of one.
+    Show { name: Option<String> },
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// How many events (newest kept).
+    #[arg(long, default_value_t = 30)]
+    pub limit: usize,
+    /// Everything since the last session started.
+    #[arg(long)]
+    pub last_session: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IdentityCommand {
+    /// Who the agent is.
+    Show,
+    /// Replace the identity (under 500 tokens); `-` reads stdin.
+    Set { text: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AwarenessCommand {
+    /// Add a short-lived working item (at most 10 live; default life 24h).
+    Add {
+        text: String,
+        /// When it expires: a time, or a duration such as 2h or 3d.
+        #[arg(long, value_name = "WHEN")]
+        expires: Option<String>,
+    },
+    /// Live items.
+    List,
+    /// Drop an item before it expires.
+    Drop { id: i64 },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// Captured candidates awaiting a decision (with `--all`, resolved ones too).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Keep a candidate as a memory (through the whole write path).
+    Accept {
+        id: i64,
+        /// Store it as this type instead of the suggested one.
+        #[arg(long = "type")]
+        memory_type: Option<String>,
+    },
+    /// Discard a candidate.
+    Dismiss { id: i64 },
+}
+
+pub fn parse_sections(names: &[String]) -> Result<Vec<SectionKind>> {
+    names
+        .iter()
+        .flat_map(|n| n.split(','))
+        .filter(|n| !n.trim().is_empty())
+        .map(|name| {
+            SectionKind::parse(name).ok_or_else(|| {
+                EngineError::Invalid(format!(
+                    "unknown section {name:?}: expected one of {}",
+                    SectionKind::PRIORITY
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .into()
+            })
+        })
+        .collect()
+}
+
+pub fn run_brief(args: &Cli, brief: &BriefArgs) -> Result<ExitCode> {
+    let engine = open(args, "cli")?;
+    let request = BriefRequest {
+        budget: brief.budget,
+        sections: parse_sections(&brief.sections)?,
+    };
+    let brief = engine.brief(&request)?;
+    if args.json {
+        print_json(&brief);
+    } else {
+        print!("{}", brief.assembled.text);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_review(args: &Cli) -> Result<ExitCode> {
+    let engine = open(args, "cli")?;
+    let report = engine.review()?;
+    if args.json {
+        print_json(&report);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if report.due.is_empty() && report.conflicts.is_empty() {
+        println!("nothing to review: no record is past its review date and no conflict is open");
+    }
+    for memory in &report.due {
+        println!(
+            "review due {}: {} (`cairn verify {} --source …`)",
+            memory
+                .review_at
+                .as_deref()
+                .unwrap_or("")
+                .get(..10)
+                .unwrap_or(""),
+            memory.label(),
+            memory.id
+        );
+    }
+    for conflict in &report.conflicts {
+        println!(
+            "conflict: #{} contradicts #{} ({}); supersede one of them",
+            conflict.memory_id, conflict.other_id, conflict.reason
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
+    let mut engine = open(args, "cli")?;
+    match command {
+        TaskCommand::Add {
+            title,
+            detail,
+            due,
+            personal,
+        } => {
+            let task = engine.task_add(title, detail.as_deref(), due.as_deref(), *personal)?;
+            if args.json {
+                print_json(&task);
+            } else {
+                println!("task {} added: {}", task.id, task.title);
+            }
+        }
+        TaskCommand::List { all } => {
+            let tasks = engine.tasks(*all)?;
+            if args.json {
+                print_json(&tasks);
+            } else if tasks.is_empty() {
+                println!("no open tasks");
+            } else {
+                for task in &tasks {
+                    let due = task
+                        .due_at
+                        .as_deref()
+                        .map(|d| format!(" (due {})", d.get(..10).unwrap_or(d)))
+                        .unwrap_or_default();
+                    let mark = if task.status == "done" { "x" } else { " " };
+                    println!("[{mark}] {:>4} {}{due}", task.id, task.title);
+                }
+            }
+        }
+        TaskCommand::Done { id } => {
+            let task = engine.task_done(*id)?;
+            if args.json {
+                print_json(&task);
+            } else {
+                println!("task {} done: {}", task.id, task.title);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_measure(args: &Cli, command: &MeasureCommand) -> Result<ExitCode> {
+    let mut engine = open(args, "cli")?;
+    let summaries = match command {
+        MeasureCommand::Record {
+            name,
+            value,
+            unit,
+            note,
+        } => vec![engine.measure_record(name, *value, unit.as_deref(), note.as_deref())?],
+        MeasureCommand::Show { name } => engine.measures(name.as_deref())?,
+    };
+    if args.json {
+        match command {
+            MeasureCommand::Record { .. } => print_json(&summaries[0]),
+            MeasureCommand::Show { .. } => print_json(&summaries),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if summaries.is_empty() {
+        println!("no readings yet: `cairn measure record NAME VALUE`");
+    }
+    for summary in &summaries {
+        let unit = summary.unit.as_deref().unwrap_or("");
+        let previous = summary
+            .previous
+            .map(|p| format!(", previous {p}{unit}"))
+            .unwrap_or_default();
+        println!(
+            "{}: {}{unit} at {} ({}{previous}; {} readings)",
+            summary.name, summary.last, summary.last_at, summary.trend, summary.readings
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_log(args: &Cli, log: &LogArgs) -> Result<ExitCode> {
+    let engine = open(args, "cli")?;
+    let events = engine.activity(log.limit, log.last_session)?;
+    if args.json {
+        print_json(&events);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if events.is_empty() {
+        println!("no activity yet");
+    }
+    let ids: Vec<i64> = events.iter().filter_map(|e| e.memory_id).collect();
+    let records: HashMap<i64, cairn_core::memory::Memory> = ids
+        .iter()
+        .filter_map(|id| engine.get(*id).ok())
+        .map(|m| (m.id, m))
+        .collect();
+    for event in &events {
+        println!("{}", event_line(event, &records));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_identity(args: &Cli, command: &IdentityCommand) -> Result<ExitCode> {
+    let mut engine = open(args, "cli")?;
+    let identity = match command {
+        IdentityCommand::Show => engine.identity()?,
+        IdentityCommand::Set { text } => {
+            let body = if text == "-" {
+                let mut body = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut body)?;
+                body
+            } else {
+                text.clone()
+            };
+            Some(engine.set_identity(&body)?)
+        }
+    };
+    if args.json {
+        print_json(&identity);
+    } else {
+        match identity {
+            Some(identity) => println!("{}", identity.body),
+            None => println!("no identity set: `cairn identity set \"…\"`"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_awareness(args: &Cli, command: &AwarenessCommand) -> Result<ExitCode> {
+    let mut engine = open(args, "cli")?;
+    match command {
+        AwarenessCommand::Add { text, expires } => {
+            let (row, dropped) = engine.aware(text, expires.as_deref())?;
+            if args.json {
+                print_json(&serde_json::json!({"item": row, "dropped": dropped}));
+            } else {
+                println!(
+                    "awareness {} until {}: {}",
+                    row.id, row.expires_at, row.body
+                );
+                if let Some(dropped) = dropped {
+                    println!(
+                        "  note: {} items is the most; dropped {} ({})",
+                        cairn_engine::MAX_AWARENESS,
+                        dropped.id,
+                        snippet(&dropped.body, 60)
+                    );
+                }
+            }
+        }
+        AwarenessCommand::List => {
+            let rows = engine.awareness()?;
+            if args.json {
+                print_json(&rows);
+            } else if rows.is_empty() {
+                println!("nothing in awareness");
+            } else {
+                for row in &rows {
+                    println!("{:>4} until {}: {}", row.id, row.expires_at, row.body);
+                }
+            }
+        }
+        AwarenessCommand::Drop { id } => {
+            let dropped = engine.awareness_drop(*id)?;
+            if args.json {
+                print_json(&serde_json::json!({"dropped": dropped, "id": id}));
+            } else if dropped {
+                println!("dropped awareness {id}");
+            } else {
+                println!("no live awareness item {id}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_inbox(args: &Cli, command: Option<&InboxCommand>) -> Result<ExitCode> {
+    let mut engine = open(args, "cli")?;
+    match command.unwrap_or(&InboxCommand::List { all: false }) {
+        InboxCommand::List { all } => {
+            let rows = engine.inbox(*all)?;
+            if args.json {
+                print_json(&rows);
+            } else if rows.is_empty() {
+                println!("the inbox is empty");
+            } else {
+                for row in &rows {
+                    let state = row.resolution.as_deref().unwrap_or("open");
+                    println!(
+                        "{:>4} {} ({}, {state}): {}",
+                        row.id, row.suggested_type, row.kind, row.body
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        InboxCommand::Accept { id, memory_type } => {
+            let memory_type = memory_type
+                .as_deref()
+                .map(str::parse::<MemoryType>)
+                .transpose()
+                .map_err(EngineError::from)?;
+            let outcome = engine.inbox_accept(*id, memory_type)?;
+            if args.json {
+                print_json(&outcome);
+            } else {
+                println!("{}", outcome.message);
+            }
+            Ok(if outcome.status == RememberStatus::Refused {
+                ExitCode::from(crate::output::REFUSED)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        InboxCommand::Dismiss { id } => {
+            let row = engine.inbox_dismiss(*id)?;
+            if args.json {
+                print_json(&row);
+            } else {
+                println!("dismissed inbox item {}", row.id);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

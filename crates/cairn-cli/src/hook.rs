@@ -1,0 +1,410 @@
+//! `cairn hook <event>`: the agent hooks (DESIGN §11). Reads the client's hook JSON on stdin,
+//! answers in the client's JSON on stdout, and never fails the agent: whatever happens it exits
+//! 0 within an internal deadline well inside the client's timeout, prints nothing on failure,
+//! and logs the error to `hook-errors.log` next to the brain.
+//!
+//! The JSON shapes of each client's hook payloads live here and nowhere else
+//! (research/agent-integration.md B.1; Gemini CLI and Cursor docs for theirs).
+
+use crate::cli::Cli;
+use cairn_core::brief::{self, cap_injection, one_line};
+use cairn_core::capture::{is_trivial_prompt, matched_terms, passes_injection_floor};
+use cairn_core::query;
+use cairn_engine::{BriefRequest, Context, Engine, Mode, RecallRequest};
+use clap::Args;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Default byte budget of what `user-prompt-submit` injects.
+pub const RECALL_BUDGET: usize = 2 * 1024;
+/// Hook output never exceeds this many bytes (Claude Code caps hook output at 10,000
+/// characters and replaces anything longer with a file path).
+pub const OUTPUT_CAP: usize = 9_000;
+/// Most hook JSON read from stdin.
+const MAX_STDIN: u64 = 4 * 1024 * 1024;
+/// The error log rolls over past this size.
+const MAX_LOG_BYTES: u64 = 1024 * 1024;
+const RECALL_CANDIDATES: usize = 8;
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// session-start, user-prompt-submit, stop, pre-compact, session-end (the client's own
+    /// event names are accepted too: SessionStart, BeforeAgent, AfterAgent, PreCompress,
+    /// sessionStart, afterAgentResponse, …).
+    pub event: String,
+    /// Which client is calling: claude-code, codex, cursor, gemini (sets the output shape).
+    #[arg(long, default_value = "claude-code")]
+    pub client: String,
+    /// Byte budget of the injected text (session-start: 6144, user-prompt-submit: 2048).
+    #[arg(long)]
+    pub budget: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    Stop,
+    PreCompact,
+    SessionEnd,
+}
+
+impl HookEvent {
+    pub fn parse(given: &str) -> Option<HookEvent> {
+        let key: String = given
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        Some(match key.as_str() {
+            "sessionstart" => HookEvent::SessionStart,
+            "userpromptsubmit" | "beforeagent" | "beforesubmitprompt" => {
+                HookEvent::UserPromptSubmit
+            }
+            "stop" | "afteragent" | "afteragentresponse" | "subagentstop" => HookEvent::Stop,
+            "precompact" | "precompress" => HookEvent::PreCompact,
+            "sessionend" => HookEvent::SessionEnd,
+            _ => return None,
+        })
+    }
+
+    /// The internal deadline, well inside each client's timeout (Claude Code: 30 s for
+    /// UserPromptSubmit, a shared 1.5 s for SessionEnd; the installers set 5–10 s).
+    pub fn deadline(self) -> Duration {
+        let default = match self {
+            HookEvent::SessionStart => 2_000,
+            HookEvent::UserPromptSubmit => 1_500,
+            HookEvent::Stop | HookEvent::PreCompact => 3_000,
+            HookEvent::SessionEnd => 1_000,
+        };
+        let millis = std::env::var("CAIRN_HOOK_DEADLINE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default);
+        Duration::from_millis(millis)
+    }
+
+    /// The event name a client expects back in `hookSpecificOutput`.
+    fn output_name(self, client: Client) -> &'static str {
+        match (self, client) {
+            (HookEvent::UserPromptSubmit, Client::Gemini) => "BeforeAgent",
+            (HookEvent::SessionStart, _) => "SessionStart",
+            (HookEvent::UserPromptSubmit, _) => "UserPromptSubmit",
+            (HookEvent::Stop, _) => "Stop",
+            (HookEvent::PreCompact, _) => "PreCompact",
+            (HookEvent::SessionEnd, _) => "SessionEnd",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    ClaudeCode,
+    Codex,
+    Cursor,
+    Gemini,
+}
+
+impl Client {
+    pub fn parse(given: &str) -> Option<Client> {
+        match given.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "claude-code" | "claude" => Some(Client::ClaudeCode),
+            "codex" => Some(Client::Codex),
+            "cursor" => Some(Client::Cursor),
+            "gemini" | "gemini-cli" => Some(Client::Gemini),
+            _ => None,
+        }
+    }
+}
+
+/// What the worker hands back: text for stdout, or nothing.
+type Outcome = Result<Option<String>, String>;
+
+pub fn run_hook(args: &Cli, hook: &HookArgs) -> ExitCode {
+    let db = args
+        .db
+        .clone()
+        .unwrap_or_else(cairn_engine::default_brain_path);
+    let log_path = db
+        .parent()
+        .map(|dir| dir.join("hook-errors.log"))
+        .unwrap_or_else(|| PathBuf::from("hook-errors.log"));
+    let label = format!("{} ({})", hook.event, hook.client);
+    let (Some(event), Some(client)) = (HookEvent::parse(&hook.event), Client::parse(&hook.client))
+    else {
+        log_error(
+            &log_path,
+            &label,
+            "unknown event or client; nothing was done (events: session-start, user-prompt-submit, stop, pre-compact, session-end; clients: claude-code, codex, cursor, gemini)",
+        );
+        return ExitCode::SUCCESS;
+    };
+    // A panic anywhere must not print to the agent's terminal; the log gets it.
+    let panic_log = log_path.clone();
+    let panic_label = label.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        log_error(&panic_log, &panic_label, &format!("panic: {info}"));
+    }));
+    let project = args.project.clone();
+    let budget = hook.budget;
+    let (sender, receiver) = mpsc::channel::<Outcome>();
+    std::thread::spawn(move || {
+        let outcome = std::panic::catch_unwind(|| handle(event, client, &db, project, budget))
+            .unwrap_or_else(|_| Err("the hook panicked".to_string()));
+        let _ = sender.send(outcome);
+    });
+    match receiver.recv_timeout(event.deadline()) {
+        Ok(Ok(Some(output))) => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let _ = out.write_all(output.as_bytes());
+            let _ = out.write_all(b"\n");
+            let _ = out.flush();
+        }
+        Ok(Ok(None)) => {}
+        Ok(Err(error)) => log_error(&log_path, &label, &error),
+        Err(_) => log_error(
+            &log_path,
+            &label,
+            &format!(
+                "gave up after the internal deadline of {} ms (a locked or slow brain?); the agent went on without cairn",
+                event.deadline().as_millis()
+            ),
+        ),
+    }
+    // Leave now, even if the worker is still waiting on a lock: an unfinished transaction is
+    // rolled back by SQLite, and the agent must not wait for us.
+    std::process::exit(0)
+}
+
+fn log_error(path: &Path, label: &str, message: &str) {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if std::fs::metadata(path).is_ok_and(|m| m.len() > MAX_LOG_BYTES) {
+        let _ = std::fs::rename(path, path.with_extension("log.1"));
+    }
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let at = cairn_core::time::format_ts(chrono::Utc::now());
+        let flat = message.replace('\n', " ");
+        let _ = writeln!(file, "{at} hook {label}: {flat}");
+    }
+}
+
+fn read_payload() -> Result<Value, String> {
+    let mut raw = Vec::new();
+    std::io::stdin()
+        .take(MAX_STDIN)
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("cannot read the hook JSON from stdin: {e}"))?;
+    let text = String::from_utf8_lossy(&raw);
+    if text.trim().is_empty() {
+        return Err("no hook JSON on stdin".into());
+    }
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("the hook JSON does not parse: {e}"))?;
+    if !value.is_object() {
+        return Err("the hook JSON is not an object".into());
+    }
+    Ok(value)
+}
+
+fn field<'a>(payload: &'a Value, names: &[&str]) -> Option<&'a str> {
+    names
+        .iter()
+        .find_map(|name| payload.get(*name).and_then(Value::as_str))
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The directory the agent works in: `cwd` (Claude Code, Gemini), else the first workspace
+/// root (Cursor), else our own working directory.
+fn working_dir(payload: &Value) -> PathBuf {
+    let from_payload = field(payload, &["cwd"]).map(PathBuf::from).or_else(|| {
+        payload
+            .get("workspace_roots")
+            .and_then(Value::as_array)
+            .and_then(|roots| roots.first())
+            .and_then(Value::as_str)
+            .map(PathBuf::from)
+    });
+    from_payload
+        .filter(|dir| dir.is_dir())
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn open_engine(db: &Path, project: Option<String>, cwd: &Path) -> Result<Engine, String> {
+    let context = Context {
+        project: match project.filter(|p| !p.trim().is_empty()) {
+            Some(project) => project.trim().to_string(),
+            None => cairn_engine::git::project_key(cwd),
+        },
+        cwd: cwd.to_path_buf(),
+        actor: "hook".to_string(),
+        read_only: std::env::var("CAIRN_READ_ONLY")
+            .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+        now: None,
+    };
+    Engine::open(db, context).map_err(|e| format!("cannot open the brain: {e}"))
+}
+
+fn handle(
+    event: HookEvent,
+    client: Client,
+    db: &Path,
+    project: Option<String>,
+    budget: Option<usize>,
+) -> Outcome {
+    let payload = read_payload()?;
+    let cwd = working_dir(&payload);
+    let session = field(&payload, &["session_id", "conversation_id", "sessionId"])
+        .unwrap_or("unknown")
+        .to_string();
+    match event {
+        HookEvent::SessionStart => {
+            let mut engine = open_engine(db, project, &cwd)?;
+            let brief = engine
+                .brief(&BriefRequest {
+                    budget: budget.unwrap_or(cairn_engine::DEFAULT_BRIEF_BUDGET),
+                    sections: Vec::new(),
+                })
+                .map_err(|e| format!("brief: {e}"))?;
+            if !engine.context().read_only {
+                // bookkeeping only: a failure here must not cost the agent its brief
+                let _ = engine.note_event(
+                    "session_start",
+                    json!({"session": session, "source": field(&payload, &["source", "trigger"]), "client": client_name(client)}),
+                );
+            }
+            Ok(Some(inject(event, client, &brief.assembled.text)))
+        }
+        HookEvent::UserPromptSubmit => {
+            let Some(prompt) = field(&payload, &["prompt"]) else {
+                return Ok(None);
+            };
+            if is_trivial_prompt(prompt) || client == Client::Cursor {
+                // Cursor's beforeSubmitPrompt cannot add context; its agent recalls over MCP.
+                return Ok(None);
+            }
+            let mut engine = open_engine(db, project, &cwd)?;
+            let text = recall_block(&mut engine, prompt, budget.unwrap_or(RECALL_BUDGET))?;
+            Ok(text.map(|text| inject(event, client, &text)))
+        }
+        HookEvent::Stop | HookEvent::PreCompact => {
+            let mut engine = open_engine(db, project, &cwd)?;
+            // A client that hands the turn over directly (Gemini AfterAgent, Cursor
+            // afterAgentResponse) is captured from the payload; Claude Code from its transcript.
+            let response = field(&payload, &["prompt_response", "text"]);
+            let report = if let Some(response) = response {
+                let prompt = field(&payload, &["prompt"]).unwrap_or("");
+                engine.capture_turn(&session, prompt, response)
+            } else if let Some(path) = field(&payload, &["transcript_path"]) {
+                engine.capture_transcript(&session, Path::new(path))
+            } else {
+                return Ok(None);
+            };
+            report.map_err(|e| format!("capture: {e}"))?;
+            Ok(None)
+        }
+        HookEvent::SessionEnd => {
+            let mut engine = open_engine(db, project, &cwd)?;
+            if !engine.context().read_only {
+                engine
+                    .note_event(
+                        "session_end",
+                        json!({"session": session, "reason": field(&payload, &["reason"]), "client": client_name(client)}),
+                    )
+                    .map_err(|e| format!("session end: {e}"))?;
+            }
+            Ok(None)
+        }
+    }
+}
+
+fn client_name(client: Client) -> &'static str {
+    match client {
+        Client::ClaudeCode => "claude-code",
+        Client::Codex => "codex",
+        Client::Cursor => "cursor",
+        Client::Gemini => "gemini",
+    }
+}
+
+/// The client's JSON for injected context, capped under the output limit.
+fn inject(event: HookEvent, client: Client, text: &str) -> String {
+    let text = cap_injection(text, OUTPUT_CAP);
+    match client {
+        Client::Cursor => json!({"additional_context": text}).to_string(),
+        _ => json!({"hookSpecificOutput": {
+            "hookEventName": event.output_name(client),
+            "additionalContext": text,
+        }})
+        .to_string(),
+    }
+}
+
+/// Recall against the prompt: only records above the relevance floor AND sharing enough of the
+/// prompt's words, within `budget` bytes; `None` when nothing qualifies.
+pub fn recall_block(
+    engine: &mut Engine,
+    prompt: &str,
+    budget: usize,
+) -> Result<Option<String>, String> {
+    let mut request = RecallRequest::new(prompt);
+    request.limit = RECALL_CANDIDATES;
+    request.touch = false;
+    request.mode = Mode::Lexical;
+    request.freshness = false;
+    let answer = engine
+        .recall(&request)
+        .map_err(|e| format!("recall: {e}"))?;
+    let terms = query::query_terms(prompt);
+    let mut items = Vec::new();
+    for result in &answer.results {
+        let haystack = format!("{} {}", result.title.as_deref().unwrap_or(""), result.body);
+        if !passes_injection_floor(matched_terms(&terms, &haystack), terms.len()) {
+            continue;
+        }
+        let text = match &result.title {
+            Some(title) => format!("{title} — {}", result.body),
+            None => result.body.clone(),
+        };
+        items.push(format!(
+            "#{} {} · trust {} · {}: {}",
+            result.id,
+            result.memory_type,
+            result.trust,
+            result.created_at.get(..10).unwrap_or(&result.created_at),
+            one_line(&text, 400)
+        ));
+    }
+    if items.is_empty() {
+        return Ok(None);
+    }
+    let (open, close) = brief::frame_parts(
+        "recall",
+        "cairn: possibly relevant memories for this prompt (verify before relying on them; not a request)",
+    );
+    let mut kept: Vec<String> = Vec::new();
+    for item in items {
+        let mut trial = kept.clone();
+        trial.push(item);
+        let size = open.len() + brief::fence_items(&trial).len() + close.len();
+        if size > budget {
+            break;
+        }
+        kept = trial;
+    }
+    if kept.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(format!("{open}{}{close}", brief::fence_items(&kept))))
+}

@@ -1,0 +1,295 @@
+//! The brief (DESIGN §10): what an agent gets at session start. This file gathers each section
+//! from the store and git; `cairn_core::brief` decides what fits the budget and lays it out.
+
+use crate::{Engine, Result, git};
+use cairn_core::brief::{self, Assembled, Section, SectionKind, one_line};
+use cairn_core::memory::Memory;
+use cairn_core::record::{MemoryType, Status};
+use cairn_core::time::format_ts;
+use cairn_store::ListFilter;
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
+
+/// Default byte budget of the brief.
+pub const DEFAULT_BRIEF_BUDGET: usize = 6 * 1024;
+/// Longest line of stored text per item.
+const ITEM_CHARS: usize = 280;
+const MAX_ITEMS_PER_SECTION: usize = 50;
+const MAX_CHANGED_FILES: usize = 25;
+const ACTIVITY_EVENTS: usize = 15;
+
+#[derive(Debug, Clone)]
+pub struct BriefRequest {
+    /// Byte budget; 0 = no limit.
+    pub budget: usize,
+    /// Only these sections, in full (the command a cut notice names).
+    pub sections: Vec<SectionKind>,
+}
+
+impl Default for BriefRequest {
+    fn default() -> Self {
+        BriefRequest {
+            budget: DEFAULT_BRIEF_BUDGET,
+            sections: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Brief {
+    pub project: String,
+    #[serde(flatten)]
+    pub assembled: Assembled,
+}
+
+/// `#12 preference · trust stated: Title — body`
+pub fn memory_item(memory: &Memory) -> String {
+    let text = match &memory.title {
+        Some(title) => format!("{title} — {}", memory.body),
+        None => memory.body.clone(),
+    };
+    format!(
+        "#{} {} · trust {}: {}",
+        memory.id,
+        memory.memory_type,
+        memory.trust,
+        one_line(&text, ITEM_CHARS)
+    )
+}
+
+impl Engine {
+    pub fn brief(&self, request: &BriefRequest) -> Result<Brief> {
+        let wanted =
+            |kind: SectionKind| request.sections.is_empty() || request.sections.contains(&kind);
+        let mut sections = Vec::new();
+        let mut shown_ids: BTreeSet<i64> = BTreeSet::new();
+        for kind in SectionKind::PRIORITY {
+            if !wanted(kind) {
+                continue;
+            }
+            let items = self.section_items(kind, &mut shown_ids)?;
+            sections.push(Section { kind, items });
+        }
+        let (header, footer) = brief::frame_parts(
+            "brief",
+            &format!("cairn brief for project {}", self.context.project),
+        );
+        let budget = if request.sections.is_empty() {
+            request.budget
+        } else {
+            0
+        };
+        Ok(Brief {
+            project: self.context.project.clone(),
+            assembled: brief::assemble(&header, &footer, &sections, budget),
+        })
+    }
+
+    fn records_of_types(&self, types: &[MemoryType]) -> Result<Vec<Memory>> {
+        let projects = self.visible_projects();
+        let mut records = self.store.reader().list(&ListFilter {
+            projects: Some(&projects),
+            types: Some(types),
+            status: Some(Status::Active),
+            limit: 500,
+            ..ListFilter::default()
+        })?;
+        records.sort_by(|a, b| {
+            b.pinned
+                .cmp(&a.pinned)
+                .then(b.importance.cmp(&a.importance))
+                .then(a.id.cmp(&b.id))
+        });
+        Ok(records)
+    }
+
+    fn section_items(
+        &self,
+        kind: SectionKind,
+        shown_ids: &mut BTreeSet<i64>,
+    ) -> Result<Vec<String>> {
+        let reader = self.store.reader();
+        let projects = self.visible_projects();
+        let now = format_ts(self.now());
+        let mut items = Vec::new();
+        match kind {
+            SectionKind::Guardrails | SectionKind::Preferences => {
+                let types: &[MemoryType] = if kind == SectionKind::Guardrails {
+                    &[MemoryType::Policy, MemoryType::Constraint]
+                } else {
+                    &[MemoryType::Preference]
+                };
+                for memory in self.records_of_types(types)? {
+                    shown_ids.insert(memory.id);
+                    items.push(memory_item(&memory));
+                }
+            }
+            SectionKind::Identity => {
+                if let Some(identity) = reader.identity()? {
+                    items.push(one_line(&identity.body, 2_000));
+                }
+            }
+            SectionKind::Pinned => {
+                for memory in reader.pinned(&projects)? {
+                    if shown_ids.insert(memory.id) {
+                        items.push(memory_item(&memory));
+                    }
+                }
+            }
+            SectionKind::Due => {
+                for memory in reader.review_due(&projects, &now)? {
+                    let since = memory
+                        .review_at
+                        .as_deref()
+                        .unwrap_or("")
+                        .get(..10)
+                        .unwrap_or("");
+                    items.push(format!(
+                        "review due since {since} (`cairn verify {} --source …`): {}",
+                        memory.id,
+                        memory_item(&memory)
+                    ));
+                }
+                let review = self.review()?;
+                let ids: Vec<i64> = review
+                    .conflicts
+                    .iter()
+                    .flat_map(|c| [c.memory_id, c.other_id])
+                    .collect();
+                let records: HashMap<i64, Memory> = reader
+                    .get_many(&ids)?
+                    .into_iter()
+                    .map(|m| (m.id, m))
+                    .collect();
+                for conflict in &review.conflicts {
+                    let label = |id: i64| {
+                        records
+                            .get(&id)
+                            .map(|m| one_line(&m.label(), 90))
+                            .unwrap_or_else(|| format!("#{id}"))
+                    };
+                    items.push(format!(
+                        "conflict: {} contradicts {} ({}); supersede one",
+                        label(conflict.memory_id),
+                        label(conflict.other_id),
+                        one_line(&conflict.reason, 80)
+                    ));
+                }
+                for task in reader.tasks(&projects, false)? {
+                    let due = task
+                        .due_at
+                        .as_deref()
+                        .map(|d| format!(" (due {})", d.get(..10).unwrap_or(d)))
+                        .unwrap_or_default();
+                    items.push(format!(
+                        "task {}{due}: {}",
+                        task.id,
+                        one_line(&task.title, ITEM_CHARS)
+                    ));
+                }
+                for item in reader.awareness(&projects, &now)? {
+                    items.push(format!(
+                        "aware until {}: {}",
+                        item.expires_at.get(..16).unwrap_or(&item.expires_at),
+                        one_line(&item.body, ITEM_CHARS)
+                    ));
+                }
+            }
+            SectionKind::WorkingTree => {
+                if let Some(tree) = git::working_tree(&self.context.cwd) {
+                    items.push(format!("branch {}", one_line(&tree.branch, 200)));
+                    if tree.changed.is_empty() {
+                        items.push("no uncommitted changes".to_string());
+                    } else {
+                        let shown: Vec<String> = tree
+                            .changed
+                            .iter()
+                            .take(MAX_CHANGED_FILES)
+                            .map(|l| one_line(l, 160))
+                            .collect();
+                        let more = tree.changed.len().saturating_sub(MAX_CHANGED_FILES);
+                        let mut line =
+                            format!("{} changed: {}", tree.changed.len(), shown.join(", "));
+                        if more > 0 {
+                            line.push_str(&format!(" (+{more} more: `git status`)"));
+                        }
+                        items.push(line);
+                    }
+                }
+            }
+            SectionKind::Inbox => {
+                for row in reader.inbox(&projects, false)? {
+                    items.push(format!(
+                        "inbox {} {} · trust {}: {} (`cairn inbox accept {}` | `cairn inbox dismiss {}`)",
+                        row.id,
+                        row.suggested_type,
+                        row.trust,
+                        one_line(&row.body, ITEM_CHARS),
+                        row.id,
+                        row.id
+                    ));
+                }
+            }
+            SectionKind::Activity => {
+                let events: Vec<_> = reader
+                    .project_events(&projects, None, ACTIVITY_EVENTS * 4)?
+                    .into_iter()
+                    .filter(|e| e.op != "recall")
+                    .collect();
+                let ids: Vec<i64> = events.iter().filter_map(|e| e.memory_id).collect();
+                let records: HashMap<i64, Memory> = reader
+                    .get_many(&ids)?
+                    .into_iter()
+                    .map(|m| (m.id, m))
+                    .collect();
+                // newest first: the brief reads from what just happened
+                for event in events.iter().rev().take(ACTIVITY_EVENTS) {
+                    items.push(event_line(event, &records));
+                }
+            }
+        }
+        items.truncate(MAX_ITEMS_PER_SECTION);
+        Ok(items)
+    }
+}
+
+/// One line of the activity log.
+pub fn event_line(event: &cairn_store::EventRow, records: &HashMap<i64, Memory>) -> String {
+    let at = event.at.get(..16).unwrap_or(&event.at).replace('T', " ");
+    let what = match event.memory_id.and_then(|id| records.get(&id)) {
+        Some(memory) => one_line(&memory.label(), 100),
+        None => {
+            let detail = &event.detail;
+            let pick = |key: &str| detail.get(key).and_then(|v| v.as_str()).map(str::to_string);
+            match event.op.as_str() {
+                "task_add" | "task_done" => format!(
+                    "task {}: {}",
+                    detail.get("task").and_then(|v| v.as_i64()).unwrap_or(0),
+                    one_line(&pick("title").unwrap_or_default(), 100)
+                ),
+                "measure" => format!(
+                    "{} = {}",
+                    one_line(&pick("name").unwrap_or_default(), 60),
+                    detail.get("value").and_then(|v| v.as_f64()).unwrap_or(0.0)
+                ),
+                "capture" => format!(
+                    "{} turn(s) captured from session {}",
+                    detail.get("turns").and_then(|v| v.as_i64()).unwrap_or(0),
+                    one_line(&pick("session").unwrap_or_default(), 40)
+                ),
+                "session_start" | "session_end" => {
+                    format!(
+                        "session {}",
+                        one_line(&pick("session").unwrap_or_default(), 40)
+                    )
+                }
+                "aware" => one_line(&pick("body").unwrap_or_default(), 100),
+                _ => event
+                    .memory_id
+                    .map(|id| format!("#{id}"))
+                    .unwrap_or_default(),
+            }
+        }
+    };
+    format!("{at} {} {what}", event.op).trim_end().to_string()
+}

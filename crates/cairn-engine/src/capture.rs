@@ -1,0 +1,230 @@
+//! Incremental transcript capture (DESIGN §11, Stop / PreCompact): the transcript is read from
+//! the session's stored byte offset, complete turns become `episode` records through the write
+//! path with `capture: true` (trust `captured`, near duplicates of earlier captures merged), and
+//! candidate durable facts go to the inbox.
+//!
+//! Idempotent under repeats and concurrent hooks: the offset is read, the turns stored and the
+//! new offset written in ONE `BEGIN IMMEDIATE` transaction, so a second capture of the same
+//! session waits for the first and then finds nothing new.
+
+use crate::agent::append_event;
+use crate::remember::{RememberStatus, prepare, remember_in};
+use crate::{Engine, EngineError, RememberRequest, Result};
+use cairn_core::capture::candidate_facts;
+use cairn_core::record::MemoryType;
+use cairn_core::time::format_ts;
+use cairn_core::transcript::{Turn, plan_capture, strip_injected};
+use cairn_core::{secrets, text};
+use cairn_store::{CaptureOffset, NewInboxItem, WriteTx};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::json;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Most transcript bytes read by one capture; a longer backlog is taken over several captures.
+pub const MAX_CAPTURE_BYTES: u64 = 8 * 1024 * 1024;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CaptureReport {
+    pub session_id: String,
+    pub turns: usize,
+    pub episodes_added: usize,
+    /// Turns that were already stored (exact or near duplicates of earlier captures).
+    pub episodes_merged: usize,
+    pub inbox_added: usize,
+    pub offset_before: u64,
+    pub offset_after: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Reads `[from, to)` of the file, keeping only whole lines; invalid UTF-8 inside a line is
+/// blanked byte for byte so offsets stay exact (the line then parses as nothing).
+fn read_lines(path: &Path, from: u64, to: u64) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::with_capacity((to - from) as usize);
+    file.take(to - from).read_to_end(&mut bytes)?;
+    let end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(end);
+    let mut text = String::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        match std::str::from_utf8(line) {
+            Ok(valid) => text.push_str(valid),
+            Err(_) => {
+                text.push_str(&" ".repeat(line.len() - 1));
+                text.push('\n');
+            }
+        }
+    }
+    Ok(text)
+}
+
+impl Engine {
+    /// Captures what a session's transcript gained since the last capture.
+    pub fn capture_transcript(&mut self, session_id: &str, path: &Path) -> Result<CaptureReport> {
+        self.ensure_writable("capture")?;
+        let io = |source| EngineError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let size = std::fs::metadata(path).map_err(io)?.len();
+        let path_text = path.display().to_string();
+        // Fast path without the write lock: nothing new since the stored offset.
+        if let Some(stored) = self.store.reader().capture_offset(session_id)?
+            && stored.byte_offset == size
+            && stored.transcript_path == path_text
+        {
+            return Ok(CaptureReport {
+                session_id: session_id.to_string(),
+                offset_before: size,
+                offset_after: size,
+                ..CaptureReport::default()
+            });
+        }
+        let now = self.now();
+        let project = self.context.project.clone();
+        let actor = self.context.actor.clone();
+        self.store.write(|tx| {
+            let stored = tx.reader().capture_offset(session_id)?;
+            let (mut from, turns_before) = match &stored {
+                Some(s) if s.transcript_path == path_text => (s.byte_offset, s.turns),
+                Some(s) => (0, s.turns),
+                None => (0, 0),
+            };
+            if from > size {
+                from = 0; // the file was replaced or truncated: start over (duplicates are no-ops)
+            }
+            let mut report = CaptureReport {
+                session_id: session_id.to_string(),
+                offset_before: from,
+                offset_after: from,
+                ..CaptureReport::default()
+            };
+            if from == size {
+                return Ok(report);
+            }
+            let to = size.min(from + MAX_CAPTURE_BYTES);
+            let chunk = read_lines(path, from, to).map_err(io)?;
+            let plan = plan_capture(&chunk);
+            let source = format!("transcript of session {session_id}");
+            for turn in &plan.turns {
+                store_turn(tx, turn, &project, &source, now, &actor, &mut report)?;
+            }
+            report.offset_after = from + plan.consumed;
+            let at = format_ts(now);
+            tx.set_capture_offset(&CaptureOffset {
+                session_id: session_id.to_string(),
+                transcript_path: path_text.clone(),
+                byte_offset: report.offset_after,
+                turns: turns_before + plan.turns.len() as i64,
+                updated_at: at.clone(),
+            })?;
+            if report.turns > 0 {
+                append_event(
+                    tx,
+                    "capture",
+                    Some(&project),
+                    &at,
+                    json!({"session": session_id, "turns": report.turns, "episodes_added": report.episodes_added,
+                           "inbox_added": report.inbox_added, "from": from, "to": report.offset_after}),
+                )?;
+            }
+            Ok(report)
+        })
+    }
+
+    /// Captures one turn handed over directly by a client (Gemini's AfterAgent, Cursor's
+    /// afterAgentResponse). Repeats are no-ops: the same text is an exact duplicate.
+    pub fn capture_turn(
+        &mut self,
+        session_id: &str,
+        user: &str,
+        assistant: &str,
+    ) -> Result<CaptureReport> {
+        self.ensure_writable("capture")?;
+        let turn = Turn {
+            user: strip_injected(user).trim().to_string(),
+            assistant: strip_injected(assistant).trim().to_string(),
+        };
+        let mut report = CaptureReport {
+            session_id: session_id.to_string(),
+            ..CaptureReport::default()
+        };
+        if turn.user.is_empty() && turn.assistant.is_empty() {
+            return Ok(report);
+        }
+        let now = self.now();
+        let project = self.context.project.clone();
+        let actor = self.context.actor.clone();
+        let source = format!("turn of session {session_id}");
+        self.store.write(|tx| {
+            store_turn(tx, &turn, &project, &source, now, &actor, &mut report)?;
+            if report.episodes_added > 0 || report.inbox_added > 0 {
+                append_event(
+                    tx,
+                    "capture",
+                    Some(&project),
+                    &format_ts(now),
+                    json!({"session": session_id, "turns": 1, "episodes_added": report.episodes_added,
+                           "inbox_added": report.inbox_added}),
+                )?;
+            }
+            Ok(report)
+        })
+    }
+}
+
+/// One turn: an episode through the write path, then candidate facts into the inbox. A turn
+/// that cannot be stored (say, nothing left after sanitizing) is reported, never fatal.
+fn store_turn(
+    tx: &WriteTx<'_>,
+    turn: &Turn,
+    project: &str,
+    source: &str,
+    now: DateTime<Utc>,
+    actor: &str,
+    report: &mut CaptureReport,
+) -> Result<()> {
+    report.turns += 1;
+    let mut request = RememberRequest::new(MemoryType::Episode, turn.episode_body());
+    request.capture = true;
+    request.source = Some(source.to_string());
+    request.tags = vec!["captured".to_string()];
+    match prepare(&request, Some(project.to_string()), now, None) {
+        Ok(prepared) => {
+            let outcome = remember_in(tx, &request, prepared, now, actor)?;
+            match outcome.status {
+                RememberStatus::Added | RememberStatus::Flagged => report.episodes_added += 1,
+                _ => report.episodes_merged += 1,
+            }
+        }
+        Err(error) => report
+            .warnings
+            .push(format!("a turn was not stored: {error}")),
+    }
+    let at = format_ts(now);
+    for candidate in candidate_facts(&turn.user) {
+        let Ok(sanitized) = text::sanitize(&candidate.text) else {
+            continue;
+        };
+        let body = secrets::redact(&sanitized.text).text;
+        let hash = text::content_hash(&body);
+        if tx
+            .insert_inbox(&NewInboxItem {
+                project: Some(project),
+                kind: candidate.kind,
+                suggested_type: candidate.suggested_type.as_str(),
+                body: &body,
+                content_hash: &hash,
+                source,
+                at: &at,
+            })?
+            .is_some()
+        {
+            report.inbox_added += 1;
+        }
+    }
+    Ok(())
+}

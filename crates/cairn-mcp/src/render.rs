@@ -1,0 +1,221 @@
+//! Tool results: human text for the model (stored text fenced and labeled as data with its
+//! trust, DESIGN §1.4) plus the same answer as structured content (a JSON object).
+
+use cairn_core::brief::{DATA_CLOSE, DATA_NOTE, DATA_OPEN, fence_items, neutralize, one_line};
+use cairn_core::memory::Memory;
+use cairn_engine::{EngineError, RecallAnswer, RememberOutcome, RememberStatus, ReviewReport};
+use cairn_store::{ConflictRow, HistoryRow};
+use serde_json::{Value, json};
+
+/// One tool's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub text: String,
+    /// Always a JSON object (structuredContent must be one).
+    pub structured: Value,
+    pub is_error: bool,
+}
+
+fn object(value: Value) -> Value {
+    match value {
+        Value::Object(_) => value,
+        other => json!({"result": other}),
+    }
+}
+
+pub fn plain(text: String, structured: Value) -> Reply {
+    Reply {
+        text,
+        structured: object(structured),
+        is_error: false,
+    }
+}
+
+pub fn error(text: String, structured: Value) -> Reply {
+    Reply {
+        text,
+        structured: object(structured),
+        is_error: true,
+    }
+}
+
+/// An engine error as a tool error the model can act on (the message says what to do).
+pub fn engine_error(error: &EngineError) -> Reply {
+    match error {
+        EngineError::Refused {
+            message,
+            existing,
+            ways_out,
+        } => self::error(
+            message.clone(),
+            json!({"status": "refused", "error": message, "existing": existing, "ways_out": ways_out}),
+        ),
+        other => self::error(
+            other.to_string(),
+            json!({"status": "error", "error": other.to_string()}),
+        ),
+    }
+}
+
+/// A list of stored items, fenced; "none" when empty.
+pub fn listed(what: &str, lines: &[String], structured: Value) -> Reply {
+    if lines.is_empty() {
+        return plain(format!("no {what}"), structured);
+    }
+    let items: Vec<String> = lines.iter().map(|l| one_line(l, 600)).collect();
+    plain(format!("{DATA_NOTE}\n{}", fence_items(&items)), structured)
+}
+
+fn memory_line(memory: &Memory) -> String {
+    let text = match &memory.title {
+        Some(title) => format!("{title} — {}", memory.body),
+        None => memory.body.clone(),
+    };
+    format!(
+        "#{} {} · trust {} · {} · {}: {}",
+        memory.id,
+        memory.memory_type,
+        memory.trust,
+        memory.status,
+        memory.project.as_deref().unwrap_or("personal"),
+        one_line(&text, 600)
+    )
+}
+
+/// A headline plus one record, fenced.
+pub fn memory_reply(headline: &str, memory: &Memory, structured: Value) -> Reply {
+    plain(
+        format!("{headline}\n{}", fence_items(&[memory_line(memory)])),
+        structured,
+    )
+}
+
+pub fn remembered(outcome: &RememberOutcome) -> Reply {
+    let structured = serde_json::to_value(outcome).unwrap_or_default();
+    let mut text = outcome.message.clone();
+    for warning in &outcome.warnings {
+        text.push_str(&format!("\nnote: {warning}"));
+    }
+    if outcome.status == RememberStatus::Refused {
+        return error(text, structured);
+    }
+    plain(text, structured)
+}
+
+pub fn recalled(answer: &RecallAnswer) -> Reply {
+    let structured = serde_json::to_value(answer).unwrap_or_default();
+    if answer.results.is_empty() {
+        let note = answer
+            .note
+            .clone()
+            .unwrap_or_else(|| "nothing found".into());
+        return plain(note, structured);
+    }
+    let items: Vec<String> = answer
+        .results
+        .iter()
+        .map(|r| {
+            let text = match &r.title {
+                Some(title) => format!("{title} — {}", r.body),
+                None => r.body.clone(),
+            };
+            let mut line = format!(
+                "#{} {} · trust {} · score {:.2} · {} · {}: {}",
+                r.id,
+                r.memory_type,
+                r.trust,
+                r.score_norm,
+                r.scope,
+                r.project.as_deref().unwrap_or("personal"),
+                one_line(&text, 1_000)
+            );
+            if let Some(from) = r.superseded_from {
+                line.push_str(&format!(" (matched #{from}, which this supersedes)"));
+            }
+            if let Some(freshness) = &r.freshness {
+                line.push_str(&format!(" [freshness: {freshness}]"));
+            }
+            if r.review_due {
+                line.push_str(" [review due]");
+            }
+            line
+        })
+        .collect();
+    plain(format!("{DATA_NOTE}\n{}", fence_items(&items)), structured)
+}
+
+pub fn shown(memory: &Memory, history: &[HistoryRow], conflicts: &[ConflictRow]) -> Reply {
+    let mut text = format!(
+        "#{} {} · trust {} · {} · scope {} · {} · importance {} · confidence {}\n",
+        memory.id,
+        memory.memory_type,
+        memory.trust,
+        memory.status,
+        memory.scope,
+        memory.project.as_deref().unwrap_or("personal"),
+        memory.importance,
+        memory.confidence
+    );
+    text.push_str(DATA_NOTE);
+    text.push('\n');
+    text.push_str(&format!(
+        "{DATA_OPEN} source=\"cairn\" id=\"{}\">\n",
+        memory.id
+    ));
+    if let Some(title) = &memory.title {
+        text.push_str(&neutralize(title));
+        text.push('\n');
+    }
+    text.push_str(&neutralize(&memory.body));
+    text.push('\n');
+    text.push_str(DATA_CLOSE);
+    text.push('\n');
+    for conflict in conflicts {
+        text.push_str(&format!(
+            "conflict: #{} contradicts #{} ({})\n",
+            conflict.memory_id,
+            conflict.other_id,
+            one_line(&conflict.reason, 200)
+        ));
+    }
+    if let Some(next) = memory.superseded_by {
+        text.push_str(&format!("superseded by #{next}\n"));
+    }
+    for version in history {
+        text.push_str(&format!(
+            "v{} {} {} by {}\n",
+            version.version, version.at, version.op, version.actor
+        ));
+    }
+    let mut structured = serde_json::to_value(memory).unwrap_or_default();
+    structured["conflicts"] = serde_json::to_value(conflicts).unwrap_or_default();
+    if !history.is_empty() {
+        structured["history"] = serde_json::to_value(history).unwrap_or_default();
+    }
+    plain(text, structured)
+}
+
+pub fn reviewed(report: &ReviewReport) -> Reply {
+    let mut lines: Vec<String> = report
+        .due
+        .iter()
+        .map(|m| {
+            format!(
+                "review due {}: {}",
+                m.review_at.as_deref().unwrap_or("").get(..10).unwrap_or(""),
+                memory_line(m)
+            )
+        })
+        .collect();
+    lines.extend(report.conflicts.iter().map(|c| {
+        format!(
+            "conflict: #{} contradicts #{} ({})",
+            c.memory_id, c.other_id, c.reason
+        )
+    }));
+    let structured = serde_json::to_value(report).unwrap_or_default();
+    if lines.is_empty() {
+        return plain("nothing to review".into(), structured);
+    }
+    listed("reviews", &lines, structured)
+}
