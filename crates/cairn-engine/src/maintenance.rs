@@ -3,7 +3,7 @@
 use crate::{Engine, EngineError, Result};
 use cairn_core::scope::Scope;
 use cairn_core::time::format_ts;
-use cairn_store::{IndexGaps, ScopeRow, Stats};
+use cairn_store::{ScopeRow, Stats};
 use serde::Serialize;
 
 /// One finding of `doctor`.
@@ -54,7 +54,7 @@ impl Engine {
                 "copy what can be read into a new file: `sqlite3 BRAIN .recover | sqlite3 NEW.db`, then point --db at NEW.db; the damaged file is left untouched".into()
             }),
         });
-        let mut gaps = self.store.reader().index_gaps()?;
+        let gaps = self.store.reader().index_gaps()?;
         let fts_problem = self.store.fts_integrity_check()?;
         let fts_ok = fts_problem.is_none() && gaps.fts_rows == gaps.records;
         if !fts_ok && repair {
@@ -127,10 +127,6 @@ impl Engine {
                 .into(),
             fix: None,
         });
-        if repair {
-            gaps = self.store.reader().index_gaps()?;
-            let _: &IndexGaps = &gaps;
-        }
         let ok = checks.iter().all(|c| c.ok) || (repair && integrity_ok);
         Ok(DoctorReport {
             path: self.store.path().display().to_string(),

@@ -235,6 +235,9 @@ impl Engine {
         // Each candidate answers as the current head of its supersession chain (unless --all);
         // a head reached twice keeps its better placement.
         let mut by_head: BTreeMap<i64, RecallResult> = BTreeMap::new();
+        // Commit stamps of the records shown, for freshness verdicts after the cut.
+        let mut commits: HashMap<i64, String> = HashMap::new();
+        let reference_text = format_ts(reference);
         for (candidate, relevance) in fused.iter().zip(relevances) {
             let Some(matched) = memories.get(&candidate.id) else {
                 continue;
@@ -290,9 +293,12 @@ impl Engine {
                 review_due: shown
                     .review_at
                     .as_deref()
-                    .is_some_and(|at| at <= format_ts(reference).as_str()),
+                    .is_some_and(|at| at <= reference_text.as_str()),
                 superseded_from,
             };
+            if let Some(commit) = &shown.commit {
+                commits.insert(shown.id, commit.clone());
+            }
             match by_head.get(&shown.id) {
                 Some(existing) if existing.score >= result.score => {}
                 _ => {
@@ -311,17 +317,14 @@ impl Engine {
         }
         // Freshness verdicts for records stamped with a commit (one git question per commit).
         let ids: Vec<i64> = results.iter().map(|r| r.id).collect();
-        let shown = self.store.reader().get_many(&ids)?;
-        for (result, memory) in results.iter_mut().zip(shown.iter()) {
-            if !request.freshness {
-                break;
-            }
-            if let Some(commit) = memory.commit.as_deref() {
-                let verdict = freshness_cache
-                    .entry(commit.to_string())
-                    .or_insert_with(|| git::freshness(&self.context.cwd, commit))
-                    .clone();
-                result.freshness = verdict;
+        if request.freshness {
+            for result in &mut results {
+                if let Some(commit) = commits.get(&result.id) {
+                    result.freshness = freshness_cache
+                        .entry(commit.clone())
+                        .or_insert_with(|| git::freshness(&self.context.cwd, commit))
+                        .clone();
+                }
             }
         }
         if request.touch

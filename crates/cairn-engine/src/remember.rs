@@ -126,17 +126,12 @@ pub struct Prepared {
     pub warnings: Vec<String>,
 }
 
-fn clean(
-    value: &str,
-    what: &'static str,
-    redacted: &mut Vec<String>,
-    stripped: &mut usize,
-) -> Result<String> {
+/// Sanitizes `value` and redacts secrets, adding what was stripped and redacted to the tallies.
+fn clean(value: &str, redacted: &mut Vec<String>, stripped: &mut usize) -> Result<String> {
     let sanitized = text::sanitize(value)?;
     *stripped += sanitized.stripped;
     let guarded = secrets::redact(&sanitized.text);
     redacted.extend(guarded.kinds.iter().map(|k| k.to_string()));
-    let _ = what;
     Ok(guarded.text)
 }
 
@@ -148,9 +143,7 @@ fn clean_optional(
     stripped: &mut usize,
 ) -> Result<Option<String>> {
     let Some(value) = value else { return Ok(None) };
-    let cleaned = clean(value, what, redacted, stripped)?
-        .trim()
-        .replace('\n', " ");
+    let cleaned = clean(value, redacted, stripped)?.trim().replace('\n', " ");
     if cleaned.is_empty() {
         return Ok(None);
     }
@@ -215,7 +208,7 @@ pub fn prepare(
     let mut redacted = Vec::new();
     let mut stripped = 0usize;
     let mut warnings = Vec::new();
-    let body = clean(&request.body, "the body", &mut redacted, &mut stripped)?;
+    let body = clean(&request.body, &mut redacted, &mut stripped)?;
     let body = body.trim().to_string();
     if body.is_empty() {
         return Err(EngineError::Empty { what: "the body" });
