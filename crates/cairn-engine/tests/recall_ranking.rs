@@ -144,7 +144,6 @@ fn a_much_better_old_match_beats_a_weak_recent_one() {
 /// the weak match at rank 2 get relevance 1.0 and 0.99, and recency (down to 0.9) or stakes
 /// (0.70..1.43) then decide: the two-year-old strong match scores 0.9, the new weak one 0.99.
 #[test]
-#[ignore = "DESIGN conflict, not an engine bug: principle 2 (boosts never override what matched) vs §5.2 (RRF, only ranks matter) with a single candidate list; awaiting a design decision"]
 fn a_much_better_match_at_the_next_rank_is_not_overridden_by_recency() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = open_brain(dir.path());
