@@ -139,10 +139,10 @@ fn a_much_better_old_match_beats_a_weak_recent_one() {
     assert!(position(weak) > position(strong));
 }
 
-/// DESIGN principle 2 against §5.2–§5.3 with one candidate source (lexical-only): RRF keeps
-/// only ranks, so a match more than twice as strong (BM25 1.57 against 0.71 here) at rank 1 and
-/// the weak match at rank 2 get relevance 1.0 and 0.99, and recency (down to 0.9) or stakes
-/// (0.70..1.43) then decide: the two-year-old strong match scores 0.9, the new weak one 0.99.
+/// DESIGN principle 2 with one candidate source (lexical-only): a match more than twice as
+/// strong (BM25 1.57 against 0.71 here) at rank 1 must not lose to the weak match at rank 2
+/// through recency. RRF alone keeps only ranks (relevance 1.0 vs 0.99), so a single source's
+/// relevance comes from its own strength (`score::relevances`).
 #[test]
 fn a_much_better_match_at_the_next_rank_is_not_overridden_by_recency() {
     let dir = tempfile::tempdir().unwrap();
