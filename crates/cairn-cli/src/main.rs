@@ -4,7 +4,9 @@
 //! `--json` prints the JSON contract of CLI.md instead.
 
 mod cli;
+mod eval_cmd;
 mod output;
+mod semantic_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -15,3 +15,4 @@ pub mod score;
 pub mod secrets;
 pub mod text;
 pub mod time;
+pub mod vector;

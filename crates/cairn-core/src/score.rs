@@ -54,6 +54,13 @@ pub fn apply_floor(hits: &[Hit], floor: f64) -> Vec<Hit> {
 /// Reciprocal Rank Fusion of ranked lists. Ties break on the best single rank, then the id, so
 /// the order is total and deterministic.
 pub fn rrf(lists: &[Vec<Hit>]) -> Vec<Fused> {
+    rrf_weighted(lists, &vec![1.0; lists.len()])
+}
+
+/// Weighted RRF: list `s` contributes `weights[s] / (K + rank)`. Still rank-only (raw scores of
+/// different scales never mix); a weight says how much one source's ranks are trusted, as
+/// measured on the evaluation set. A missing weight counts as 1.
+pub fn rrf_weighted(lists: &[Vec<Hit>], weights: &[f64]) -> Vec<Fused> {
     let mut by_id: std::collections::BTreeMap<i64, Fused> = std::collections::BTreeMap::new();
     for (source, list) in lists.iter().enumerate() {
         for (position, hit) in list.iter().enumerate() {
@@ -65,7 +72,8 @@ pub fn rrf(lists: &[Vec<Hit>]) -> Vec<Fused> {
             });
             if entry.ranks[source].is_none() {
                 entry.ranks[source] = Some(rank);
-                entry.fused += 1.0 / (RRF_K + rank as f64);
+                let weight = weights.get(source).copied().unwrap_or(1.0);
+                entry.fused += weight / (RRF_K + rank as f64);
             }
         }
     }
@@ -147,6 +155,27 @@ mod tests {
         assert_eq!(fused[3].ranks, [None, Some(3)]);
         let single = rrf(&[hits(&[5, 4])]);
         assert!((single[0].fused - 1.0 / 61.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn weights_scale_each_list_and_equal_weights_are_plain_rrf() {
+        let lists = [hits(&[1, 2]), hits(&[2, 3])];
+        assert_eq!(rrf_weighted(&lists, &[1.0, 1.0]), rrf(&lists));
+        // Agreement still wins at weight 0.1; at 0.01 the first list's top rank decides.
+        let order = |weights: &[f64]| -> Vec<i64> {
+            rrf_weighted(&lists, weights).iter().map(|f| f.id).collect()
+        };
+        assert_eq!(order(&[1.0, 0.1]), [2, 1, 3]);
+        assert_eq!(order(&[1.0, 0.01]), [1, 2, 3]);
+        let fused = rrf_weighted(&lists, &[1.0, 0.01]);
+        assert!((fused[1].fused - (1.0 / 62.0 + 0.01 / 61.0)).abs() < 1e-12);
+        // A zero-weight list still reports its ranks but adds nothing.
+        let fused = rrf_weighted(&lists, &[1.0, 0.0]);
+        assert_eq!(fused.iter().find(|f| f.id == 3).unwrap().fused, 0.0);
+        assert_eq!(
+            fused.iter().find(|f| f.id == 3).unwrap().ranks,
+            [None, Some(2)]
+        );
     }
 
     #[test]

@@ -9,11 +9,15 @@ mod maintenance;
 mod recall;
 mod records;
 pub mod remember;
+mod semantic;
 
 pub use maintenance::{DoctorReport, ScopeMap};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, Why};
 pub use records::{ListRequest, UpdateRequest};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
+pub use semantic::{
+    BACKGROUND_BATCH, EmbedderLoader, IndexReport, SemanticConfig, SemanticStatus, embedding_text,
+};
 
 use cairn_core::record::UnknownValue;
 use cairn_core::scope::InvalidScope;
@@ -104,6 +108,7 @@ impl Context {
 pub struct Engine {
     store: Store,
     context: Context,
+    semantic: semantic::Semantic,
 }
 
 impl Engine {
@@ -114,7 +119,11 @@ impl Engine {
         } else {
             Store::open(path)?
         };
-        Ok(Engine { store, context })
+        Ok(Engine {
+            store,
+            context,
+            semantic: semantic::Semantic::default(),
+        })
     }
 
     pub fn context(&self) -> &Context {

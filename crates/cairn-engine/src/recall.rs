@@ -4,6 +4,7 @@
 //! Candidate sources are independent ranked lists fed to RRF; lexical (FTS5) is the first, and a
 //! semantic source adds a second list without changing anything downstream.
 
+use crate::semantic::SemanticCandidates;
 use crate::{Engine, EngineError, Result, git};
 use cairn_core::memory::Memory;
 use cairn_core::query;
@@ -73,6 +74,11 @@ pub struct RecallRequest {
     pub floor: Option<f64>,
     /// Search this project instead of the context's.
     pub project: Option<String>,
+    /// The hook path (DESIGN §1.6): answer within tens of milliseconds. Semantic candidates
+    /// are used only when the embedder is already loaded in this process (a long-running
+    /// server); a model is never loaded for a fast recall, which then runs lexical-only and
+    /// says `degraded: lexical-only`. See docs/retrieval.md, "The hook path".
+    pub fast: bool,
 }
 
 impl RecallRequest {
@@ -90,6 +96,7 @@ impl RecallRequest {
             mode: Mode::Hybrid,
             floor: None,
             project: None,
+            fast: false,
         }
     }
 }
@@ -140,6 +147,7 @@ pub struct RecallAnswer {
 
 /// Names of the candidate sources, in the order their lists are fused.
 const LEXICAL: usize = 0;
+const SEMANTIC: usize = 1;
 
 impl Engine {
     pub fn recall(&mut self, request: &RecallRequest) -> Result<RecallAnswer> {
@@ -177,21 +185,12 @@ impl Engine {
             note: None,
             warnings: Vec::new(),
         };
-        if request.mode != Mode::Lexical {
-            // No embedder is wired into this build yet: semantic candidates are unavailable and
-            // the answer says so instead of pretending.
-            answer.degraded = Some("lexical-only".to_string());
-        }
         let as_of_text = as_of.map(format_ts);
         let terms = self.searchable_terms(&request.query)?;
-        let Some(expression) = query::fts_match_expression(&terms) else {
-            answer.note =
-                Some("the query has no searchable words; nothing to look for".to_string());
-            return Ok(answer);
-        };
+        let expression = query::fts_match_expression(&terms);
         let candidate_limit = (limit * CANDIDATES_PER_RESULT).max(MIN_CANDIDATES);
-        let lexical = self.store.reader().lexical_search(&LexicalQuery {
-            match_expression: &expression,
+        let filter = LexicalQuery {
+            match_expression: expression.as_deref().unwrap_or(""),
             projects: &projects,
             scopes: scope_chain.as_deref(),
             types: (!request.types.is_empty()).then_some(request.types.as_slice()),
@@ -200,17 +199,75 @@ impl Engine {
             since: since.as_deref(),
             until: until.as_deref(),
             limit: candidate_limit,
-        })?;
+        };
         let floor = request.floor.unwrap_or(DEFAULT_FLOOR);
-        let lexical: Vec<Hit> = lexical
-            .iter()
-            .map(|h| Hit {
-                id: h.id,
-                strength: h.strength,
-            })
-            .collect();
-        let lists = vec![score::apply_floor(&lexical, floor)];
-        let fused = score::rrf(&lists);
+        let lexical: Vec<Hit> = match (&expression, request.mode) {
+            (Some(_), Mode::Lexical | Mode::Hybrid) => self
+                .store
+                .reader()
+                .lexical_search(&filter)?
+                .iter()
+                .map(|h| Hit {
+                    id: h.id,
+                    strength: h.strength,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let lexical = score::apply_floor(&lexical, floor);
+        let mut semantic: Vec<Hit> = Vec::new();
+        if request.mode != Mode::Lexical {
+            match self.semantic_list(request, &filter, candidate_limit) {
+                Ok(Some(candidates)) => {
+                    let indexed = self.store.reader().indexed_count()?;
+                    if candidates.embedded < indexed {
+                        answer.warnings.push(format!(
+                            "the semantic index is incomplete ({} of {indexed} records embedded): results are complete lexically; `cairn reindex` embeds the rest",
+                            candidates.embedded
+                        ));
+                    }
+                    semantic = candidates.hits;
+                }
+                Ok(None) => answer.degraded = Some("lexical-only".to_string()),
+                Err(reason) => {
+                    answer.degraded = Some("lexical-only".to_string());
+                    answer.warnings.push(reason);
+                }
+            }
+        }
+        if answer.degraded.is_some() && request.mode == Mode::Semantic && semantic.is_empty() {
+            // Semantic asked for but unavailable: answer lexically rather than with nothing.
+            if expression.is_some() {
+                let mut lexical_answer = self.recall(&RecallRequest {
+                    mode: Mode::Lexical,
+                    ..request.clone()
+                })?;
+                lexical_answer.degraded = answer.degraded.clone();
+                lexical_answer
+                    .warnings
+                    .splice(0..0, answer.warnings.clone());
+                return Ok(lexical_answer);
+            }
+        }
+        if expression.is_none() && semantic.is_empty() {
+            answer.note =
+                Some("the query has no searchable words; nothing to look for".to_string());
+            return Ok(answer);
+        }
+        // A vector-only candidate (no lexical match) enters only near the top of the semantic
+        // list; the bound is measured on the evaluation set (docs/retrieval.md).
+        let config = self.semantic_config().clone();
+        if request.mode == Mode::Hybrid && config.vector_only_rank != usize::MAX {
+            let matched: std::collections::HashSet<i64> = lexical.iter().map(|h| h.id).collect();
+            semantic = semantic
+                .into_iter()
+                .enumerate()
+                .filter(|(rank, hit)| matched.contains(&hit.id) || *rank < config.vector_only_rank)
+                .map(|(_, hit)| hit)
+                .collect();
+        }
+        let lists = vec![lexical, semantic];
+        let fused = score::rrf_weighted(&lists, &[config.lexical_weight, config.semantic_weight]);
         if fused.is_empty() {
             answer.note = Some(format!("nothing found for {:?}", request.query));
             return Ok(answer);
@@ -266,7 +323,7 @@ impl Engine {
                 score_norm: 0.0,
                 why: Why {
                     lexical_rank: candidate.ranks[LEXICAL],
-                    vector_rank: None,
+                    vector_rank: candidate.ranks[SEMANTIC],
                     relevance: round(parts.relevance),
                     recency: round(parts.recency),
                     stakes: round(parts.stakes),
@@ -315,6 +372,24 @@ impl Engine {
         }
         answer.results = results;
         Ok(answer)
+    }
+
+    /// The semantic candidate list, `Ok(None)` when no embedder is configured (or, on the fast
+    /// path, none is loaded), `Err(why)` when one is configured but unusable.
+    fn semantic_list(
+        &mut self,
+        request: &RecallRequest,
+        filter: &LexicalQuery<'_>,
+        limit: usize,
+    ) -> std::result::Result<Option<SemanticCandidates>, String> {
+        if request.fast && !self.embedder_is_loaded() {
+            return Ok(None);
+        }
+        if !self.embedder_is_configured() {
+            return Ok(None);
+        }
+        self.semantic_candidates(&request.query, filter, limit)
+            .map(Some)
     }
 
     /// Query terms worth searching: stop words dropped (by `query_terms`), very frequent terms

@@ -389,8 +389,17 @@ impl Engine {
         };
         let prepared = prepare(request, Some(self.context.project.clone()), now, commit)?;
         let actor = self.context.actor.clone();
-        self.store
-            .write(|tx| remember_in(tx, request, prepared, now, &actor))
+        let mut outcome = self
+            .store
+            .write(|tx| remember_in(tx, request, prepared, now, &actor))?;
+        if matches!(
+            outcome.status,
+            RememberStatus::Added | RememberStatus::Updated | RememberStatus::Flagged
+        ) && let Some(warning) = self.index_after_write()
+        {
+            outcome.warnings.push(warning);
+        }
+        Ok(outcome)
     }
 }
 

@@ -9,6 +9,7 @@ mod error;
 mod records;
 mod schema;
 mod search;
+mod vectors;
 
 pub use error::StoreError;
 pub use records::{
@@ -16,6 +17,10 @@ pub use records::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{LexicalHit, LexicalQuery};
+pub use vectors::{
+    META_EMBED_DIM, META_EMBED_MODEL, VectorCounts, VectorMatrix, VectorSpace, blob_to_vector,
+    vector_to_blob,
+};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -40,6 +45,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Write transactions committed through this handle (see [`Store::generation`]).
+    writes: u64,
 }
 
 /// A write transaction (always `BEGIN IMMEDIATE`).
@@ -68,6 +75,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            writes: 0,
         };
         store.configure()?;
         store.migrate()?;
@@ -91,6 +99,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            writes: 0,
         };
         let version = store.schema_version()?;
         if version > SCHEMA_VERSION {
@@ -197,7 +206,19 @@ impl Store {
             .tx
             .commit()
             .map_err(|e| StoreError::from_sqlite(e, path))?;
+        self.writes += 1;
         Ok(value)
+    }
+
+    /// Changes whenever the brain may have changed: a commit through this handle or by any
+    /// other connection (`PRAGMA data_version`). Caches of derived data (the vector matrix)
+    /// are valid while it stays the same.
+    pub fn generation(&self) -> Result<u64> {
+        let others: i64 = self
+            .conn
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+        Ok((others as u64) << 32 ^ self.writes)
     }
 
     /// Read access outside a write transaction.
