@@ -17,3 +17,6 @@ fi
 if [ -f scripts/install-model.sh ]; then
     bash scripts/install-model.sh
 fi
+if [ -f scripts/install-e5.sh ]; then
+    bash scripts/install-e5.sh
+fi

@@ -157,13 +157,40 @@ impl Rng {
     }
 }
 
+/// A seeded pseudo-word: the technical words above, or one of ~30k rarer made-up words with
+/// a Zipf-like pick (short ranks common), so term frequencies look like real text rather
+/// than every word being in 10 % of records.
+fn word(rng: &mut Rng) -> String {
+    const SYLLABLES: &[&str] = &[
+        "ka", "lo", "mi", "ter", "sun", "dra", "vel", "po", "rin", "ax", "zo", "quen", "bel",
+        "tor", "fi", "gan", "hul", "ne", "os", "pra", "sel", "tu", "vor", "wen", "yal", "zer",
+        "cri", "dom", "ep", "ful",
+    ];
+    if rng.next().is_multiple_of(4) {
+        return rng.pick(WORDS).to_string();
+    }
+    // rank = u^3 × 30,000: small ranks far more often.
+    let u = (rng.next() % 10_000) as f64 / 10_000.0;
+    let rank = (u * u * u * 30_000.0) as usize;
+    let mut n = rank;
+    let mut word = String::new();
+    loop {
+        word.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+        if n == 0 {
+            break;
+        }
+    }
+    word
+}
+
 fn sentence(rng: &mut Rng, words: usize) -> String {
     (0..words)
         .map(|i| {
             if i % 3 == 2 {
-                rng.pick(FILLER)
+                rng.pick(FILLER).to_string()
             } else {
-                rng.pick(WORDS)
+                word(rng)
             }
         })
         .collect::<Vec<_>>()
@@ -269,24 +296,33 @@ fn main() -> Result<()> {
         .map(|_| sentence(&mut rng, 18))
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let clock = Instant::now();
-    embedder.embed_batch(&refs)?;
-    let model_per_sec = texts.len() as f64 / clock.elapsed().as_secs_f64();
     let lines: String = texts
         .iter()
         .map(|t| json!({"type": "note", "body": t, "created_at": NOW}).to_string() + "\n")
         .collect();
-    let mut engine = Engine::open(&work.path().join("ingest.db"), context("bench"))?;
-    engine.set_shared_embedder(embedder.clone());
-    let clock = Instant::now();
-    engine.import_jsonl(&mut std::io::Cursor::new(lines), &ImportOptions::default())?;
-    let indexed = engine.index_pending(None, &mut |_, _| {})?;
-    let ingest_per_sec = texts.len() as f64 / clock.elapsed().as_secs_f64();
-    eprintln!(
-        "model {model_per_sec:.1} texts/s, ingest {ingest_per_sec:.1} records/s ({} embedded)",
-        indexed.embedded
-    );
-    drop(engine);
+    // Alternate the two measurements (best of 2 each) so load from other work on the machine
+    // hits both alike.
+    let mut model_per_sec: f64 = 0.0;
+    let mut ingest_per_sec: f64 = 0.0;
+    for round in 0..2 {
+        let clock = Instant::now();
+        embedder.embed_batch(&refs)?;
+        model_per_sec = model_per_sec.max(texts.len() as f64 / clock.elapsed().as_secs_f64());
+        let mut engine = Engine::open(
+            &work.path().join(format!("ingest-{round}.db")),
+            context("bench"),
+        )?;
+        engine.set_shared_embedder(embedder.clone());
+        let clock = Instant::now();
+        engine.import_jsonl(
+            &mut std::io::Cursor::new(lines.clone()),
+            &ImportOptions::default(),
+        )?;
+        let indexed = engine.index_pending(None, &mut |_, _| {})?;
+        ingest_per_sec = ingest_per_sec.max(texts.len() as f64 / clock.elapsed().as_secs_f64());
+        assert_eq!(indexed.embedded, texts.len());
+    }
+    eprintln!("model {model_per_sec:.1} texts/s, ingest {ingest_per_sec:.1} records/s");
 
     // 2–3. The N-record brain: lexical import, random unit vectors under the model's id.
     let brain = work.path().join("big.db");

@@ -47,6 +47,9 @@ pub struct LocomoArgs {
     /// episode is embedded with.
     #[arg(long)]
     context_turns: Option<usize>,
+    /// Following turns an episode is embedded with.
+    #[arg(long)]
+    context_after: Option<usize>,
     /// RRF weights `LEXICAL,SEMANTIC`.
     #[arg(long, value_delimiter = ',')]
     weights: Option<Vec<f64>>,
@@ -335,6 +338,9 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
     if let Some(turns) = locomo.context_turns {
         config.context_turns = turns;
     }
+    if let Some(turns) = locomo.context_after {
+        config.context_after = turns;
+    }
     if let Some(weights) = &locomo.weights {
         config.lexical_weight = weights.first().copied().unwrap_or(1.0);
         config.semantic_weight = weights.get(1).copied().unwrap_or(1.0);
@@ -464,6 +470,7 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
         "embedder_problem": embedder_problem,
         "semantic_config": {
             "context_turns": config.context_turns,
+            "context_after": config.context_after,
             "lexical_weight": config.lexical_weight,
             "semantic_weight": config.semantic_weight,
             "vector_only_rank": (config.vector_only_rank != usize::MAX).then_some(config.vector_only_rank),

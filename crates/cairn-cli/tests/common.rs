@@ -12,6 +12,12 @@ pub struct Brain {
     pub db: PathBuf,
 }
 
+impl Default for Brain {
+    fn default() -> Self {
+        Brain::new()
+    }
+}
+
 impl Brain {
     pub fn new() -> Brain {
         let dir = tempfile::tempdir().expect("temp dir");

