@@ -5,6 +5,7 @@
 
 mod agent;
 mod cli;
+mod eval_cmd;
 mod graph_cmd;
 mod hook;
 mod import_cmd;
@@ -12,6 +13,7 @@ mod install;
 mod mcp;
 mod ojson;
 mod output;
+mod semantic_cmd;
 mod share_cmd;
 mod wiki_cmd;
 

@@ -14,6 +14,7 @@ mod maintenance;
 mod recall;
 mod records;
 pub mod remember;
+mod semantic;
 pub mod share;
 pub mod wiki;
 
@@ -26,6 +27,9 @@ pub use maintenance::{DoctorReport, ScopeMap};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, Why};
 pub use records::{ListRequest, UpdateRequest};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
+pub use semantic::{
+    BACKGROUND_BATCH, EmbedderLoader, IndexReport, SemanticConfig, SemanticStatus, embedding_text,
+};
 
 use cairn_core::record::UnknownValue;
 use cairn_core::scope::InvalidScope;
@@ -118,6 +122,7 @@ pub struct Engine {
     context: Context,
     /// Link records to the entities their text mentions on write (DESIGN §7); on by default.
     extract_entities: bool,
+    semantic: semantic::Semantic,
 }
 
 impl Engine {
@@ -132,6 +137,7 @@ impl Engine {
             store,
             context,
             extract_entities: true,
+            semantic: semantic::Semantic::default(),
         })
     }
 
