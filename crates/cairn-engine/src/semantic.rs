@@ -197,6 +197,15 @@ impl Engine {
         &self.semantic.config
     }
 
+    /// Reads the brain's vectors into memory now (a long-running server calls it once the
+    /// model is resident, so the first recall does not pay the load).
+    pub fn warm_vectors(&mut self) -> Result<()> {
+        if self.embedder_is_loaded() {
+            self.matrix()?;
+        }
+        Ok(())
+    }
+
     /// Loads the embedder if it is configured and not loaded yet; `Ok(None)` when none is
     /// configured, `Err(message)` when it cannot be used.
     pub(crate) fn embedder(&mut self) -> std::result::Result<Option<Arc<dyn Embedder>>, String> {
