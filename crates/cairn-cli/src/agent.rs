@@ -18,7 +18,7 @@ pub struct BriefArgs {
     #[arg(long, default_value_t = cairn_engine::DEFAULT_BRIEF_BUDGET)]
     pub budget: usize,
     /// Only this section, in full (repeatable): guardrails, preferences, identity, pinned, due,
-    /// working-tree, inbox, activity.
+    /// working-tree, inbox, activity, neighbourhood.
     #[arg(long = "section", value_name = "NAME")]
     pub sections: Vec<String>,
 }

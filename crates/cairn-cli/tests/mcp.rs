@@ -1,7 +1,8 @@
 //! `cairn mcp` end to end over stdio: raw JSON-RPC against the real server (protocol-version
 //! negotiation with the revisions deployed clients speak, the 2026-07-28 `server/discover`,
-//! annotations, wrong arguments, unknown tools, read-only mode, a panicking tool), and the
-//! official MCP Python SDK driving the same binary.
+//! annotations, wrong arguments, unknown tools, read-only mode, a panicking tool, the graph
+//! tools answering what the CLI answers), and the official MCP Python SDK driving the same
+//! binary (the memory tools, and the graph tools in a session of their own).
 
 mod common;
 
@@ -194,6 +195,10 @@ fn tools_carry_schemas_and_honest_annotations() {
         "awareness",
         "awareness_add",
         "inbox",
+        "relate",
+        "neighbors",
+        "entities",
+        "graph",
     ] {
         assert!(
             names.contains(&expected),
@@ -203,7 +208,17 @@ fn tools_carry_schemas_and_honest_annotations() {
     assert!(!names.contains(&"debug_panic"));
     let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();
     for read_only in [
-        "recall", "show", "brief", "review", "tasks", "measures", "activity", "inbox",
+        "recall",
+        "show",
+        "brief",
+        "review",
+        "tasks",
+        "measures",
+        "activity",
+        "inbox",
+        "neighbors",
+        "entities",
+        "graph",
     ] {
         let annotations = &tool(read_only)["annotations"];
         assert_eq!(annotations["readOnlyHint"], true, "{read_only}");
@@ -214,6 +229,17 @@ fn tools_carry_schemas_and_honest_annotations() {
         assert_eq!(annotations["readOnlyHint"], false, "{destructive}");
         assert_eq!(annotations["destructiveHint"], true, "{destructive}");
     }
+    let relate = tool("relate");
+    assert_eq!(relate["annotations"]["readOnlyHint"], false);
+    assert_eq!(relate["annotations"]["destructiveHint"], false);
+    let direction = &tool("neighbors")["inputSchema"]["$defs"]["DirectionArg"]["oneOf"];
+    let values: Vec<&str> = direction
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", tool("neighbors")))
+        .iter()
+        .map(|v| v["const"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["in", "out", "both"]);
     let remember = tool("remember");
     assert_eq!(remember["annotations"]["destructiveHint"], false);
     assert_eq!(remember["annotations"]["idempotentHint"], true);
@@ -450,6 +476,11 @@ fn read_only_mode_refuses_every_tool_that_writes() {
         (3, "update", json!({"id": 1, "body": "changed"})),
         (4, "task_add", json!({"title": "t"})),
         (5, "identity_set", json!({"text": "me"})),
+        (
+            6,
+            "relate",
+            json!({"src": "#1", "relation": "relates", "dst": "#1", "allow_dangling": true}),
+        ),
     ] {
         let answer = server.call(id, tool, arguments);
         assert_eq!(answer["result"]["isError"], true, "{tool}: {answer}");
@@ -464,8 +495,81 @@ fn read_only_mode_refuses_every_tool_that_writes() {
             .len(),
         1
     );
+    let graph = server.call(10, "graph", json!({}));
+    assert_eq!(graph["result"]["isError"], false, "{graph}");
     server.stop();
     assert_eq!(brain.json(&["stats"], 0)["records"], 1);
+    assert_eq!(
+        brain.json(&["graph", "--relation", "relates"], 0)["edges"],
+        0,
+        "the refused relate wrote nothing"
+    );
+}
+
+#[test]
+fn graph_tools_answer_what_the_cli_answers() {
+    let brain = Brain::new();
+    brain.remember(
+        "decision",
+        Some("billing db"),
+        "The `billing` service reads `ledger` from src/billing/db.rs",
+    );
+    brain.json(&["relate", "billing", "requires", "ledger"], 0);
+    brain.json(&["relate", "#1", "affects", "billing"], 0);
+    let at = "2099-01-01";
+    let mut server = Server::start(&brain, &[]);
+    server.initialize("2025-06-18");
+    let neighbors = server.call(
+        1,
+        "neighbors",
+        json!({"node": "ledger", "direction": "in", "depth": 3, "as_of": at}),
+    );
+    assert_eq!(
+        neighbors["result"]["structuredContent"],
+        brain.json(
+            &[
+                "neighbors",
+                "ledger",
+                "--direction",
+                "in",
+                "--depth",
+                "3",
+                "--as-of",
+                at
+            ],
+            0
+        )
+    );
+    let graph = server.call(2, "graph", json!({"as_of": at, "limit": 0}));
+    assert_eq!(
+        graph["result"]["structuredContent"],
+        brain.json(&["graph", "--as-of", at, "--limit", "0"], 0)
+    );
+    let entities = server.call(3, "entities", json!({"type": "code"}));
+    assert_eq!(
+        entities["result"]["structuredContent"]["entities"],
+        brain.json(&["entities", "--type", "code"], 0),
+        "the CLI's list, wrapped in an object (structuredContent must be one)"
+    );
+    // an unknown end: the CLI's refusal, word for word
+    let refused = server.call(
+        4,
+        "relate",
+        json!({"src": "billing", "relation": "requires", "dst": "mainframe"}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let cli = brain
+        .cmd()
+        .args(["relate", "billing", "requires", "mainframe"])
+        .output()
+        .unwrap();
+    assert_eq!(cli.status.code(), Some(3));
+    let cli_message = String::from_utf8_lossy(&cli.stderr);
+    let message = refused["result"]["structuredContent"]["error"]
+        .as_str()
+        .unwrap();
+    assert!(cli_message.contains(message), "{cli_message}\n{message}");
+    server.stop();
 }
 
 fn python() -> PathBuf {
@@ -504,4 +608,32 @@ fn the_official_python_sdk_talks_to_the_server() {
     );
     assert!(stdout.contains("legacy handshake ok"), "{stdout}");
     assert!(stdout.contains("discover ok"), "{stdout}");
+}
+
+#[test]
+fn the_official_python_sdk_drives_the_graph_tools() {
+    let python = python();
+    assert!(
+        python.exists(),
+        "the MCP Python SDK is missing: run `bash scripts/setup.sh` (it creates .venv-test/ with the `mcp` package)"
+    );
+    let brain = Brain::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let output = Command::new(&python)
+        .arg(&script)
+        .arg(assert_cmd::cargo::cargo_bin("cairn"))
+        .arg("graph")
+        .current_dir(brain.dir.path())
+        .env("CAIRN_DB", &brain.db)
+        .env("CAIRN_PROJECT", "test-project")
+        .env_remove("CAIRN_READ_ONLY")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("graph tools ok"), "{stdout}");
 }

@@ -29,11 +29,14 @@ pub enum SectionKind {
     WorkingTree,
     Inbox,
     Activity,
+    /// Records the graph ties to the files the working tree touches.
+    Neighbourhood,
 }
 
 impl SectionKind {
-    /// Budget priority, most important first: the budget cuts from the end.
-    pub const PRIORITY: [SectionKind; 8] = [
+    /// Budget priority, most important first: the budget cuts from the end (the
+    /// neighbourhood of the working tree goes first).
+    pub const PRIORITY: [SectionKind; 9] = [
         SectionKind::Guardrails,
         SectionKind::Preferences,
         SectionKind::Identity,
@@ -42,15 +45,18 @@ impl SectionKind {
         SectionKind::WorkingTree,
         SectionKind::Inbox,
         SectionKind::Activity,
+        SectionKind::Neighbourhood,
     ];
-    /// The order sections are printed in: the user's preferences first.
-    pub const PRINTED: [SectionKind; 8] = [
+    /// The order sections are printed in: the user's preferences first, the neighbourhood
+    /// right under the working tree it is about.
+    pub const PRINTED: [SectionKind; 9] = [
         SectionKind::Preferences,
         SectionKind::Guardrails,
         SectionKind::Identity,
         SectionKind::Pinned,
         SectionKind::Due,
         SectionKind::WorkingTree,
+        SectionKind::Neighbourhood,
         SectionKind::Inbox,
         SectionKind::Activity,
     ];
@@ -66,13 +72,16 @@ impl SectionKind {
             SectionKind::WorkingTree => "working-tree",
             SectionKind::Inbox => "inbox",
             SectionKind::Activity => "activity",
+            SectionKind::Neighbourhood => "neighbourhood",
         }
     }
 
     pub fn parse(given: &str) -> Option<SectionKind> {
         let given = given.trim().to_ascii_lowercase().replace('_', "-");
         SectionKind::PRIORITY.into_iter().find(|kind| {
-            kind.name() == given || (given == "tree" && *kind == SectionKind::WorkingTree)
+            kind.name() == given
+                || (given == "tree" && *kind == SectionKind::WorkingTree)
+                || (given == "neighborhood" && *kind == SectionKind::Neighbourhood)
         })
     }
 
@@ -86,6 +95,9 @@ impl SectionKind {
             SectionKind::WorkingTree => "Working tree (read live from git)",
             SectionKind::Inbox => "Inbox (captured candidates awaiting a decision)",
             SectionKind::Activity => "Recent activity",
+            SectionKind::Neighbourhood => {
+                "Neighbourhood (records the graph ties to the files the working tree touches)"
+            }
         }
     }
 
@@ -386,7 +398,9 @@ mod tests {
 
     #[test]
     fn the_budget_is_never_exceeded_and_cuts_from_the_lowest_priority() {
-        for budget in [400, 700, 1000, 1500, 2500, 4000, 6144] {
+        // (the frame and the longest possible cut notice — all nine sections named twice —
+        // are always kept, so the smallest budget here is just above them)
+        for budget in [450, 700, 1000, 1500, 2500, 4000, 6144] {
             let brief = assemble("header\n", "footer\n", &all_sections(6, 40), budget);
             assert!(brief.bytes <= budget, "{budget}: {} bytes", brief.bytes);
             // a section is cut only when every lower-priority section is cut entirely

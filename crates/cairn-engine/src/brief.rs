@@ -17,6 +17,14 @@ const ITEM_CHARS: usize = 280;
 const MAX_ITEMS_PER_SECTION: usize = 50;
 const MAX_CHANGED_FILES: usize = 25;
 const ACTIVITY_EVENTS: usize = 15;
+/// The neighbourhood looks up at most this many of the changed files (git's order) …
+const NEIGHBOURHOOD_FILES: usize = 25;
+/// … shows at most this many records per file, best first …
+const NEIGHBOURHOOD_PER_FILE: usize = 3;
+/// … and at most this many in all.
+const NEIGHBOURHOOD_ITEMS: usize = 12;
+/// Shorter lines than other sections: the neighbourhood is a pointer, `cairn show` has the rest.
+const NEIGHBOURHOOD_CHARS: usize = 160;
 
 #[derive(Debug, Clone)]
 pub struct BriefRequest {
@@ -63,11 +71,17 @@ impl Engine {
             |kind: SectionKind| request.sections.is_empty() || request.sections.contains(&kind);
         let mut sections = Vec::new();
         let mut shown_ids: BTreeSet<i64> = BTreeSet::new();
+        // One `git status` serves both the working tree and its neighbourhood.
+        let tree = if wanted(SectionKind::WorkingTree) || wanted(SectionKind::Neighbourhood) {
+            git::working_tree(&self.context.cwd)
+        } else {
+            None
+        };
         for kind in SectionKind::PRIORITY {
             if !wanted(kind) {
                 continue;
             }
-            let items = self.section_items(kind, &mut shown_ids)?;
+            let items = self.section_items(kind, tree.as_ref(), &mut shown_ids)?;
             sections.push(Section { kind, items });
         }
         let (header, footer) = brief::frame_parts(
@@ -106,6 +120,7 @@ impl Engine {
     fn section_items(
         &self,
         kind: SectionKind,
+        tree: Option<&git::WorkingTree>,
         shown_ids: &mut BTreeSet<i64>,
     ) -> Result<Vec<String>> {
         let reader = self.store.reader();
@@ -196,7 +211,7 @@ impl Engine {
                 }
             }
             SectionKind::WorkingTree => {
-                if let Some(tree) = git::working_tree(&self.context.cwd) {
+                if let Some(tree) = tree {
                     items.push(format!("branch {}", one_line(&tree.branch, 200)));
                     if tree.changed.is_empty() {
                         items.push("no uncommitted changes".to_string());
@@ -247,8 +262,87 @@ impl Engine {
                     items.push(event_line(event, &records));
                 }
             }
+            SectionKind::Neighbourhood => {
+                if let Some(tree) = tree {
+                    items = self.neighbourhood_items(tree, shown_ids)?;
+                }
+            }
         }
         items.truncate(MAX_ITEMS_PER_SECTION);
+        Ok(items)
+    }
+}
+
+impl Engine {
+    /// Active records the graph ties to the files the working tree touches (changed, staged,
+    /// untracked), best first per file; records an earlier section already shows are left
+    /// out. Bounded so that the session-start hook stays fast: the first
+    /// [`NEIGHBOURHOOD_FILES`] files, [`NEIGHBOURHOOD_PER_FILE`] records each,
+    /// [`NEIGHBOURHOOD_ITEMS`] in all.
+    fn neighbourhood_items(
+        &self,
+        tree: &git::WorkingTree,
+        shown_ids: &mut BTreeSet<i64>,
+    ) -> Result<Vec<String>> {
+        let mut paths = tree.paths();
+        paths.truncate(NEIGHBOURHOOD_FILES);
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        // a few spare per file: some may be inactive or already shown
+        let found = self.neighbourhood_of_paths(&paths, None, NEIGHBOURHOOD_PER_FILE + 3)?;
+        let ids: Vec<i64> = found
+            .iter()
+            .flat_map(|p| p.records.iter().map(|n| n.node.id))
+            .collect();
+        let records: HashMap<i64, Memory> = self
+            .store
+            .reader()
+            .get_many(&ids)?
+            .into_iter()
+            .filter(|m| m.status == Status::Active)
+            .map(|m| (m.id, m))
+            .collect();
+        let mut items = Vec::new();
+        for file in &found {
+            let mut shown = 0;
+            for neighbor in &file.records {
+                if shown == NEIGHBOURHOOD_PER_FILE || items.len() == NEIGHBOURHOOD_ITEMS {
+                    break;
+                }
+                let Some(memory) = records.get(&neighbor.node.id) else {
+                    continue;
+                };
+                if !shown_ids.insert(memory.id) {
+                    continue;
+                }
+                let text = match &memory.title {
+                    Some(title) => format!("{title} — {}", memory.body),
+                    None => memory.body.clone(),
+                };
+                let edge = if neighbor.edge == "out" {
+                    format!(
+                        "{} {} {}",
+                        neighbor.via.name, neighbor.relation, neighbor.node.name
+                    )
+                } else {
+                    format!(
+                        "{} {} {}",
+                        neighbor.node.name, neighbor.relation, neighbor.via.name
+                    )
+                };
+                items.push(format!(
+                    "{}: #{} {} · trust {}: {} (via {})",
+                    one_line(&file.path, 160),
+                    memory.id,
+                    memory.memory_type,
+                    memory.trust,
+                    one_line(&text, NEIGHBOURHOOD_CHARS),
+                    one_line(&edge, 160)
+                ));
+                shown += 1;
+            }
+        }
         Ok(items)
     }
 }

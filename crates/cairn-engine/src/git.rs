@@ -104,6 +104,92 @@ pub struct WorkingTree {
     pub changed: Vec<String>,
 }
 
+impl WorkingTree {
+    /// The files the changed lines name, relative to the repository root as git prints them:
+    /// for a rename, the new name; C-quoted names unquoted; untracked directories keep their
+    /// trailing `/`. In git's order, without repeats.
+    pub fn paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = Vec::new();
+        for line in &self.changed {
+            let Some(rest) = line.get(3..) else {
+                continue;
+            };
+            let status = line.get(..2).unwrap_or("");
+            let renamed = status.contains('R') || status.contains('C');
+            let name = match split_rename(rest).filter(|_| renamed) {
+                Some((_, to)) => to,
+                None => rest,
+            };
+            let name = unquote(name);
+            if !name.is_empty() && !paths.contains(&name) {
+                paths.push(name);
+            }
+        }
+        paths
+    }
+}
+
+/// `old -> new` of a rename or copy line (either side possibly C-quoted).
+fn split_rename(rest: &str) -> Option<(&str, &str)> {
+    if let Some(body) = rest.strip_prefix('"') {
+        // the old name is quoted: find its closing quote, then ` -> `
+        let mut escaped = false;
+        for (i, c) in body.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '"' if !escaped => {
+                    let after = &body[i + 1..];
+                    return after.strip_prefix(" -> ").map(|to| (&rest[..i + 2], to));
+                }
+                _ => escaped = false,
+            }
+        }
+        return None;
+    }
+    rest.split_once(" -> ")
+}
+
+/// Undoes git's C-style quoting of a path (`"a\tb\303\251.rs"`); other names are returned
+/// as they are.
+fn unquote(name: &str) -> String {
+    let Some(inner) = name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) else {
+        return name.to_string();
+    };
+    let mut bytes = Vec::with_capacity(inner.len());
+    let mut chars = inner.bytes().peekable();
+    while let Some(b) = chars.next() {
+        if b != b'\\' {
+            bytes.push(b);
+            continue;
+        }
+        match chars.next() {
+            Some(b'n') => bytes.push(b'\n'),
+            Some(b't') => bytes.push(b'\t'),
+            Some(b'r') => bytes.push(b'\r'),
+            Some(b'a') => bytes.push(0x07),
+            Some(b'b') => bytes.push(0x08),
+            Some(b'f') => bytes.push(0x0c),
+            Some(b'v') => bytes.push(0x0b),
+            Some(d @ b'0'..=b'7') => {
+                let mut value = u32::from(d - b'0');
+                for _ in 0..2 {
+                    match chars.peek() {
+                        Some(&n @ b'0'..=b'7') => {
+                            value = value * 8 + u32::from(n - b'0');
+                            chars.next();
+                        }
+                        _ => break,
+                    }
+                }
+                bytes.push(value as u8);
+            }
+            Some(other) => bytes.push(other),
+            None => bytes.push(b'\\'),
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// Branch and changed files of the tree containing `dir` (one `git status` call); `None`
 /// outside git.
 pub fn working_tree(dir: &Path) -> Option<WorkingTree> {
@@ -155,5 +241,35 @@ mod tests {
         ] {
             assert_eq!(normalize_remote(url), "github.com/org/repo", "{url}");
         }
+    }
+
+    #[test]
+    fn changed_lines_name_their_files() {
+        let tree = WorkingTree {
+            branch: "main".into(),
+            changed: [
+                " M src/lib.rs",
+                "?? docs/",
+                "R  old name.rs -> src/new.rs",
+                "R  \"a \\\"q\\\".rs\" -> \"caf\\303\\251.rs\"",
+                "?? \"tab\\there.txt\"",
+                "MM src/lib.rs",
+                "?? odd -> name.txt",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        };
+        assert_eq!(
+            tree.paths(),
+            vec![
+                "src/lib.rs",
+                "docs/",
+                "src/new.rs",
+                "café.rs",
+                "tab\there.txt",
+                "odd -> name.txt"
+            ]
+        );
     }
 }

@@ -3,6 +3,9 @@
 
 use cairn_core::brief::{DATA_CLOSE, DATA_NOTE, DATA_OPEN, fence_items, neutralize, one_line};
 use cairn_core::memory::Memory;
+use cairn_engine::graph::{
+    Direction, EdgeView, EntityView, GraphAnswer, NeighborsAnswer, RelateOutcome, RelateStatus,
+};
 use cairn_engine::{EngineError, RecallAnswer, RememberOutcome, RememberStatus, ReviewReport};
 use cairn_store::{ConflictRow, HistoryRow};
 use serde_json::{Value, json};
@@ -218,4 +221,150 @@ pub fn reviewed(report: &ReviewReport) -> Reply {
         return plain("nothing to review".into(), structured);
     }
     listed("reviews", &lines, structured)
+}
+
+// ---- the knowledge graph -------------------------------------------------------------------
+//
+// Entity names, record titles and relation endpoints all come from stored text (extraction
+// reads memory bodies), so every line that names a node is fenced as data; the headlines carry
+// only counts, times and the walk's parameters.
+
+/// A headline, then `lines` fenced as stored data (nothing fenced when there are none).
+fn headed(headline: String, lines: &[String], structured: Value) -> Reply {
+    if lines.is_empty() {
+        return plain(headline, structured);
+    }
+    let items: Vec<String> = lines.iter().map(|l| one_line(l, 600)).collect();
+    plain(
+        format!("{headline}\n{DATA_NOTE}\n{}", fence_items(&items)),
+        structured,
+    )
+}
+
+/// `src rel dst  [from …, until …, confidence …]`, as `cairn graph` prints an edge.
+pub fn edge_line(edge: &EdgeView) -> String {
+    let mut when = format!("from {}", edge.valid_from);
+    if let Some(to) = &edge.valid_to {
+        when.push_str(&format!(" until {to}"));
+    }
+    if edge.confidence < 1.0 {
+        when.push_str(&format!(", confidence {:.2}", edge.confidence));
+    }
+    format!(
+        "{} {} {}  [{when}]",
+        edge.src.describe(),
+        edge.relation,
+        edge.dst.describe()
+    )
+}
+
+pub fn related(outcome: &RelateOutcome) -> Reply {
+    let structured = serde_json::to_value(outcome).unwrap_or_default();
+    let headline = match outcome.status {
+        RelateStatus::Asserted => "related",
+        RelateStatus::AlreadyAsserted => "already related: nothing changed",
+        RelateStatus::Quarantined => "kept in quarantine until both ends exist",
+    };
+    let lines = match &outcome.edge {
+        Some(edge) => vec![edge_line(edge)],
+        None => vec![outcome.message.clone()],
+    };
+    headed(headline.to_string(), &lines, structured)
+}
+
+pub fn neighbors(answer: &NeighborsAnswer) -> Reply {
+    let structured = serde_json::to_value(answer).unwrap_or_default();
+    let direction = match answer.direction {
+        Direction::In => "incoming edges: what depends on it (breaks if it changes)",
+        Direction::Out => "outgoing edges: what it depends on",
+        Direction::Both => "both directions",
+    };
+    let mut headline = format!(
+        "blast radius — {direction}, depth {}, as of {}: {} reached{}",
+        answer.depth,
+        answer.as_of,
+        answer.reached,
+        if answer.truncated {
+            " (walk cut at its budget)"
+        } else {
+            ""
+        }
+    );
+    if answer.neighbors.len() < answer.reached {
+        headline.push_str(&format!(
+            "; {} shown (limit: 0 shows all)",
+            answer.neighbors.len()
+        ));
+    }
+    let mut lines = vec![format!("origin: {}", answer.origin.describe())];
+    for n in &answer.neighbors {
+        let edge = if n.edge == "out" {
+            format!("{} {} {}", n.via.name, n.relation, n.node.name)
+        } else {
+            format!("{} {} {}", n.node.name, n.relation, n.via.name)
+        };
+        lines.push(format!(
+            "{:.3} hop {} {} · via: {edge}",
+            n.score,
+            n.hop,
+            n.node.describe()
+        ));
+    }
+    if let Some(note) = &answer.note {
+        lines.push(note.clone());
+    }
+    headed(headline, &lines, structured)
+}
+
+pub fn entities(list: &[EntityView]) -> Reply {
+    let structured = json!({ "entities": list });
+    if list.is_empty() {
+        return plain(
+            "no entities yet (they are extracted from what is remembered, or added with `cairn entity add`)".into(),
+            structured,
+        );
+    }
+    let lines: Vec<String> = list
+        .iter()
+        .map(|e| {
+            let aliases = if e.aliases.is_empty() {
+                String::new()
+            } else {
+                format!(" · aliases: {}", e.aliases.join(", "))
+            };
+            format!(
+                "{} ({}) · {} mentions{aliases}",
+                e.name, e.entity_type, e.mentions
+            )
+        })
+        .collect();
+    headed(
+        format!("{} entities, most mentioned first", list.len()),
+        &lines,
+        structured,
+    )
+}
+
+pub fn graph(answer: &GraphAnswer) -> Reply {
+    let structured = serde_json::to_value(answer).unwrap_or_default();
+    let mut headline = format!(
+        "graph as of {}: {} edges between {} records and {} entities",
+        answer.as_of, answer.edges, answer.records, answer.entities
+    );
+    for count in &answer.by_relation {
+        headline.push_str(&format!("\n  {:<14} {}", count.relation, count.edges));
+    }
+    if let Some(note) = &answer.note {
+        headline.push('\n');
+        headline.push_str(note);
+    }
+    if !answer.listed.is_empty() && answer.listed.len() < answer.edges {
+        headline.push_str(&format!(
+            "\nfirst {} of {} edges (limit: 0 lists all):",
+            answer.listed.len(),
+            answer.edges
+        ));
+    }
+    let lines: Vec<String> = answer.listed.iter().map(edge_line).collect();
+    headed(headline, &lines, structured)
 }

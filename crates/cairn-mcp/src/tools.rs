@@ -1,13 +1,16 @@
 //! The tool registry: one function per tool, each returning a [`ToolSpec`] (name, static
 //! description, input schema derived from its argument struct, annotations, handler).
 //!
-//! Adding a tool is one function plus one line in [`registry`]; the graph's `relate` and
-//! `neighbors` plug in that way. Descriptions are static text reviewed here — stored memory is
+//! Adding a tool is one function plus one line in [`registry`]; the graph's `relate`,
+//! `neighbors`, `entities` and `graph` plug in that way. Descriptions are static text reviewed here — stored memory is
 //! never interpolated into a description (tool poisoning, research/reliability.md A.3).
 
 use crate::render::{self, Reply};
 use cairn_core::brief::SectionKind;
 use cairn_core::record::{Confidence, MemoryType};
+use cairn_engine::graph::{
+    Direction, EntitiesRequest, GraphRequest, NeighborsRequest, RelateRequest,
+};
 use cairn_engine::{
     BriefRequest, Engine, EngineError, Mode, RecallRequest, RememberRequest, Review, UpdateRequest,
 };
@@ -115,6 +118,10 @@ pub fn registry() -> Vec<ToolSpec> {
         awareness(),
         awareness_add(),
         inbox(),
+        relate(),
+        neighbors(),
+        entities(),
+        graph(),
     ];
     if std::env::var("CAIRN_MCP_TEST_PANIC").is_ok_and(|v| v == "1") {
         tools.push(debug_panic());
@@ -468,7 +475,7 @@ struct BriefArgs {
     #[serde(default)]
     budget: Option<usize>,
     /// Only these sections, in full: guardrails, preferences, identity, pinned, due,
-    /// working-tree, inbox, activity.
+    /// working-tree, inbox, activity, neighbourhood.
     #[serde(default)]
     sections: Vec<String>,
 }
@@ -477,7 +484,7 @@ fn brief() -> ToolSpec {
     tool(
         "brief",
         "Project brief",
-        "The session brief of this project under a byte budget: guardrails, user preferences, identity, pinned records, what is due (reviews, conflicts, tasks), the working tree read live from git, the inbox of captured candidates, recent activity. Says what was cut and how to see it.",
+        "The session brief of this project under a byte budget: guardrails, user preferences, identity, pinned records, what is due (reviews, conflicts, tasks), the working tree read live from git, the inbox of captured candidates, recent activity, and the records the knowledge graph ties to the files the working tree touches (cut first). Says what was cut and how to see it.",
         READS,
         |engine, args: BriefArgs| {
             let sections = args
@@ -814,6 +821,167 @@ fn inbox() -> ToolSpec {
                 })
                 .collect();
             Ok(render::listed("inbox", &lines, json!({"inbox": rows})))
+        },
+    )
+}
+
+// ---- the knowledge graph (DESIGN §7, docs/graph.md) ----------------------------------------
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RelateArgs {
+    /// Source: a record (`#42` or `42`) or an entity's name or alias.
+    src: String,
+    /// Relation type: requires, affects, part_of, supersedes, relates, mentions, or one
+    /// declared with `cairn relation-type declare` (an unknown type is refused).
+    relation: String,
+    /// Destination: a record (`#42` or `42`) or an entity's name or alias.
+    dst: String,
+    /// Valid from (default now): RFC 3339, a date, or an age like 7d.
+    #[serde(default)]
+    from: Option<String>,
+    /// Valid until (exclusive; default open-ended).
+    #[serde(default)]
+    to: Option<String>,
+    /// Keep the edge in quarantine when an end does not resolve yet (it becomes a real edge
+    /// once an entity of that name exists), instead of refusing it.
+    #[serde(default)]
+    allow_dangling: bool,
+    /// 0..1 (default 1).
+    #[serde(default)]
+    confidence: Option<f64>,
+}
+
+fn relate() -> ToolSpec {
+    tool(
+        "relate",
+        "Relate two things",
+        "Assert a dated edge `src relation dst` in the knowledge graph, between records (#42) and entities (files, services, people … by name or alias), e.g. `api requires postgres`. The edge log is append-only: nothing is deleted, past states stay queryable. Asserting an edge that already holds changes nothing. An end that names nothing is refused with the ways out (create the entity, or allow_dangling: true).",
+        ADDS_IDEMPOTENT,
+        |engine, args: RelateArgs| {
+            let outcome = engine.relate(&RelateRequest {
+                src: args.src,
+                relation: args.relation,
+                dst: args.dst,
+                from: args.from,
+                to: args.to,
+                allow_dangling: args.allow_dangling,
+                confidence: args.confidence,
+            })?;
+            Ok(render::related(&outcome))
+        },
+    )
+}
+
+/// Which edges the walk follows.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum DirectionArg {
+    /// What depends on the node: what breaks if it changes.
+    In,
+    /// What the node depends on.
+    Out,
+    /// Either way.
+    #[default]
+    Both,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NeighborsArgs {
+    /// The origin: a record (`#42` or `42`) or an entity's name or alias (a file path, a
+    /// service, a `#tag`, an `@handle` …).
+    node: String,
+    /// in: what depends on it (the blast radius of a change); out: what it depends on; both
+    /// (default).
+    #[serde(default)]
+    direction: DirectionArg,
+    /// Hops (default 2).
+    #[serde(default)]
+    depth: Option<u32>,
+    /// The graph as it was then (RFC 3339, date, or age like 30d; default now).
+    #[serde(default)]
+    as_of: Option<String>,
+    /// Neighbours returned (default 20; 0 = all reached, at most 500).
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+fn neighbors() -> ToolSpec {
+    tool(
+        "neighbors",
+        "Neighbours (blast radius)",
+        "What is connected to a record or entity in the knowledge graph, scored and best first: with direction in, what breaks if it changes. Each neighbour says its hop and the edge it was reached over. Breadth-first, bounded (500 nodes, 5,000 edges; says when cut); as_of answers for a past time.",
+        READS,
+        |engine, args: NeighborsArgs| {
+            let mut request = NeighborsRequest::new(args.node);
+            request.direction = match args.direction {
+                DirectionArg::In => Direction::In,
+                DirectionArg::Out => Direction::Out,
+                DirectionArg::Both => Direction::Both,
+            };
+            request.depth = args.depth.unwrap_or(2);
+            request.as_of = args.as_of;
+            request.limit = args.limit.unwrap_or(20);
+            Ok(render::neighbors(&engine.neighbors(&request)?))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EntitiesArgs {
+    /// Only this type: path, url, code, tag, handle, name, or one given with `cairn entity add`.
+    #[serde(default, rename = "type")]
+    entity_type: Option<String>,
+    /// Most entities (default 100; 0 = all).
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+fn entities() -> ToolSpec {
+    tool(
+        "entities",
+        "Entities",
+        "The entities of the knowledge graph (files, identifiers, URLs, #tags, @handles, names — extracted from what is remembered, or added by hand), most mentioned first, with their aliases: the names `relate` and `neighbors` accept.",
+        READS,
+        |engine, args: EntitiesArgs| {
+            let list = engine.entities(&EntitiesRequest {
+                entity_type: args.entity_type,
+                limit: args.limit.unwrap_or(100),
+            })?;
+            Ok(render::entities(&list))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GraphArgs {
+    /// The graph as it was then (RFC 3339, date, or age like 30d; default now).
+    #[serde(default)]
+    as_of: Option<String>,
+    /// Only this relation type.
+    #[serde(default)]
+    relation: Option<String>,
+    /// Edges listed (default 50; 0 = all). The counts always cover every edge.
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+fn graph() -> ToolSpec {
+    tool(
+        "graph",
+        "Knowledge graph",
+        "The knowledge graph valid at a time (default now): how many edges, records and entities, the count per relation type, and the first edges with their validity intervals. as_of gives any past state (nothing in the graph is ever deleted).",
+        READS,
+        |engine, args: GraphArgs| {
+            let answer = engine.graph(&GraphRequest {
+                as_of: args.as_of,
+                limit: args.limit.unwrap_or(50),
+                relation: args.relation,
+            })?;
+            Ok(render::graph(&answer))
         },
     )
 }

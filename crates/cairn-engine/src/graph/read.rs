@@ -741,7 +741,9 @@ impl Engine {
     /// repository root, as git prints them). A file matches path entities with the same path,
     /// or where one is a suffix of the other at a `/` (a note saying `src/lib.rs` matches
     /// `crates/x/src/lib.rs`). Up to `per_path` records each, best first; files the graph
-    /// knows nothing about are left out.
+    /// knows nothing about are left out. Each walk is small (depth 2, at most
+    /// `max(4 × per_path, 20)` nodes and 500 edges), so a file mentioned by thousands of
+    /// records costs about what a quiet one does.
     pub fn neighbourhood_of_paths(
         &self,
         paths: &[String],
@@ -759,9 +761,7 @@ impl Engine {
             }
             let matched: Vec<i64> = known
                 .iter()
-                .filter(|(_, k)| {
-                    *k == key || key.ends_with(&format!("/{k}")) || k.ends_with(&format!("/{key}"))
-                })
+                .filter(|(_, k)| *k == key || suffix_at_slash(&key, k) || suffix_at_slash(k, &key))
                 .map(|(id, _)| *id)
                 .collect();
             if matched.is_empty() {
@@ -776,7 +776,11 @@ impl Engine {
                 request.depth = 2;
                 request.as_of = Some(as_of_text.clone());
                 request.limit = 0;
-                request.max_nodes = 500;
+                // The brief calls this at session start for every changed file: a small walk
+                // per file (the strongest relations are fetched first, so a file mentioned by
+                // thousands of records still gives its `requires` before its `mentions`).
+                request.max_nodes = (per_path * 4).max(NEIGHBOURHOOD_MIN_NODES);
+                request.max_edges = NEIGHBOURHOOD_MAX_EDGES;
                 let found = self.neighbors_of(Node::entity(id), &request)?;
                 for neighbor in found
                     .neighbors
@@ -802,6 +806,18 @@ impl Engine {
         }
         Ok(answer)
     }
+}
+
+/// Nodes and edges one walk of [`Engine::neighbourhood_of_paths`] may take per matched file
+/// entity (it runs in the session-start hook, once per changed file).
+const NEIGHBOURHOOD_MIN_NODES: usize = 20;
+const NEIGHBOURHOOD_MAX_EDGES: usize = 500;
+
+/// Whether `short` is a `/`-aligned suffix of `long` (`src/lib.rs` of `crates/x/src/lib.rs`).
+fn suffix_at_slash(long: &str, short: &str) -> bool {
+    long.len() > short.len()
+        && long.ends_with(short)
+        && long.as_bytes()[long.len() - short.len() - 1] == b'/'
 }
 
 fn set_bit(bits: &mut Vec<u64>, id: i64) {
