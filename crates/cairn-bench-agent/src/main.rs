@@ -440,7 +440,7 @@ fn main() {
         let reset = |connection: &rusqlite::Connection| {
             connection
                 .execute_batch(&format!(
-                    "DELETE FROM minhash_bands WHERE memory_id > {max_id}; DELETE FROM memories WHERE id > {max_id}; DELETE FROM inbox;
+                    "DELETE FROM memories WHERE id > {max_id}; DELETE FROM inbox;
                      INSERT INTO capture_offsets (session_id, transcript_path, byte_offset, turns, updated_at)
                      VALUES ('bench-stop', '{}', {head}, 0, '2026-11-30T00:00:00Z')
                      ON CONFLICT (session_id) DO UPDATE SET byte_offset = excluded.byte_offset, transcript_path = excluded.transcript_path;",
