@@ -121,7 +121,9 @@ pub fn run_decay(args: &Cli, decay: &DecayArgs) -> Result<ExitCode> {
             explanation.label, explanation.memory_type, explanation.status, explanation.confidence
         );
         match explanation.half_life_days {
-            Some(days) => println!("  decays with a half-life of {days:.0} days when nobody accesses it"),
+            Some(days) => {
+                println!("  decays with a half-life of {days:.0} days when nobody accesses it")
+            }
             None => println!("  never decays"),
         }
         println!("  now: {} — {}", explanation.verdict, explanation.reason);
@@ -199,7 +201,11 @@ fn print_dream(view: &DreamView) {
         view.id,
         view.status,
         view.snapshot_at,
-        if view.unattended { " · unattended" } else { "" }
+        if view.unattended {
+            " · unattended"
+        } else {
+            ""
+        }
     );
     if let Some(errors) = view.report["llm"]["errors"].as_array() {
         for error in errors {

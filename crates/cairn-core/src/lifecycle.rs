@@ -428,7 +428,11 @@ mod tests {
             (1, "p", base.to_string()),
             (2, "p", format!("{base} always")),
             (3, "q", base.to_string()),
-            (4, "p", "completely different words about lunch menus and cats".to_string()),
+            (
+                4,
+                "p",
+                "completely different words about lunch menus and cats".to_string(),
+            ),
             (5, "p", base.to_string()),
         ];
         let items: Vec<(i64, &str, Signature)> = texts

@@ -522,8 +522,12 @@ impl Engine {
             .map(|t| t.as_str())
             .collect();
         let reader = self.store.reader();
-        let ids =
-            reader.stale_unverified(&self.visible_projects(), &types, &cutoff, REVIEW_STALE_LIMIT)?;
+        let ids = reader.stale_unverified(
+            &self.visible_projects(),
+            &types,
+            &cutoff,
+            REVIEW_STALE_LIMIT,
+        )?;
         report.stale = reader.get_many(&ids)?;
         report.stale_days = Some(stale_days);
         Ok(report)

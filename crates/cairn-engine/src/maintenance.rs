@@ -216,7 +216,8 @@ impl Engine {
                     wal / (1024 * 1024)
                 )
             } else {
-                "checkpointed the WAL; another process is reading, so it could not be truncated yet".to_string()
+                "checkpointed the WAL; another process is reading, so it could not be truncated yet"
+                    .to_string()
             });
         }
         checks.push(Check {

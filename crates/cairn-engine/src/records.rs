@@ -252,6 +252,8 @@ impl Engine {
                 restored.retired_at = None;
             }
             restored.updated_at = now.clone();
+            // Bringing a record back is an access: decay must not archive it again at once.
+            restored.last_accessed_at = Some(now.clone());
             let norm = restored.title.as_deref().map(text::normalize_title);
             tx.update_memory(
                 &restored,

@@ -75,7 +75,11 @@ fn setting(key: &str) -> Result<&'static Setting> {
     SETTINGS.iter().find(|s| s.key == key).ok_or_else(|| {
         EngineError::Invalid(format!(
             "unknown setting {key:?}: known settings are {}",
-            SETTINGS.iter().map(|s| s.key).collect::<Vec<_>>().join(", ")
+            SETTINGS
+                .iter()
+                .map(|s| s.key)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
     })
 }
@@ -86,11 +90,7 @@ fn meta_key(key: &str) -> String {
 
 impl Engine {
     /// A setting's effective value: the environment, then the brain, then the default.
-    pub fn setting(
-        &self,
-        key: &str,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<SettingValue> {
+    pub fn setting(&self, key: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<SettingValue> {
         let known = setting(key)?;
         let (value, from) = if let Some(v) = env(known.env).filter(|v| !v.trim().is_empty()) {
             (Some(v), "env")

@@ -108,7 +108,9 @@ pub(crate) fn change_of(memory_id: i64, label: String, verdict: &DecayVerdict) -
         label,
         action: verdict.action().to_string(),
         reason: verdict.explain(),
-        strength: strength_of(verdict),
+        // Rounded: a proposal set's id hashes it, and the same brain a second later must
+        // propose the same set.
+        strength: strength_of(verdict).map(|s| (s * 1000.0).round() / 1000.0),
         from_confidence,
         to_confidence,
     }
@@ -203,7 +205,10 @@ impl Engine {
                 let label = format!(
                     "#{} {}",
                     row.id,
-                    row.title.as_deref().unwrap_or(&row.opening).replace('\n', " ")
+                    row.title
+                        .as_deref()
+                        .unwrap_or(&row.opening)
+                        .replace('\n', " ")
                 );
                 report.changes.push(change_of(row.id, label, &verdict));
                 planned.push((row, verdict));

@@ -122,6 +122,9 @@ struct Target {
     id: i64,
     updated_at: String,
     status: String,
+    /// The record's history version in the snapshot.
+    #[serde(default)]
+    version: i64,
 }
 
 impl Target {
@@ -130,6 +133,7 @@ impl Target {
             id: row.id,
             updated_at: row.updated_at.clone(),
             status: "active".to_string(),
+            version: row.version,
         }
     }
 }
@@ -144,7 +148,8 @@ impl Drop for SnapshotFile {
 }
 
 fn remove_snapshot(path: &Path) {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
+    // The main file goes last: a kill in between leaves it, and the next run finds it.
+    for suffix in ["-wal", "-shm", "-journal", ""] {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(name));
@@ -185,7 +190,12 @@ fn clean_orphaned_snapshots(brain: &Path) -> usize {
         let Some(rest) = name.strip_prefix(&prefix) else {
             continue;
         };
-        if !name.ends_with(".snapshot") {
+        // A kill may leave only the journal files of a snapshot: clean those too.
+        let base = ["-wal", "-shm", "-journal"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(&name);
+        if !base.ends_with(".snapshot") {
             continue;
         }
         let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
@@ -201,7 +211,7 @@ fn clean_orphaned_snapshots(brain: &Path) -> usize {
                 .is_some_and(|age| age > Duration::from_secs(3_600)),
         };
         if orphaned {
-            remove_snapshot(&entry.path());
+            remove_snapshot(&dir.join(base));
             removed += 1;
         }
     }
@@ -233,7 +243,10 @@ fn label(row: &LifecycleRow) -> String {
     format!(
         "#{} {}",
         row.id,
-        row.title.as_deref().unwrap_or(&row.opening).replace('\n', " ")
+        row.title
+            .as_deref()
+            .unwrap_or(&row.opening)
+            .replace('\n', " ")
     )
 }
 
@@ -283,9 +296,7 @@ fn set_id(project: &str, fingerprint: &str, proposals: &[Proposal]) -> String {
                 .expect("targets serialize")
                 .as_bytes(),
         );
-        hasher.update(
-            cairn_core::receipt::canonical_json(&proposal.payload).as_bytes(),
-        );
+        hasher.update(cairn_core::receipt::canonical_json(&proposal.payload).as_bytes());
     }
     format!("d{}", &hex::encode(hasher.finalize())[..11])
 }
@@ -474,38 +485,6 @@ impl Engine {
         let signatures: HashMap<i64, &Signature> =
             items.iter().map(|(id, _, sig)| (*id, sig)).collect();
         let pairs = lifecycle::similar_pairs(&items, MERGE_SIMILARITY);
-        let mut merge_groups = 0;
-        for group in lifecycle::groups(&pairs) {
-            let members: Vec<&LifecycleRow> =
-                group.iter().filter_map(|id| by_id.get(id).copied()).collect();
-            let Some(keep) = survivor(&members, &inbound) else {
-                continue;
-            };
-            let keep_sig = signatures[&keep.id];
-            let mut merged = Vec::new();
-            let mut targets = vec![Target::of_row(keep)];
-            for member in &members {
-                if member.id == keep.id || member.pinned || is_guardrail(&member.memory_type) {
-                    continue;
-                }
-                let similarity = keep_sig.jaccard(signatures[&member.id]);
-                if similarity < MERGE_SIMILARITY {
-                    continue;
-                }
-                merged.push(json!({"id": member.id, "label": label(member), "similarity": similarity}));
-                targets.push(Target::of_row(member));
-            }
-            if merged.is_empty() {
-                continue;
-            }
-            merge_groups += 1;
-            proposals.push(Proposal {
-                kind: "merge",
-                targets,
-                payload: json!({"survivor": keep.id, "survivor_label": label(keep), "merged": merged}),
-            });
-        }
-
         // Forget: low structural importance AND redundantly covered.
         let twins: Vec<SimilarPair> = pairs
             .iter()
@@ -516,8 +495,10 @@ impl Engine {
         let mut forget: Vec<(f64, &LifecycleRow, Value)> = Vec::new();
         let mut considered = 0;
         for group in lifecycle::groups(&twins) {
-            let members: Vec<&LifecycleRow> =
-                group.iter().filter_map(|id| by_id.get(id).copied()).collect();
+            let members: Vec<&LifecycleRow> = group
+                .iter()
+                .filter_map(|id| by_id.get(id).copied())
+                .collect();
             // The most important member always stays: one per near-duplicate cluster.
             let Some(keeper) = members.iter().copied().max_by(|a, b| {
                 importance_of(a, &inbound)
@@ -531,9 +512,8 @@ impl Engine {
                 if member.id == keeper.id
                     || member.pinned
                     || tier_rank(&member.memory_type) == 0
-                    || parse_time(&member.created_at).is_none_or(|created| {
-                        (now - created).num_days() < FORGET_MIN_AGE_DAYS
-                    })
+                    || parse_time(&member.created_at)
+                        .is_none_or(|created| (now - created).num_days() < FORGET_MIN_AGE_DAYS)
                 {
                     continue;
                 }
@@ -571,11 +551,55 @@ impl Engine {
                 .then(a.1.id.cmp(&b.1.id))
         });
         let forget_found = forget.len();
+        // Merges below leave forget candidates alone: no record is in two proposals.
+        let mut forgotten: HashSet<i64> = HashSet::new();
         for (_, row, payload) in forget.into_iter().take(MAX_FORGET_PER_RUN) {
+            forgotten.insert(row.id);
             proposals.push(Proposal {
                 kind: "forget",
                 targets: vec![Target::of_row(row)],
                 payload,
+            });
+        }
+
+        // Merges of what is left.
+        let mut merge_groups = 0;
+        for group in lifecycle::groups(&pairs) {
+            let members: Vec<&LifecycleRow> = group
+                .iter()
+                .filter_map(|id| by_id.get(id).copied())
+                .collect();
+            let Some(keep) = survivor(&members, &inbound) else {
+                continue;
+            };
+            let keep_sig = signatures[&keep.id];
+            let mut merged = Vec::new();
+            let mut targets = vec![Target::of_row(keep)];
+            for member in &members {
+                if member.id == keep.id
+                    || member.pinned
+                    || is_guardrail(&member.memory_type)
+                    || forgotten.contains(&member.id)
+                {
+                    continue;
+                }
+                let similarity = keep_sig.jaccard(signatures[&member.id]);
+                if similarity < MERGE_SIMILARITY {
+                    continue;
+                }
+                merged.push(
+                    json!({"id": member.id, "label": label(member), "similarity": similarity}),
+                );
+                targets.push(Target::of_row(member));
+            }
+            if merged.is_empty() {
+                continue;
+            }
+            merge_groups += 1;
+            proposals.push(Proposal {
+                kind: "merge",
+                targets,
+                payload: json!({"survivor": keep.id, "survivor_label": label(keep), "merged": merged}),
             });
         }
 
@@ -587,8 +611,12 @@ impl Engine {
         let mut llm_report = json!({"configured": null, "calls": 0, "errors": [], "skipped": []});
         if let Some(llm) = &options.llm {
             llm_report["configured"] = json!(llm.describe());
-            let (generated, calls, errors, skipped) =
-                self.generate(llm, &clusters.clusters, &by_id, options.max_llm_calls.max(1))?;
+            let (generated, calls, errors, skipped) = self.generate(
+                llm,
+                &clusters.clusters,
+                &by_id,
+                options.max_llm_calls.max(1),
+            )?;
             llm_report["calls"] = json!(calls);
             llm_report["errors"] = json!(errors);
             llm_report["skipped"] = json!(skipped);
@@ -928,12 +956,10 @@ struct ApplyContext<'a> {
 }
 
 /// Why a proposal cannot be applied any more: a target that changed since the snapshot.
-fn stale_target(
-    tx: &WriteTx<'_>,
-    proposal: &ProposalRow,
-) -> Result<Option<String>> {
-    let targets: Vec<Target> = serde_json::from_value(proposal.targets.clone())
-        .map_err(|e| EngineError::Invalid(format!("proposal #{} is malformed: {e}", proposal.seq)))?;
+fn stale_target(tx: &WriteTx<'_>, proposal: &ProposalRow) -> Result<Option<String>> {
+    let targets: Vec<Target> = serde_json::from_value(proposal.targets.clone()).map_err(|e| {
+        EngineError::Invalid(format!("proposal #{} is malformed: {e}", proposal.seq))
+    })?;
     for target in targets {
         match tx.reader().get(target.id)? {
             None => return Ok(Some(format!("#{} no longer exists", target.id))),
@@ -943,7 +969,10 @@ fn stale_target(
                     target.id, memory.status, target.status
                 )));
             }
-            Some(memory) if memory.updated_at != target.updated_at => {
+            Some(memory)
+                if memory.updated_at != target.updated_at
+                    || tx.reader().history_version(target.id)? != target.version =>
+            {
                 return Ok(Some(format!(
                     "#{} changed since the snapshot (updated {})",
                     target.id, memory.updated_at
@@ -962,8 +991,7 @@ fn apply_proposal(
     context: &ApplyContext<'_>,
 ) -> Result<std::result::Result<String, String>> {
     let payload = &proposal.payload;
-    let malformed =
-        || EngineError::Invalid(format!("proposal #{} is malformed", proposal.seq));
+    let malformed = || EngineError::Invalid(format!("proposal #{} is malformed", proposal.seq));
     match proposal.kind.as_str() {
         "decay" => {
             let change: DecayChange =
@@ -976,7 +1004,14 @@ fn apply_proposal(
                 label: previous.label(),
                 ..change
             };
-            apply_decay(tx, &previous, &change, context.now_text, context.actor, context.by)?;
+            apply_decay(
+                tx,
+                &previous,
+                &change,
+                context.now_text,
+                context.actor,
+                context.by,
+            )?;
             Ok(Ok(format!("#{} {}", change.id, change.action)))
         }
         "merge" => {
@@ -1061,11 +1096,17 @@ fn apply_proposal(
             let Some(new_id) = outcome.id else {
                 return Ok(Err(format!("not stored: {}", outcome.message)));
             };
-            if matches!(outcome.status, RememberStatus::Refused) {
+            if matches!(
+                outcome.status,
+                RememberStatus::Refused | RememberStatus::Noop
+            ) {
                 return Ok(Err(format!("not stored: {}", outcome.message)));
             }
             tx.mark_generated_from(new_id, generator, member_hash, context.now_text)?;
-            Ok(Ok(format!("#{new_id} {generator} ({})", format!("{:?}", outcome.status).to_lowercase())))
+            Ok(Ok(format!(
+                "#{new_id} {generator} ({})",
+                format!("{:?}", outcome.status).to_lowercase()
+            )))
         }
         other => Ok(Err(format!("unknown proposal kind {other:?}"))),
     }
@@ -1125,7 +1166,13 @@ fn prompt(generator: &str, members: &[Memory]) -> String {
 mod tests {
     use super::*;
 
-    fn row(id: i64, memory_type: &str, pinned: bool, importance: u8, updated: &str) -> LifecycleRow {
+    fn row(
+        id: i64,
+        memory_type: &str,
+        pinned: bool,
+        importance: u8,
+        updated: &str,
+    ) -> LifecycleRow {
         LifecycleRow {
             id,
             project: None,
@@ -1135,6 +1182,7 @@ mod tests {
             memory_type: memory_type.into(),
             title: None,
             opening: String::new(),
+            version: 0,
             pinned,
             importance,
             confidence: "reported".into(),

@@ -246,7 +246,9 @@ fn run_http(
             "the LLM endpoint {endpoint} did not answer within {} s; nothing was generated",
             timeout.as_secs_f64()
         ),
-        other => format!("cannot reach the LLM endpoint {endpoint}: {other}; nothing was generated"),
+        other => {
+            format!("cannot reach the LLM endpoint {endpoint}: {other}; nothing was generated")
+        }
     })?;
     let status = response.status().as_u16();
     let text = response
@@ -298,7 +300,10 @@ mod tests {
         let failed = command("echo boom >&2; exit 3", 5_000)
             .complete("x")
             .unwrap_err();
-        assert!(failed.contains("failed") && failed.contains("boom"), "{failed}");
+        assert!(
+            failed.contains("failed") && failed.contains("boom"),
+            "{failed}"
+        );
         let started = Instant::now();
         let hung = command("sleep 30", 300).complete("x").unwrap_err();
         assert!(hung.contains("did not answer"), "{hung}");
