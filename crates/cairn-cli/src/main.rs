@@ -5,6 +5,7 @@
 
 mod agent;
 mod cli;
+mod eval_cmd;
 mod graph_cmd;
 mod hook;
 mod import_cmd;
@@ -13,6 +14,7 @@ mod lifecycle_cmd;
 mod mcp;
 mod ojson;
 mod output;
+mod semantic_cmd;
 mod share_cmd;
 mod wiki_cmd;
 

@@ -19,7 +19,10 @@ pub fn run_mcp(args: &Cli) -> Result<ExitCode> {
         .db
         .clone()
         .unwrap_or_else(cairn_engine::default_brain_path);
-    cairn_mcp::serve(cairn_mcp::ServerOptions { db, context })
+    // Recall is hybrid once the model has loaded in the background (lexical-only until then,
+    // and said so); writes embed their record when the model is there, else stay pending.
+    let loader = crate::semantic_cmd::embedder_loader(args.model_dir.as_deref());
+    cairn_mcp::serve(cairn_mcp::ServerOptions { db, context }, Some(loader))
         .map_err(|message| anyhow::anyhow!(message))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -13,7 +13,7 @@ pub struct Brain {
 }
 
 impl Default for Brain {
-    fn default() -> Brain {
+    fn default() -> Self {
         Brain::new()
     }
 }
@@ -32,6 +32,11 @@ impl Brain {
             .env("CAIRN_DB", &self.db)
             .env("CAIRN_PROJECT", "test-project")
             .env_remove("CAIRN_READ_ONLY")
+            // Lexical unless a test asks for an embedder: loading a model in every process
+            // would slow the suite and these tests are about everything else.
+            .env("CAIRN_EMBEDDER", "none")
+            .env_remove("CAIRN_MODEL")
+            .env_remove("CAIRN_EMBED_URL")
             .env("XDG_DATA_HOME", self.dir.path().join("data"));
         cmd
     }

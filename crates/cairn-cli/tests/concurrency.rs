@@ -38,6 +38,7 @@ fn eight_processes_times_five_hundred_remembers_lose_nothing() {
                 .env("CAIRN_DB", &brain.db)
                 .env("CAIRN_PROJECT", "test-project")
                 .env("CAIRN_BUSY_TIMEOUT_MS", "60000")
+                .env("CAIRN_EMBEDDER", "none")
                 .current_dir(brain.dir.path())
                 .stdin(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())

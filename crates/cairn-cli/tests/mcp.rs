@@ -27,6 +27,8 @@ impl Server {
             .env("CAIRN_DB", &brain.db)
             .env("CAIRN_PROJECT", "test-project")
             .env_remove("CAIRN_READ_ONLY")
+            // Lexical unless a test asks for the model (then it passes CAIRN_EMBEDDER).
+            .env("CAIRN_EMBEDDER", "none")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -328,6 +330,65 @@ fn remember_recall_and_the_rest_over_stdio() {
     );
     let activity = server.call(12, "activity", json!({"limit": 5}));
     assert!(text_of(&activity).contains("measure"), "{activity}");
+    server.stop();
+}
+
+#[test]
+fn recall_turns_hybrid_once_the_model_has_loaded_in_the_background() {
+    // The default local model, as installed by scripts/setup.sh (fails, never skips, if not).
+    let brain = Brain::new();
+    let mut server = Server::start(&brain, &[("CAIRN_EMBEDDER", "local")]);
+    server.initialize("2025-11-25");
+    for (id, body) in [
+        (1, "Pepper the beagle chewed the running shoes"),
+        (2, "Postgres replaces Redis as the job queue backend"),
+    ] {
+        let stored = server.call(id, "remember", json!({"type": "note", "body": body}));
+        assert_eq!(stored["result"]["isError"], false, "{stored}");
+    }
+    // No word in common with the stored note: only meaning can find it. The model loads in
+    // the background; until then the answer is lexical and says so.
+    let mut answer = Value::Null;
+    for attempt in 0..300 {
+        answer = server.call(
+            10 + attempt,
+            "recall",
+            json!({"query": "my dog ate my sneakers"}),
+        );
+        let structured = &answer["result"]["structuredContent"];
+        if structured["degraded"].is_null() {
+            // loaded; the records written before it are embedded by the background pass
+            // (meanwhile the answer warns that the semantic index is incomplete)
+            if structured["results"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+            {
+                break;
+            }
+        } else {
+            assert_eq!(structured["degraded"], "lexical-only", "{answer}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let results = &answer["result"]["structuredContent"]["results"];
+    assert!(
+        answer["result"]["structuredContent"]["degraded"].is_null(),
+        "the model never loaded: {answer}"
+    );
+    assert!(
+        results[0]["body"].as_str().unwrap().contains("beagle"),
+        "{answer}"
+    );
+    assert!(results[0]["why"]["vector_rank"].is_number(), "{answer}");
+    // asking for words only still works, and a bad mode is a clear error
+    let lexical = server.call(400, "recall", json!({"query": "beagle", "mode": "lexical"}));
+    assert!(
+        lexical["result"]["structuredContent"]["results"][0]["why"]["vector_rank"].is_null(),
+        "{lexical}"
+    );
+    let bad = server.call(401, "recall", json!({"query": "beagle", "mode": "psychic"}));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(text_of(&bad).contains("unknown mode"), "{bad}");
     server.stop();
 }
 

@@ -20,3 +20,4 @@ pub mod secrets;
 pub mod text;
 pub mod time;
 pub mod transcript;
+pub mod vector;

@@ -56,6 +56,13 @@ pub fn apply_floor(hits: &[Hit], floor: f64) -> Vec<Hit> {
 /// Reciprocal Rank Fusion of ranked lists. Ties break on the best single rank, then the id, so
 /// the order is total and deterministic.
 pub fn rrf(lists: &[Vec<Hit>]) -> Vec<Fused> {
+    rrf_weighted(lists, &vec![1.0; lists.len()])
+}
+
+/// Weighted RRF: list `s` contributes `weights[s] / (K + rank)`. Still rank-only (raw scores of
+/// different scales never mix); a weight says how much one source's ranks are trusted, as
+/// measured on the evaluation set. A missing weight counts as 1.
+pub fn rrf_weighted(lists: &[Vec<Hit>], weights: &[f64]) -> Vec<Fused> {
     let mut by_id: std::collections::BTreeMap<i64, Fused> = std::collections::BTreeMap::new();
     for (source, list) in lists.iter().enumerate() {
         for (position, hit) in list.iter().enumerate() {
@@ -69,7 +76,8 @@ pub fn rrf(lists: &[Vec<Hit>]) -> Vec<Fused> {
             if entry.ranks[source].is_none() {
                 entry.ranks[source] = Some(rank);
                 entry.strengths[source] = Some(hit.strength);
-                entry.fused += 1.0 / (RRF_K + rank as f64);
+                let weight = weights.get(source).copied().unwrap_or(1.0);
+                entry.fused += weight / (RRF_K + rank as f64);
             }
         }
     }
@@ -86,22 +94,27 @@ pub fn rrf(lists: &[Vec<Hit>]) -> Vec<Fused> {
 
 /// Relevance of each fused candidate, in RELEVANCE_MIN..1.
 ///
-/// With several sources, the fused (rank-only) score relative to the best one: scales of
-/// different sources never mix. With a single source there is nothing to mix, and RRF's flat
-/// rank curve (rank 1 → 1/61, rank 2 → 1/62) would let a bounded boost override a much better
-/// match; so the source's own strength relative to its best match is used instead.
-pub fn relevances(fused: &[Fused], sources: usize) -> Vec<f64> {
+/// When candidates came from several sources, the fused (rank-only) score relative to the best
+/// one: scales of different sources never mix. When only one source found anything there is
+/// nothing to mix, and RRF's flat rank curve (rank 1 → 1/61, rank 2 → 1/62) would let a bounded
+/// boost override a much better match; so that source's own strength relative to its best
+/// match is used instead.
+pub fn relevances(fused: &[Fused]) -> Vec<f64> {
     let Some(first) = fused.first() else {
         return Vec::new();
     };
-    if sources == 1 {
+    let width = first.strengths.len();
+    let active: Vec<usize> = (0..width)
+        .filter(|&s| fused.iter().any(|f| f.strengths[s].is_some()))
+        .collect();
+    if let [source] = active[..] {
         let top = fused
             .iter()
-            .filter_map(|f| f.strengths[0])
+            .filter_map(|f| f.strengths[source])
             .fold(f64::MIN, f64::max);
         return fused
             .iter()
-            .map(|f| match f.strengths[0] {
+            .map(|f| match f.strengths[source] {
                 Some(strength) if top > 0.0 => {
                     RELEVANCE_MIN + (1.0 - RELEVANCE_MIN) * (strength / top).clamp(0.0, 1.0)
                 }
@@ -185,6 +198,27 @@ mod tests {
     }
 
     #[test]
+    fn weights_scale_each_list_and_equal_weights_are_plain_rrf() {
+        let lists = [hits(&[1, 2]), hits(&[2, 3])];
+        assert_eq!(rrf_weighted(&lists, &[1.0, 1.0]), rrf(&lists));
+        // Agreement still wins at weight 0.1; at 0.01 the first list's top rank decides.
+        let order = |weights: &[f64]| -> Vec<i64> {
+            rrf_weighted(&lists, weights).iter().map(|f| f.id).collect()
+        };
+        assert_eq!(order(&[1.0, 0.1]), [2, 1, 3]);
+        assert_eq!(order(&[1.0, 0.01]), [1, 2, 3]);
+        let fused = rrf_weighted(&lists, &[1.0, 0.01]);
+        assert!((fused[1].fused - (1.0 / 62.0 + 0.01 / 61.0)).abs() < 1e-12);
+        // A zero-weight list still reports its ranks but adds nothing.
+        let fused = rrf_weighted(&lists, &[1.0, 0.0]);
+        assert_eq!(fused.iter().find(|f| f.id == 3).unwrap().fused, 0.0);
+        assert_eq!(
+            fused.iter().find(|f| f.id == 3).unwrap().ranks,
+            [None, Some(2)]
+        );
+    }
+
+    #[test]
     fn a_duplicate_id_in_one_list_counts_once() {
         let fused = rrf(&[vec![
             Hit {
@@ -213,13 +247,18 @@ mod tests {
             },
         ];
         let fused = rrf(std::slice::from_ref(&list));
-        let single = relevances(&fused, 1);
+        let single = relevances(&fused);
         assert_eq!(single[0], 1.0);
         assert!((single[1] - (RELEVANCE_MIN + 0.65 * 0.4)).abs() < 1e-12);
         // a much weaker match cannot overtake through the bounded recency alone
         assert!(single[1] < RECENCY_FLOOR * single[0]);
+        // a second source that found nothing leaves the one that did in charge
+        let with_empty = rrf(&[list.clone(), Vec::new()]);
+        assert_eq!(relevances(&with_empty), single);
+        let only_second = rrf(&[Vec::new(), list.clone()]);
+        assert_eq!(relevances(&only_second), single);
         let two = rrf(&[list.clone(), list]);
-        let fused_relevance = relevances(&two, 2);
+        let fused_relevance = relevances(&two);
         assert_eq!(fused_relevance[0], 1.0);
         assert!(
             fused_relevance[1] > single[1],

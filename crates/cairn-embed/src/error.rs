@@ -47,7 +47,7 @@ fn format_searched(places: &[SearchedPlace]) -> String {
 pub enum EmbedError {
     /// No directory holding an installed model was found.
     #[error(
-        "no installed all-MiniLM-L6-v2 model found; searched:\n{}recall works lexical-only until a model is installed: {INSTALL_HINT}",
+        "no installed embedding model found; searched:\n{}recall works lexical-only until a model is installed: {INSTALL_HINT}",
         format_searched(.searched)
     )]
     ModelNotFound { searched: Vec<SearchedPlace> },

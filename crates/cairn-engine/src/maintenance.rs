@@ -135,13 +135,7 @@ impl Engine {
         checks.push(graph);
         repaired.extend(graph_repaired);
         self.lifecycle_checks(repair, &mut checks, &mut repaired)?;
-        checks.push(Check {
-            name: "semantic index".into(),
-            ok: true,
-            detail: "no embedder in this build: recall is lexical-only (degraded: lexical-only)"
-                .into(),
-            fix: None,
-        });
+        self.semantic_checks(repair, &mut checks, &mut repaired)?;
         let ok = checks.iter().all(|c| c.ok) || (repair && integrity_ok);
         Ok(DoctorReport {
             path: self.store.path().display().to_string(),
@@ -229,6 +223,88 @@ impl Engine {
                 WAL_LIMIT_BYTES / (1024 * 1024)
             ),
             fix: (wal_big && !repair).then(|| "cairn doctor --repair".into()),
+        });
+        Ok(())
+    }
+
+    /// The semantic index: is the embedder usable, does it match the brain's vectors, how
+    /// many records still wait for a vector. With `repair`, embeds them.
+    fn semantic_checks(
+        &mut self,
+        repair: bool,
+        checks: &mut Vec<Check>,
+        repaired: &mut Vec<String>,
+    ) -> Result<()> {
+        let orphans = self.store.reader().orphan_vectors()?;
+        if orphans > 0 && repair {
+            self.store.write(|tx| tx.drop_orphan_vectors())?;
+            repaired.push(format!("dropped {orphans} vectors of deleted records"));
+        }
+        // Resolve the loader first: a loader may say "none configured".
+        let loaded = self.embedder();
+        if matches!(loaded, Ok(None)) {
+            let counts = self.store.reader().vector_counts()?;
+            checks.push(Check {
+                name: "semantic index".into(),
+                ok: true,
+                detail: format!(
+                    "no embedder configured (CAIRN_EMBEDDER=none): recall is lexical-only; {} of {} records have a vector",
+                    counts.with_vector, counts.records
+                ),
+                fix: None,
+            });
+            return Ok(());
+        }
+        let mut status = self.semantic_status()?;
+        if let Some(problem) = &status.problem {
+            checks.push(Check {
+                name: "embedding model".into(),
+                ok: false,
+                detail: "semantic search is off: recall answers lexical-only (degraded)".into(),
+                fix: Some(problem.clone()),
+            });
+            return Ok(());
+        }
+        checks.push(Check {
+            name: "embedding model".into(),
+            ok: true,
+            detail: format!(
+                "{} ({} dims) loads",
+                status.model.clone().unwrap_or_default(),
+                status.dimension.unwrap_or(0)
+            ),
+            fix: None,
+        });
+        let pending = status.counts.pending();
+        if pending > 0 && repair {
+            let report = self.index_pending(None, &mut |_, _| {})?;
+            repaired.push(format!(
+                "embedded {} records ({} reused){}",
+                report.embedded,
+                report.reused,
+                if report.failed > 0 {
+                    format!(", {} failed: {}", report.failed, report.errors.join("; "))
+                } else {
+                    String::new()
+                }
+            ));
+            status = self.semantic_status()?;
+        }
+        let pending_now = status.counts.pending();
+        checks.push(Check {
+            name: "semantic index".into(),
+            ok: pending == 0,
+            detail: format!(
+                "{} of {} records have a vector{}",
+                status.counts.with_vector,
+                status.counts.records,
+                if pending_now > 0 {
+                    format!(" ({pending_now} pending: recall finds them lexically only)")
+                } else {
+                    String::new()
+                }
+            ),
+            fix: (pending_now > 0).then(|| "cairn reindex (or cairn doctor --repair)".into()),
         });
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! Candidate sources are independent ranked lists fed to RRF; lexical (FTS5) is the first, and a
 //! semantic source adds a second list without changing anything downstream.
 
+use crate::semantic::SemanticCandidates;
 use crate::{Engine, EngineError, Result, git};
 use cairn_core::memory::Memory;
 use cairn_core::query;
@@ -78,6 +79,11 @@ pub struct RecallRequest {
     pub zone: Option<TrustZone>,
     /// Ask git for freshness verdicts of commit-stamped results (hooks skip it: speed).
     pub freshness: bool,
+    /// The hook path (DESIGN §1.6): answer within tens of milliseconds. Semantic candidates
+    /// are used only when the embedder is already loaded in this process (a long-running
+    /// server); a model is never loaded for a fast recall, which then runs lexical-only and
+    /// says `degraded: lexical-only`. See docs/retrieval.md, "The hook path".
+    pub fast: bool,
 }
 
 impl RecallRequest {
@@ -97,6 +103,7 @@ impl RecallRequest {
             project: None,
             zone: None,
             freshness: true,
+            fast: false,
         }
     }
 }
@@ -147,6 +154,7 @@ pub struct RecallAnswer {
 
 /// Names of the candidate sources, in the order their lists are fused.
 const LEXICAL: usize = 0;
+const SEMANTIC: usize = 1;
 
 impl Engine {
     pub fn recall(&mut self, request: &RecallRequest) -> Result<RecallAnswer> {
@@ -184,21 +192,12 @@ impl Engine {
             note: None,
             warnings: Vec::new(),
         };
-        if request.mode != Mode::Lexical {
-            // No embedder is wired into this build yet: semantic candidates are unavailable and
-            // the answer says so instead of pretending.
-            answer.degraded = Some("lexical-only".to_string());
-        }
         let as_of_text = as_of.map(format_ts);
         let terms = self.searchable_terms(&request.query)?;
-        let Some(expression) = query::fts_match_expression(&terms) else {
-            answer.note =
-                Some("the query has no searchable words; nothing to look for".to_string());
-            return Ok(answer);
-        };
+        let expression = query::fts_match_expression(&terms);
         let candidate_limit = (limit * CANDIDATES_PER_RESULT).max(MIN_CANDIDATES);
-        let lexical = self.store.reader().lexical_search(&LexicalQuery {
-            match_expression: &expression,
+        let filter = LexicalQuery {
+            match_expression: expression.as_deref().unwrap_or(""),
             projects: &projects,
             scopes: scope_chain.as_deref(),
             types: (!request.types.is_empty()).then_some(request.types.as_slice()),
@@ -208,17 +207,101 @@ impl Engine {
             until: until.as_deref(),
             visible_to: request.zone,
             limit: candidate_limit,
-        })?;
+        };
         let floor = request.floor.unwrap_or(DEFAULT_FLOOR);
-        let lexical: Vec<Hit> = lexical
-            .iter()
-            .map(|h| Hit {
-                id: h.id,
-                strength: h.strength,
-            })
-            .collect();
-        let lists = vec![score::apply_floor(&lexical, floor)];
-        let fused = score::rrf(&lists);
+        // With the model already loaded, the query is embedded on a second thread while
+        // SQLite runs the lexical search (two cores: the two slowest steps overlap).
+        let resident = if request.mode == Mode::Lexical {
+            None
+        } else {
+            self.resident_embedder()
+        };
+        let (lexical, query_vector) = std::thread::scope(|scope| {
+            let embedding = resident.map(|embedder| {
+                let text = request.query.as_str();
+                scope.spawn(move || embedder.embed_query(text))
+            });
+            let lexical: Result<Vec<Hit>> = match (&expression, request.mode) {
+                (Some(_), Mode::Lexical | Mode::Hybrid) => self
+                    .store
+                    .reader()
+                    .lexical_search(&filter)
+                    .map(|hits| {
+                        hits.iter()
+                            .map(|h| Hit {
+                                id: h.id,
+                                strength: h.strength,
+                            })
+                            .collect()
+                    })
+                    .map_err(EngineError::from),
+                _ => Ok(Vec::new()),
+            };
+            let query_vector = embedding.map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(cairn_embed::EmbedError::Inference {
+                        model: "embedder".into(),
+                        reason: "panicked while embedding the query".into(),
+                    })
+                })
+            });
+            (lexical, query_vector)
+        });
+        let lexical = lexical?;
+        let lexical = score::apply_floor(&lexical, floor);
+        let mut semantic: Vec<Hit> = Vec::new();
+        if request.mode != Mode::Lexical {
+            match self.semantic_list(request, &filter, candidate_limit, query_vector) {
+                Ok(Some(candidates)) => {
+                    let indexed = self.store.reader().indexed_count()?;
+                    if candidates.embedded < indexed {
+                        answer.warnings.push(format!(
+                            "the semantic index is incomplete ({} of {indexed} records embedded): results are complete lexically; `cairn reindex` embeds the rest",
+                            candidates.embedded
+                        ));
+                    }
+                    semantic = candidates.hits;
+                }
+                Ok(None) => answer.degraded = Some("lexical-only".to_string()),
+                Err(reason) => {
+                    answer.degraded = Some("lexical-only".to_string());
+                    answer.warnings.push(reason);
+                }
+            }
+        }
+        if answer.degraded.is_some() && request.mode == Mode::Semantic && semantic.is_empty() {
+            // Semantic asked for but unavailable: answer lexically rather than with nothing.
+            if expression.is_some() {
+                let mut lexical_answer = self.recall(&RecallRequest {
+                    mode: Mode::Lexical,
+                    ..request.clone()
+                })?;
+                lexical_answer.degraded = answer.degraded.clone();
+                lexical_answer
+                    .warnings
+                    .splice(0..0, answer.warnings.clone());
+                return Ok(lexical_answer);
+            }
+        }
+        if expression.is_none() && semantic.is_empty() {
+            answer.note =
+                Some("the query has no searchable words; nothing to look for".to_string());
+            return Ok(answer);
+        }
+        // A vector-only candidate (no lexical match) enters only near the top of the semantic
+        // list; the bound is measured on the evaluation set (docs/retrieval.md).
+        let config = self.semantic_config().clone();
+        if request.mode == Mode::Hybrid && config.vector_only_rank != usize::MAX {
+            let matched: std::collections::HashSet<i64> = lexical.iter().map(|h| h.id).collect();
+            semantic = semantic
+                .into_iter()
+                .enumerate()
+                .filter(|(rank, hit)| matched.contains(&hit.id) || *rank < config.vector_only_rank)
+                .map(|(_, hit)| hit)
+                .collect();
+        }
+        let lists = vec![lexical, semantic];
+        let fused = score::rrf_weighted(&lists, &[config.lexical_weight, config.semantic_weight]);
         if fused.is_empty() {
             answer.note = Some(format!("nothing found for {:?}", request.query));
             return Ok(answer);
@@ -231,7 +314,7 @@ impl Engine {
             .into_iter()
             .map(|m| (m.id, m))
             .collect();
-        let relevances = score::relevances(&fused, lists.len());
+        let relevances = score::relevances(&fused);
         // Each candidate answers as the current head of its supersession chain (unless --all);
         // a head reached twice keeps its better placement.
         let mut by_head: BTreeMap<i64, RecallResult> = BTreeMap::new();
@@ -284,7 +367,7 @@ impl Engine {
                 score_norm: 0.0,
                 why: Why {
                     lexical_rank: candidate.ranks[LEXICAL],
-                    vector_rank: None,
+                    vector_rank: candidate.ranks[SEMANTIC],
                     relevance: round(parts.relevance),
                     recency: round(parts.recency),
                     stakes: round(parts.stakes),
@@ -339,6 +422,28 @@ impl Engine {
         }
         answer.results = results;
         Ok(answer)
+    }
+
+    /// The semantic candidate list, `Ok(None)` when no embedder is configured (or, on the fast
+    /// path, none is loaded), `Err(why)` when one is configured but unusable.
+    fn semantic_list(
+        &mut self,
+        request: &RecallRequest,
+        filter: &LexicalQuery<'_>,
+        limit: usize,
+        query_vector: Option<std::result::Result<Vec<f32>, cairn_embed::EmbedError>>,
+    ) -> std::result::Result<Option<SemanticCandidates>, String> {
+        if request.fast && !self.embedder_is_loaded() {
+            return Ok(None);
+        }
+        if !self.embedder_is_configured() {
+            return Ok(None);
+        }
+        let query_vector = query_vector
+            .transpose()
+            .map_err(|error| error.to_string())?;
+        self.semantic_candidates(&request.query, filter, limit, query_vector)
+            .map(Some)
     }
 
     /// Query terms worth searching: stop words dropped (by `query_terms`), very frequent terms

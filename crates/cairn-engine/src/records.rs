@@ -72,112 +72,118 @@ impl Engine {
         let actor = self.context.actor.clone();
         let now_time = self.now();
         let extract = self.extract_entities;
-        self.store.write(|tx| {
-            let previous = tx.reader().get(id)?.ok_or(EngineError::NotFound { id })?;
-            let mut updated = previous.clone();
-            let mut redacted = Vec::new();
-            if let Some(title) = &request.title {
-                let (title, kinds) = cleaned(title)?;
-                redacted.extend(kinds);
-                if title.chars().count() > cairn_core::record::MAX_TITLE_CHARS {
-                    return Err(EngineError::TooLarge {
-                        what: "the title",
-                        actual: title.chars().count(),
-                        limit: cairn_core::record::MAX_TITLE_CHARS,
-                        unit: "characters",
-                    });
+        self.store
+            .write(|tx| {
+                let previous = tx.reader().get(id)?.ok_or(EngineError::NotFound { id })?;
+                let mut updated = previous.clone();
+                let mut redacted = Vec::new();
+                if let Some(title) = &request.title {
+                    let (title, kinds) = cleaned(title)?;
+                    redacted.extend(kinds);
+                    if title.chars().count() > cairn_core::record::MAX_TITLE_CHARS {
+                        return Err(EngineError::TooLarge {
+                            what: "the title",
+                            actual: title.chars().count(),
+                            limit: cairn_core::record::MAX_TITLE_CHARS,
+                            unit: "characters",
+                        });
+                    }
+                    updated.title = (!title.is_empty()).then_some(title);
                 }
-                updated.title = (!title.is_empty()).then_some(title);
-            }
-            if let Some(body) = &request.body {
-                let (body, kinds) = cleaned(body)?;
-                redacted.extend(kinds);
-                if body.is_empty() {
-                    return Err(EngineError::Empty { what: "the body" });
+                if let Some(body) = &request.body {
+                    let (body, kinds) = cleaned(body)?;
+                    redacted.extend(kinds);
+                    if body.is_empty() {
+                        return Err(EngineError::Empty { what: "the body" });
+                    }
+                    if body.len() > cairn_core::record::MAX_BODY_BYTES {
+                        return Err(EngineError::TooLarge {
+                            what: "the body",
+                            actual: body.len(),
+                            limit: cairn_core::record::MAX_BODY_BYTES,
+                            unit: "bytes",
+                        });
+                    }
+                    updated.content_hash = text::content_hash(&body);
+                    updated.body = body;
                 }
-                if body.len() > cairn_core::record::MAX_BODY_BYTES {
-                    return Err(EngineError::TooLarge {
-                        what: "the body",
-                        actual: body.len(),
-                        limit: cairn_core::record::MAX_BODY_BYTES,
-                        unit: "bytes",
-                    });
+                if let Some(summary) = &request.summary {
+                    let (summary, kinds) = cleaned(summary)?;
+                    redacted.extend(kinds);
+                    updated.summary = (!summary.is_empty()).then_some(summary);
                 }
-                updated.content_hash = text::content_hash(&body);
-                updated.body = body;
-            }
-            if let Some(summary) = &request.summary {
-                let (summary, kinds) = cleaned(summary)?;
-                redacted.extend(kinds);
-                updated.summary = (!summary.is_empty()).then_some(summary);
-            }
-            if let Some(tags) = &request.tags {
-                updated.tags = clean_tags(tags)?;
-            }
-            if let Some(importance) = request.importance {
-                if !(1..=5).contains(&importance) {
-                    return Err(EngineError::Invalid(format!(
-                        "importance {importance} is out of range: use 1 to 5"
-                    )));
+                if let Some(tags) = &request.tags {
+                    updated.tags = clean_tags(tags)?;
                 }
-                updated.importance = importance;
-            }
-            if let Some(source) = &request.source {
-                let (source, kinds) = cleaned(source)?;
-                redacted.extend(kinds);
-                updated.source = (!source.is_empty()).then_some(source);
-            }
-            if let Some(confidence) = request.confidence {
-                updated.confidence =
-                    if confidence == Confidence::Confirmed && updated.source.is_none() {
-                        Confidence::Reported
-                    } else {
-                        confidence
-                    };
-            }
-            if let Some(memory_type) = request.memory_type {
-                updated.memory_type = memory_type;
-            }
-            if let Some(pinned) = request.pinned {
-                updated.pinned = pinned;
-            }
-            if let Some(review_at) = &request.review_at {
-                updated.review_at = Some(format_ts(parse_time_ahead(review_at, now_time)?));
-            }
-            if let Some(expires_at) = &request.expires_at {
-                updated.expires_at = Some(format_ts(parse_time_ahead(expires_at, now_time)?));
-            }
-            if updated == previous {
-                return Ok((previous, Vec::new()));
-            }
-            updated.updated_at = now.clone();
-            let norm = updated.title.as_deref().map(text::normalize_title);
-            tx.update_memory(
-                &updated,
-                norm.as_deref(),
-                &minhash::signature(&updated.body),
-                &previous,
-                "update",
-                &actor,
-            )?;
-            log_event(
-                tx,
-                "update",
-                &updated,
-                &now,
-                json!({"previous_hash": previous.content_hash}),
-            )?;
-            if extract
-                && (updated.body != previous.body
-                    || updated.title != previous.title
-                    || updated.tags != previous.tags)
-            {
-                crate::graph::write::link_record(tx, &updated, &now, &actor, false)?;
-            }
-            redacted.sort();
-            redacted.dedup();
-            Ok((updated, redacted))
-        })
+                if let Some(importance) = request.importance {
+                    if !(1..=5).contains(&importance) {
+                        return Err(EngineError::Invalid(format!(
+                            "importance {importance} is out of range: use 1 to 5"
+                        )));
+                    }
+                    updated.importance = importance;
+                }
+                if let Some(source) = &request.source {
+                    let (source, kinds) = cleaned(source)?;
+                    redacted.extend(kinds);
+                    updated.source = (!source.is_empty()).then_some(source);
+                }
+                if let Some(confidence) = request.confidence {
+                    updated.confidence =
+                        if confidence == Confidence::Confirmed && updated.source.is_none() {
+                            Confidence::Reported
+                        } else {
+                            confidence
+                        };
+                }
+                if let Some(memory_type) = request.memory_type {
+                    updated.memory_type = memory_type;
+                }
+                if let Some(pinned) = request.pinned {
+                    updated.pinned = pinned;
+                }
+                if let Some(review_at) = &request.review_at {
+                    updated.review_at = Some(format_ts(parse_time_ahead(review_at, now_time)?));
+                }
+                if let Some(expires_at) = &request.expires_at {
+                    updated.expires_at = Some(format_ts(parse_time_ahead(expires_at, now_time)?));
+                }
+                if updated == previous {
+                    return Ok((previous, Vec::new()));
+                }
+                updated.updated_at = now.clone();
+                let norm = updated.title.as_deref().map(text::normalize_title);
+                tx.update_memory(
+                    &updated,
+                    norm.as_deref(),
+                    &minhash::signature(&updated.body),
+                    &previous,
+                    "update",
+                    &actor,
+                )?;
+                log_event(
+                    tx,
+                    "update",
+                    &updated,
+                    &now,
+                    json!({"previous_hash": previous.content_hash}),
+                )?;
+                if extract
+                    && (updated.body != previous.body
+                        || updated.title != previous.title
+                        || updated.tags != previous.tags)
+                {
+                    crate::graph::write::link_record(tx, &updated, &now, &actor, false)?;
+                }
+                redacted.sort();
+                redacted.dedup();
+                Ok((updated, redacted))
+            })
+            .inspect(|_| {
+                // A changed text lost its vector (a trigger drops it); embed it again now when an
+                // embedder is configured, else it waits for `cairn reindex` like any pending one.
+                let _ = self.index_after_write();
+            })
     }
 
     /// Archives a record (reversible with `restore`), or with `hard` deletes it for good.

@@ -383,11 +383,27 @@ impl Engine {
         let prepared = prepare(request, Some(self.context.project.clone()), now, commit)?;
         let actor = self.context.actor.clone();
         let extract = self.extract_entities;
-        self.store.write(|tx| {
+        let mut outcome = self.store.write(|tx| {
             let outcome = remember_in(tx, request, prepared, now, &actor)?;
             crate::graph::write::after_remember(tx, request, &outcome, now, &actor, extract)?;
-            Ok(outcome)
-        })
+            Ok::<_, EngineError>(outcome)
+        })?;
+        if matches!(
+            outcome.status,
+            RememberStatus::Added | RememberStatus::Updated | RememberStatus::Flagged
+        ) {
+            if let Some(id) = outcome.id
+                && let Err(error) = self.refresh_context_of_neighbours(id)
+            {
+                outcome.warnings.push(format!(
+                    "the turns before #{id} keep their old context vectors ({error})"
+                ));
+            }
+            if let Some(warning) = self.index_after_write() {
+                outcome.warnings.push(warning);
+            }
+        }
+        Ok(outcome)
     }
 }
 

@@ -224,6 +224,11 @@ struct RecallArgs {
     /// What was current at this time.
     #[serde(default)]
     as_of: Option<String>,
+    /// hybrid (default: words and meaning), lexical (words only) or semantic (meaning only).
+    /// Meaning needs the embedding model, loaded in the background when the server starts;
+    /// until then, or without a model, the answer is lexical and says `degraded`.
+    #[serde(default)]
+    mode: Option<String>,
 }
 
 fn recall() -> ToolSpec {
@@ -244,7 +249,12 @@ fn recall() -> ToolSpec {
             request.all = args.all;
             request.since = args.since;
             request.as_of = args.as_of;
-            request.mode = Mode::Lexical;
+            request.mode = match &args.mode {
+                Some(mode) => mode.parse::<Mode>()?,
+                None => Mode::Hybrid,
+            };
+            // Never wait for a model inside a call: meaning is used once it is resident.
+            request.fast = true;
             Ok(render::recalled(&engine.recall(&request)?))
         },
     )

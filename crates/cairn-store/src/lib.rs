@@ -12,6 +12,7 @@ mod lifecycle;
 mod records;
 mod schema;
 mod search;
+mod vectors;
 mod wiki;
 
 pub use agent::{
@@ -28,6 +29,10 @@ pub use records::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{LexicalHit, LexicalQuery};
+pub use vectors::{
+    META_EMBED_DIM, META_EMBED_MODEL, VectorCounts, VectorMatrix, VectorSpace, blob_to_vector,
+    vector_to_blob,
+};
 pub use wiki::{EventMonth, LogEvent, Skeleton};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -53,6 +58,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Write transactions committed through this handle (see [`Store::generation`]).
+    writes: u64,
 }
 
 /// A write transaction (always `BEGIN IMMEDIATE`).
@@ -81,6 +88,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            writes: 0,
         };
         store.configure()?;
         store.migrate()?;
@@ -104,6 +112,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            writes: 0,
         };
         let version = store.schema_version()?;
         if version > SCHEMA_VERSION {
@@ -211,7 +220,19 @@ impl Store {
             .tx
             .commit()
             .map_err(|e| StoreError::from_sqlite(e, path))?;
+        self.writes += 1;
         Ok(value)
+    }
+
+    /// Changes whenever the brain may have changed: a commit through this handle or by any
+    /// other connection (`PRAGMA data_version`). Caches of derived data (the vector matrix)
+    /// are valid while it stays the same.
+    pub fn generation(&self) -> Result<u64> {
+        let others: i64 = self
+            .conn
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+        Ok((others as u64) << 32 ^ self.writes)
     }
 
     /// Read access outside a write transaction.

@@ -490,6 +490,7 @@ const RECOVERABLE_TABLES: &[&str] = &[
     "awareness",
     "capture_offsets",
     "inbox",
+    "vectors",
     "dream_runs",
     "dream_proposals",
 ];

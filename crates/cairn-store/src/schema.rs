@@ -5,13 +5,14 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
     MIGRATION_1,
     MIGRATION_2_GRAPH,
     MIGRATION_AGENT,
+    MIGRATION_VECTORS,
     MIGRATION_LIFECYCLE,
 ];
 
@@ -298,6 +299,36 @@ CREATE TABLE inbox (
     resolution     TEXT,
     UNIQUE (project, content_hash)
 );
+"#;
+
+/// Semantic index (issue 3): one embedding per record, derived data like the FTS rows.
+///
+/// * `vectors` holds the L2-normalized f32 vector (little-endian) of the text a record was
+///   embedded from; `text_hash` is the SHA-256 of that text (the record's words plus any
+///   context the engine adds), so identical texts reuse a vector (the cache by content hash)
+///   and a stale vector is recognisable.
+/// * Which model made the vectors lives in `meta` (`embed_model`, `embed_dim`): one brain, one
+///   vector space; a model switch re-embeds everything.
+/// * A record without a row is *pending*: the queue that `cairn reindex` and the background
+///   pass complete. Changing a record's text drops its row (it becomes pending again), and
+///   deleting a record drops it, so a row is never stale and never orphaned.
+const MIGRATION_VECTORS: &str = r#"
+CREATE TABLE vectors (
+    memory_id INTEGER PRIMARY KEY,
+    text_hash TEXT NOT NULL,
+    vector    BLOB NOT NULL
+);
+CREATE INDEX vectors_text_hash ON vectors(text_hash);
+-- The turns before an episode (its conversational context) by one index lookup.
+CREATE INDEX memories_conversation ON memories(project, scope, created_at) WHERE type = 'episode';
+CREATE TRIGGER vectors_forget_deleted AFTER DELETE ON memories BEGIN
+    DELETE FROM vectors WHERE memory_id = old.id;
+END;
+CREATE TRIGGER vectors_forget_changed AFTER UPDATE OF title, summary, body ON memories
+WHEN old.body IS NOT new.body OR old.title IS NOT new.title OR old.summary IS NOT new.summary
+BEGIN
+    DELETE FROM vectors WHERE memory_id = new.id;
+END;
 "#;
 
 /// The lifecycle (DESIGN §8): dream proposal sets and their proposals (a set is written in one

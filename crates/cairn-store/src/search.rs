@@ -33,74 +33,80 @@ pub struct LexicalHit {
     pub strength: f64,
 }
 
+/// Appends the candidate filters of `query` (project, scope chain, types, status, time window)
+/// to `sql` as ` AND …` clauses over the alias `m`, with their values. Lexical and semantic
+/// candidates pass the very same filters.
+fn push_filters(query: &LexicalQuery<'_>, sql: &mut String, values: &mut Vec<Value>) {
+    let mark = |value: Value, values: &mut Vec<Value>| {
+        values.push(value);
+        format!("?{}", values.len())
+    };
+    let projects: Vec<String> = query
+        .projects
+        .iter()
+        .map(|p| mark(p.clone().unwrap_or_default().into(), values))
+        .collect();
+    sql.push_str(&format!(" AND m.project IN ({})", projects.join(", ")));
+    if let Some(scopes) = query.scopes {
+        let marks: Vec<String> = scopes
+            .iter()
+            .map(|s| mark(s.clone().into(), values))
+            .collect();
+        sql.push_str(&format!(" AND m.scope IN ({})", marks.join(", ")));
+    }
+    if let Some(types) = query.types {
+        let marks: Vec<String> = types
+            .iter()
+            .map(|t| mark(t.as_str().to_string().into(), values))
+            .collect();
+        sql.push_str(&format!(" AND m.type IN ({})", marks.join(", ")));
+    }
+    match (query.as_of, query.include_archived) {
+        (_, true) => {}
+        (Some(as_of), false) => {
+            let at = mark(as_of.to_string().into(), values);
+            sql.push_str(&format!(
+                    " AND (m.status != 'archived' OR (m.retired_at IS NOT NULL AND m.retired_at > {at}))"
+                ));
+        }
+        (None, false) => sql.push_str(" AND m.status != 'archived'"),
+    }
+    if let Some(as_of) = query.as_of {
+        let at = mark(as_of.to_string().into(), values);
+        sql.push_str(&format!(" AND m.created_at <= {at}"));
+    }
+    if let Some(since) = query.since {
+        let at = mark(since.to_string().into(), values);
+        sql.push_str(&format!(" AND m.created_at >= {at}"));
+    }
+    if let Some(until) = query.until {
+        let at = mark(until.to_string().into(), values);
+        sql.push_str(&format!(" AND m.created_at <= {at}"));
+    }
+    // The same rule as `TrustZone::may_see`, in SQL so hidden records never use up the
+    // candidate limit.
+    match query.visible_to {
+        None | Some(cairn_core::record::TrustZone::PrivateSelf) => {}
+        Some(cairn_core::record::TrustZone::TrustedCollaborator) => {
+            sql.push_str(" AND m.sensitivity != 'do_not_export'")
+        }
+        Some(
+            cairn_core::record::TrustZone::OutsideContact
+            | cairn_core::record::TrustZone::PaidPublic,
+        ) => sql.push_str(" AND m.sensitivity = 'public_safe' AND m.trust_zone != 'private_self'"),
+    }
+}
+
 impl Reader<'_> {
     pub fn lexical_search(&self, query: &LexicalQuery<'_>) -> Result<Vec<LexicalHit>> {
         let map = |e| StoreError::from_sqlite(e, self.path);
         let mut values: Vec<Value> = vec![query.match_expression.to_string().into()];
-        let mark = |value: Value, values: &mut Vec<Value>| {
-            values.push(value);
-            format!("?{}", values.len())
-        };
         let mut sql = String::from(
             "SELECT m.id, -bm25(memories_fts, 3.0, 2.0, 2.0, 1.0) AS strength \
              FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
              WHERE memories_fts MATCH ?1",
         );
-        let projects: Vec<String> = query
-            .projects
-            .iter()
-            .map(|p| mark(p.clone().unwrap_or_default().into(), &mut values))
-            .collect();
-        sql.push_str(&format!(" AND m.project IN ({})", projects.join(", ")));
-        if let Some(scopes) = query.scopes {
-            let marks: Vec<String> = scopes
-                .iter()
-                .map(|s| mark(s.clone().into(), &mut values))
-                .collect();
-            sql.push_str(&format!(" AND m.scope IN ({})", marks.join(", ")));
-        }
-        if let Some(types) = query.types {
-            let marks: Vec<String> = types
-                .iter()
-                .map(|t| mark(t.as_str().to_string().into(), &mut values))
-                .collect();
-            sql.push_str(&format!(" AND m.type IN ({})", marks.join(", ")));
-        }
-        match (query.as_of, query.include_archived) {
-            (_, true) => {}
-            (Some(as_of), false) => {
-                let at = mark(as_of.to_string().into(), &mut values);
-                sql.push_str(&format!(
-                    " AND (m.status != 'archived' OR (m.retired_at IS NOT NULL AND m.retired_at > {at}))"
-                ));
-            }
-            (None, false) => sql.push_str(" AND m.status != 'archived'"),
-        }
-        if let Some(as_of) = query.as_of {
-            let at = mark(as_of.to_string().into(), &mut values);
-            sql.push_str(&format!(" AND m.created_at <= {at}"));
-        }
-        if let Some(since) = query.since {
-            let at = mark(since.to_string().into(), &mut values);
-            sql.push_str(&format!(" AND m.created_at >= {at}"));
-        }
-        if let Some(until) = query.until {
-            let at = mark(until.to_string().into(), &mut values);
-            sql.push_str(&format!(" AND m.created_at <= {at}"));
-        }
-        // The same rule as `TrustZone::may_see`, in SQL so hidden records never use up the
-        // candidate limit.
-        match query.visible_to {
-            None | Some(cairn_core::record::TrustZone::PrivateSelf) => {}
-            Some(cairn_core::record::TrustZone::TrustedCollaborator) => {
-                sql.push_str(" AND m.sensitivity != 'do_not_export'")
-            }
-            Some(
-                cairn_core::record::TrustZone::OutsideContact
-                | cairn_core::record::TrustZone::PaidPublic,
-            ) => sql
-                .push_str(" AND m.sensitivity = 'public_safe' AND m.trust_zone != 'private_self'"),
-        }
+        push_filters(query, &mut sql, &mut values);
         sql.push_str(&format!(
             " ORDER BY strength DESC, m.id LIMIT {}",
             query.limit.max(1)
@@ -115,6 +121,39 @@ impl Reader<'_> {
             })
             .map_err(map)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
+    }
+
+    /// The ids among `ids` that pass the filters of `query` (its match expression and limit
+    /// are ignored), in no particular order. Semantic candidates come from a scan of every
+    /// vector; this keeps only those the same filters as lexical search allow.
+    pub fn filter_ids(&self, ids: &[i64], query: &LexicalQuery<'_>) -> Result<Vec<i64>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut allowed = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() + 8);
+            let marks: Vec<String> = chunk
+                .iter()
+                .map(|id| {
+                    values.push(Value::Integer(*id));
+                    format!("?{}", values.len())
+                })
+                .collect();
+            let mut sql = format!(
+                "SELECT m.id FROM memories m WHERE m.id IN ({})",
+                marks.join(", ")
+            );
+            push_filters(query, &mut sql, &mut values);
+            let mut statement = self.conn.prepare(&sql).map_err(map)?;
+            let rows = statement
+                .query_map(rusqlite::params_from_iter(values), |row| {
+                    row.get::<_, i64>(0)
+                })
+                .map_err(map)?;
+            for row in rows {
+                allowed.push(row.map_err(map)?);
+            }
+        }
+        Ok(allowed)
     }
 
     /// How many records contain `term`, counting no further than `cap` (cheap for rare terms,

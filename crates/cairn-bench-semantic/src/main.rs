@@ -1,0 +1,508 @@
+//! `cairn-bench-semantic`: the speed numbers of semantic recall (issue 3), as a program.
+//!
+//! ```text
+//! cargo build --release -p cairn-cli -p cairn-bench-semantic
+//! nice target/release/cairn-bench-semantic [--records 100000] [--queries 200] [--out-dir bench/results]
+//! ```
+//!
+//! What it measures, with a fixed seed and a fixed `now`:
+//! 1. **Model batch throughput** vs **ingest throughput**: the same 512 synthetic texts embedded
+//!    by the model directly (`embed_batch`, batches of 32), then imported through
+//!    `Engine::import_jsonl` + `Engine::index_pending` (what `cairn import` does).
+//! 2. **Exact vector scan** over N stored vectors (one query, all rows).
+//! 3. **Hybrid recall in process** at N memories, query embedding included.
+//! 4. **Whole-process `cairn recall`** (hybrid: process start, model load, vector load, query),
+//!    and the lexical-only process for comparison (the hook path), with peak RSS from
+//!    `/usr/bin/time -v`.
+//!
+//! The N-record brain: records are imported lexically (synthetic sentences from a seeded
+//! vocabulary); their **stored vectors are random unit vectors** written straight into the
+//! brain under the real model's id and dimension — embedding 100k texts with the model would
+//! take tens of CPU-minutes and does not change scan or load cost. The **query side is always
+//! the real model**.
+
+use anyhow::{Context as _, Result, bail};
+use cairn_embed::Embedder;
+use cairn_engine::exchange::ImportOptions;
+use cairn_engine::{Context, Engine, Mode, RecallRequest};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+const SEED: u64 = 0x5eed_cafe;
+const NOW: &str = "2026-12-01T00:00:00Z";
+const WORDS: &[&str] = &[
+    "deploy",
+    "pipeline",
+    "queue",
+    "postgres",
+    "redis",
+    "cache",
+    "lockfile",
+    "migration",
+    "schema",
+    "index",
+    "timeout",
+    "retry",
+    "worker",
+    "cluster",
+    "backup",
+    "restore",
+    "token",
+    "rotate",
+    "secret",
+    "vault",
+    "release",
+    "branch",
+    "merge",
+    "review",
+    "latency",
+    "budget",
+    "memory",
+    "leak",
+    "profile",
+    "flame",
+    "graph",
+    "trace",
+    "span",
+    "metric",
+    "alert",
+    "pager",
+    "incident",
+    "rollback",
+    "canary",
+    "feature",
+    "flag",
+    "config",
+    "yaml",
+    "docker",
+    "image",
+    "registry",
+    "kubernetes",
+    "node",
+    "pod",
+    "volume",
+    "disk",
+    "quota",
+    "billing",
+    "invoice",
+    "customer",
+    "ticket",
+    "support",
+    "email",
+    "webhook",
+    "endpoint",
+    "gateway",
+    "proxy",
+    "tls",
+    "certificate",
+    "renewal",
+    "cron",
+    "schedule",
+    "batch",
+    "stream",
+    "kafka",
+    "topic",
+    "partition",
+    "consumer",
+    "offset",
+    "lag",
+    "replica",
+    "primary",
+    "failover",
+    "vacuum",
+    "analyze",
+    "query",
+    "plan",
+    "join",
+    "sort",
+    "hash",
+    "bloom",
+    "filter",
+    "shard",
+    "tenant",
+    "user",
+    "session",
+    "cookie",
+    "login",
+    "oauth",
+    "scope",
+    "role",
+    "permission",
+    "audit",
+    "log",
+];
+const FILLER: &[&str] = &[
+    "the", "a", "after", "before", "when", "because", "we", "it", "was", "is", "on", "for", "with",
+    "fails", "works", "slow", "fast", "again", "never", "always", "since", "friday",
+];
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+    fn pick<'a>(&mut self, list: &[&'a str]) -> &'a str {
+        list[(self.next() as usize) % list.len()]
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() as f32 / (1u64 << 31) as f32) * 2.0 - 1.0
+    }
+}
+
+/// A seeded pseudo-word: the technical words above, or one of ~30k rarer made-up words with
+/// a Zipf-like pick (short ranks common), so term frequencies look like real text rather
+/// than every word being in 10 % of records.
+fn word(rng: &mut Rng) -> String {
+    const SYLLABLES: &[&str] = &[
+        "ka", "lo", "mi", "ter", "sun", "dra", "vel", "po", "rin", "ax", "zo", "quen", "bel",
+        "tor", "fi", "gan", "hul", "ne", "os", "pra", "sel", "tu", "vor", "wen", "yal", "zer",
+        "cri", "dom", "ep", "ful",
+    ];
+    if rng.next().is_multiple_of(4) {
+        return rng.pick(WORDS).to_string();
+    }
+    // rank = u^3 × 30,000: small ranks far more often.
+    let u = (rng.next() % 10_000) as f64 / 10_000.0;
+    let rank = (u * u * u * 30_000.0) as usize;
+    let mut n = rank;
+    let mut word = String::new();
+    loop {
+        word.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+        if n == 0 {
+            break;
+        }
+    }
+    word
+}
+
+fn sentence(rng: &mut Rng, words: usize) -> String {
+    (0..words)
+        .map(|i| {
+            if i % 3 == 2 {
+                rng.pick(FILLER).to_string()
+            } else {
+                word(rng)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    (samples[index] * 1000.0).round() / 1000.0
+}
+
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some((kb / 1024.0 * 10.0).round() / 10.0)
+}
+
+fn context(project: &str) -> Context {
+    let mut context = Context::for_directory(Path::new("/"));
+    context.project = project.to_string();
+    context.actor = "bench".into();
+    context.now = chrono::DateTime::parse_from_rfc3339(NOW)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc));
+    context
+}
+
+fn import_lines(rng: &mut Rng, count: usize) -> String {
+    let mut lines = String::with_capacity(count * 160);
+    for i in 0..count {
+        let words = 10 + (rng.next() % 14) as usize;
+        let line = json!({
+            "type": "note",
+            "body": format!("{} (#{i})", sentence(rng, words)),
+            "created_at": NOW,
+        });
+        lines.push_str(&line.to_string());
+        lines.push('\n');
+    }
+    lines
+}
+
+struct Args {
+    records: usize,
+    queries: usize,
+    out_dir: PathBuf,
+    cairn: PathBuf,
+    ingest_texts: usize,
+}
+
+fn parse_args() -> Result<Args> {
+    let exe = std::env::current_exe()?;
+    let mut args = Args {
+        records: 100_000,
+        queries: 200,
+        out_dir: PathBuf::from("bench/results"),
+        cairn: exe.with_file_name("cairn"),
+        ingest_texts: 512,
+    };
+    let mut iter = std::env::args().skip(1);
+    while let Some(flag) = iter.next() {
+        let mut value = || iter.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--records" => args.records = value()?.parse()?,
+            "--queries" => args.queries = value()?.parse()?,
+            "--out-dir" => args.out_dir = PathBuf::from(value()?),
+            "--cairn" => args.cairn = PathBuf::from(value()?),
+            "--ingest-texts" => args.ingest_texts = value()?.parse()?,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let work = tempfile::tempdir()?;
+    let mut rng = Rng(SEED);
+    let config = cairn_embed::EmbedderConfig::Local {
+        model: cairn_embed::LocalModel::parse(
+            &std::env::var("CAIRN_MODEL").unwrap_or_else(|_| "e5".into()),
+        )
+        .context("CAIRN_MODEL: e5 or minilm")?,
+        model_dir: None,
+        options: cairn_embed::MiniLmOptions::default(),
+    };
+    let load_clock = Instant::now();
+    let embedder: Arc<dyn Embedder> =
+        Arc::from(cairn_embed::open_embedder(&config)?.context("the local model is configured")?);
+    let model_load_ms = load_clock.elapsed().as_secs_f64() * 1000.0;
+    eprintln!(
+        "model {} loaded in {model_load_ms:.0} ms",
+        embedder.model_id()
+    );
+
+    // 1. Model batch throughput vs ingest throughput on the same texts.
+    let texts: Vec<String> = (0..args.ingest_texts)
+        .map(|_| sentence(&mut rng, 18))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let lines: String = texts
+        .iter()
+        .map(|t| json!({"type": "note", "body": t, "created_at": NOW}).to_string() + "\n")
+        .collect();
+    // Alternate the two measurements (best of 2 each) so load from other work on the machine
+    // hits both alike.
+    let mut model_per_sec: f64 = 0.0;
+    let mut ingest_per_sec: f64 = 0.0;
+    for round in 0..2 {
+        let clock = Instant::now();
+        embedder.embed_batch(&refs)?;
+        model_per_sec = model_per_sec.max(texts.len() as f64 / clock.elapsed().as_secs_f64());
+        let mut engine = Engine::open(
+            &work.path().join(format!("ingest-{round}.db")),
+            context("bench"),
+        )?;
+        engine.set_shared_embedder(embedder.clone());
+        let clock = Instant::now();
+        engine.import_jsonl(
+            &mut std::io::Cursor::new(lines.clone()),
+            &ImportOptions::default(),
+        )?;
+        let indexed = engine.index_pending(None, &mut |_, _| {})?;
+        ingest_per_sec = ingest_per_sec.max(texts.len() as f64 / clock.elapsed().as_secs_f64());
+        assert_eq!(indexed.embedded, texts.len());
+    }
+    eprintln!("model {model_per_sec:.1} texts/s, ingest {ingest_per_sec:.1} records/s");
+
+    // 2–3. The N-record brain: lexical import, random unit vectors under the model's id.
+    let brain = work.path().join("big.db");
+    let mut engine = Engine::open(&brain, context("bench"))?;
+    let clock = Instant::now();
+    for chunk in 0..args.records.div_ceil(10_000) {
+        let count = (args.records - chunk * 10_000).min(10_000);
+        let lines = import_lines(&mut rng, count);
+        engine.import_jsonl(&mut std::io::Cursor::new(lines), &ImportOptions::default())?;
+    }
+    let import_secs = clock.elapsed().as_secs_f64();
+    let dimension = embedder.dimension();
+    let clock = Instant::now();
+    engine.store_mut().write(|tx| {
+        tx.set_vector_space(&cairn_store::VectorSpace {
+            model: embedder.model_id().to_string(),
+            dimension,
+        })?;
+        let ids = tx.reader().pending_vector_ids(0, usize::MAX)?;
+        for id in ids {
+            let mut vector: Vec<f32> = (0..dimension).map(|_| rng.unit()).collect();
+            cairn_embed::l2_normalize(&mut vector);
+            tx.put_vector(id, &format!("random-{id}"), &vector)?;
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    let vectors_secs = clock.elapsed().as_secs_f64();
+    eprintln!(
+        "{} records imported in {import_secs:.1} s, random vectors written in {vectors_secs:.1} s",
+        args.records
+    );
+
+    // Exact scan alone.
+    let matrix = engine.store().reader().load_vectors(dimension)?;
+    let mut scans = Vec::new();
+    for _ in 0..50 {
+        let query: Vec<f32> = (0..dimension).map(|_| rng.unit()).collect();
+        let clock = Instant::now();
+        let found = cairn_core::vector::top_k(&matrix.data, &query, 250);
+        scans.push(clock.elapsed().as_secs_f64() * 1000.0);
+        assert!(!found.is_empty());
+    }
+    let load_clock = Instant::now();
+    let _ = engine.store().reader().load_vectors(dimension)?;
+    let load_vectors_ms = load_clock.elapsed().as_secs_f64() * 1000.0;
+    drop(matrix);
+
+    // Hybrid recall in process (model loaded, vectors cached after the first query).
+    engine.set_shared_embedder(embedder.clone());
+    let queries: Vec<String> = (0..args.queries)
+        .map(|_| {
+            let words = 3 + (rng.next() % 5) as usize;
+            sentence(&mut rng, words)
+        })
+        .collect();
+    let mut warm = RecallRequest::new(queries[0].clone());
+    warm.touch = false;
+    engine.recall(&warm)?;
+    let mut in_process = Vec::new();
+    let mut lexical_in_process = Vec::new();
+    for query in &queries {
+        for (mode, samples) in [
+            (Mode::Hybrid, &mut in_process),
+            (Mode::Lexical, &mut lexical_in_process),
+        ] {
+            let mut request = RecallRequest::new(query.clone());
+            request.touch = false;
+            request.mode = mode;
+            let clock = Instant::now();
+            let answer = engine.recall(&request)?;
+            samples.push(clock.elapsed().as_secs_f64() * 1000.0);
+            if mode == Mode::Hybrid && answer.degraded.is_some() {
+                bail!("hybrid recall was degraded: {:?}", answer.warnings);
+            }
+        }
+    }
+    let mut embed_query = Vec::new();
+    for query in queries.iter().take(50) {
+        let clock = Instant::now();
+        embedder.embed_query(query)?;
+        embed_query.push(clock.elapsed().as_secs_f64() * 1000.0);
+    }
+    let in_process_rss = peak_rss_mb();
+    drop(engine);
+
+    // 4. Whole process.
+    let whole = |mode: &str, runs: usize| -> Result<(Vec<f64>, Option<f64>)> {
+        let mut samples = Vec::new();
+        let mut rss: Option<f64> = None;
+        for query in queries.iter().take(runs) {
+            let clock = Instant::now();
+            let output = Command::new("/usr/bin/time")
+                .arg("-v")
+                .arg(&args.cairn)
+                .args(["--db"])
+                .arg(&brain)
+                .args([
+                    "--project",
+                    "bench",
+                    "--json",
+                    "recall",
+                    "--no-touch",
+                    "--mode",
+                    mode,
+                ])
+                .arg("--")
+                .arg(query)
+                .env("CAIRN_EMBEDDER", "local")
+                .env("CAIRN_MODEL", embedder_name(embedder.model_id()))
+                .output()
+                .context("run cairn under /usr/bin/time")?;
+            samples.push(clock.elapsed().as_secs_f64() * 1000.0);
+            if !output.status.success() {
+                bail!(
+                    "cairn recall failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+            let answer: Value = serde_json::from_slice(&output.stdout)?;
+            if mode == "hybrid" && !answer["degraded"].is_null() {
+                bail!(
+                    "whole-process hybrid recall was degraded: {}",
+                    answer["warnings"]
+                );
+            }
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            if let Some(kb) = stderr
+                .lines()
+                .find(|l| l.contains("Maximum resident set size"))
+                .and_then(|l| l.rsplit(':').next())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+            {
+                let mb = (kb / 1024.0 * 10.0).round() / 10.0;
+                rss = Some(rss.map_or(mb, |r: f64| r.max(mb)));
+            }
+        }
+        Ok((samples, rss))
+    };
+    let (mut hybrid_process, hybrid_rss) = whole("hybrid", 20)?;
+    let (mut lexical_process, lexical_rss) = whole("lexical", 20)?;
+
+    let report = json!({
+        "date": chrono::Utc::now().format("%Y-%m-%d").to_string(),
+        "machine": "2 vCPU shared with other builds (see the .md for the load average)",
+        "load_average": std::fs::read_to_string("/proc/loadavg").ok().map(|l| l.trim().to_string()),
+        "model": embedder.model_id(),
+        "model_load_ms": (model_load_ms * 10.0).round() / 10.0,
+        "ingest": {
+            "texts": texts.len(),
+            "model_batch_texts_per_sec": (model_per_sec * 10.0).round() / 10.0,
+            "ingest_records_per_sec": (ingest_per_sec * 10.0).round() / 10.0,
+            "ratio": (ingest_per_sec / model_per_sec * 1000.0).round() / 1000.0,
+        },
+        "brain": {
+            "records": args.records,
+            "stored_vectors": "random unit vectors (seeded), model id and dimension of the real model",
+            "import_secs": (import_secs * 10.0).round() / 10.0,
+            "load_vectors_ms": (load_vectors_ms * 10.0).round() / 10.0,
+        },
+        "exact_scan_ms": {"p50": percentile(&mut scans.clone(), 0.5), "p95": percentile(&mut scans, 0.95)},
+        "query_embedding_ms": {"p50": percentile(&mut embed_query.clone(), 0.5), "p95": percentile(&mut embed_query, 0.95)},
+        "hybrid_in_process_ms": {"p50": percentile(&mut in_process.clone(), 0.5), "p95": percentile(&mut in_process, 0.95), "queries": queries.len()},
+        "lexical_in_process_ms": {"p50": percentile(&mut lexical_in_process.clone(), 0.5), "p95": percentile(&mut lexical_in_process, 0.95)},
+        "in_process_peak_rss_mb": in_process_rss,
+        "hybrid_whole_process_ms": {"p50": percentile(&mut hybrid_process.clone(), 0.5), "p95": percentile(&mut hybrid_process, 0.95), "runs": hybrid_process.len(), "peak_rss_mb": hybrid_rss},
+        "lexical_whole_process_ms": {"p50": percentile(&mut lexical_process.clone(), 0.5), "p95": percentile(&mut lexical_process, 0.95), "runs": lexical_process.len(), "peak_rss_mb": lexical_rss},
+    });
+    std::fs::create_dir_all(&args.out_dir)?;
+    let stem = format!("semantic-{}", report["date"].as_str().unwrap_or("today"));
+    let json_path = args.out_dir.join(format!("{stem}.json"));
+    std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    eprintln!("wrote {}", json_path.display());
+    Ok(())
+}
+
+fn embedder_name(model_id: &str) -> &'static str {
+    if model_id.contains("e5") {
+        "e5"
+    } else {
+        "minilm"
+    }
+}

@@ -1,0 +1,570 @@
+//! `cairn eval locomo`: retrieval quality on LoCoMo through the paths users use.
+//!
+//! For each conversation: a fresh brain in a temporary directory, one `episode` per turn
+//! (`<speaker>: <text>` plus ` [image: <caption>]`, created at its session date plus the turn's
+//! index in seconds, `external_id` = the dia_id) written by `import_jsonl` and embedded by the
+//! same indexing `cairn import` runs; then every question of categories 1–4 asked through
+//! `Engine::recall` with `as_of` one day after the conversation's last session, once per mode.
+//! Scoring follows `../shared/eval/locomo/README.md`.
+
+use crate::cli::Cli;
+use crate::output::print_json;
+use anyhow::{Context as _, Result, bail};
+use cairn_engine::exchange::ImportOptions;
+use cairn_engine::{Context, Engine, Mode, RecallRequest, SemanticConfig};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// LoCoMo turn retrieval: recall@k, recall_all@k, NDCG@10, per category, latency, RSS.
+    Locomo(LocomoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LocomoArgs {
+    /// The LoCoMo JSON file (e.g. ../shared/eval/locomo/locomo-dev.json).
+    #[arg(long, value_name = "FILE")]
+    data: PathBuf,
+    /// Cut-offs for recall@k and recall_all@k.
+    #[arg(long, value_delimiter = ',', default_value = "5,10,25,50")]
+    k: Vec<usize>,
+    /// Modes to compare in this run.
+    #[arg(long, value_delimiter = ',', default_value = "lexical,semantic,hybrid")]
+    mode: Vec<String>,
+    /// Write the full report as JSON here.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Only the first N conversations (quick checks).
+    #[arg(long)]
+    conversations: Option<usize>,
+    /// Tuning of the semantic leg (defaults are the shipped values): preceding turns an
+    /// episode is embedded with.
+    #[arg(long)]
+    context_turns: Option<usize>,
+    /// Following turns an episode is embedded with.
+    #[arg(long)]
+    context_after: Option<usize>,
+    /// RRF weights `LEXICAL,SEMANTIC`.
+    #[arg(long, value_delimiter = ',')]
+    weights: Option<Vec<f64>>,
+    /// Semantic-only candidates enter within this rank of the semantic list (0: never).
+    #[arg(long)]
+    vector_only_rank: Option<usize>,
+    /// Extra hybrid rows over the same ingest, to compare fusion settings in one run:
+    /// `LEXICAL_WEIGHT:SEMANTIC_WEIGHT:VECTOR_ONLY_RANK` (rank `all` = no bound), e.g.
+    /// `--fusion 1:0.5:all,1:1:10`.
+    #[arg(long, value_delimiter = ',')]
+    fusion: Vec<String>,
+}
+
+/// One row of the report: a mode, and for extra hybrid rows their fusion settings.
+struct Row {
+    label: String,
+    mode: Mode,
+    config: Option<SemanticConfig>,
+}
+
+fn fusion_row(spec: &str, base: &SemanticConfig) -> Result<Row> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [lexical, semantic, rank] = parts.as_slice() else {
+        bail!("--fusion {spec:?}: expected LEXICAL_WEIGHT:SEMANTIC_WEIGHT:RANK");
+    };
+    let mut config = base.clone();
+    config.lexical_weight = lexical.parse().context("lexical weight")?;
+    config.semantic_weight = semantic.parse().context("semantic weight")?;
+    config.vector_only_rank = if *rank == "all" {
+        usize::MAX
+    } else {
+        rank.parse().context("vector-only rank")?
+    };
+    Ok(Row {
+        label: format!("hybrid[{spec}]"),
+        mode: Mode::Hybrid,
+        config: Some(config),
+    })
+}
+
+struct Question {
+    text: String,
+    evidence: Vec<String>,
+    category: u64,
+}
+
+struct Conversation {
+    id: String,
+    lines: String,
+    as_of: String,
+    questions: Vec<Question>,
+    turns: usize,
+}
+
+fn parse_session_date(text: &str) -> Result<chrono::NaiveDateTime> {
+    chrono::NaiveDateTime::parse_from_str(text.trim(), "%I:%M %p on %d %B, %Y")
+        .with_context(|| format!("unreadable session date {text:?}"))
+}
+
+/// Evidence ids as LoCoMo writes them, some malformed (`D8:6; D9:17`, `D`): split on `;`/`,`,
+/// keep what names a turn.
+fn evidence_ids(raw: &[Value]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for item in raw.iter().filter_map(Value::as_str) {
+        for part in item.split([';', ',']) {
+            let part = part.trim();
+            let valid = part
+                .strip_prefix('D')
+                .and_then(|rest| rest.split_once(':'))
+                .is_some_and(|(a, b)| {
+                    !a.is_empty()
+                        && !b.is_empty()
+                        && a.bytes().all(|c| c.is_ascii_digit())
+                        && b.bytes().all(|c| c.is_ascii_digit())
+                });
+            if valid {
+                ids.push(part.to_string());
+            }
+        }
+    }
+    ids
+}
+
+fn load(path: &PathBuf) -> Result<Vec<Conversation>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let data: Vec<Value> = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a LoCoMo JSON list", path.display()))?;
+    let mut conversations = Vec::new();
+    for sample in &data {
+        let id = sample["sample_id"].as_str().unwrap_or("conv").to_string();
+        let conversation = &sample["conversation"];
+        let mut lines = String::new();
+        let mut last: Option<chrono::NaiveDateTime> = None;
+        let mut turns = 0;
+        let mut session = 1;
+        while let Some(list) = conversation[format!("session_{session}")].as_array() {
+            let date_text = conversation[format!("session_{session}_date_time")]
+                .as_str()
+                .unwrap_or_default();
+            let date = parse_session_date(date_text)?;
+            last = Some(last.map_or(date, |l| l.max(date)));
+            for (index, turn) in list.iter().enumerate() {
+                let mut body = format!(
+                    "{}: {}",
+                    turn["speaker"].as_str().unwrap_or("?"),
+                    turn["text"].as_str().unwrap_or("")
+                );
+                if let Some(caption) = turn["blip_caption"].as_str() {
+                    body.push_str(&format!(" [image: {caption}]"));
+                }
+                let at = date + chrono::Duration::seconds(index as i64);
+                let line = json!({
+                    "type": "episode",
+                    "body": body,
+                    "external_id": turn["dia_id"],
+                    "created_at": at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                    "project": id,
+                });
+                lines.push_str(&line.to_string());
+                lines.push('\n');
+                turns += 1;
+            }
+            session += 1;
+        }
+        let Some(last) = last else { continue };
+        let as_of = (last + chrono::Duration::days(1))
+            .format("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let questions = sample["qa"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|qa| {
+                let category = qa["category"].as_u64()?;
+                if !(1..=4).contains(&category) {
+                    return None;
+                }
+                let evidence = evidence_ids(qa["evidence"].as_array()?);
+                (!evidence.is_empty()).then(|| Question {
+                    text: qa["question"].as_str().unwrap_or("").to_string(),
+                    evidence,
+                    category,
+                })
+            })
+            .collect();
+        conversations.push(Conversation {
+            id,
+            lines,
+            as_of,
+            questions,
+            turns,
+        });
+    }
+    Ok(conversations)
+}
+
+#[derive(Default)]
+struct Tally {
+    questions: usize,
+    recall: BTreeMap<usize, f64>,
+    recall_all: BTreeMap<usize, f64>,
+    ndcg10: f64,
+    by_category: BTreeMap<u64, (usize, f64)>,
+    latencies_ms: Vec<f64>,
+    degraded: usize,
+}
+
+impl Tally {
+    fn add(&mut self, ks: &[usize], ranked: &[String], question: &Question) {
+        let evidence: HashSet<&str> = question.evidence.iter().map(String::as_str).collect();
+        self.questions += 1;
+        for &k in ks {
+            let hits = ranked
+                .iter()
+                .take(k)
+                .filter(|id| evidence.contains(id.as_str()))
+                .collect::<HashSet<_>>()
+                .len();
+            *self.recall.entry(k).or_default() += hits as f64 / evidence.len() as f64;
+            *self.recall_all.entry(k).or_default() += f64::from(u8::from(hits == evidence.len()));
+        }
+        let dcg: f64 = ranked
+            .iter()
+            .take(10)
+            .enumerate()
+            .filter(|(_, id)| evidence.contains(id.as_str()))
+            .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
+            .sum();
+        let ideal: f64 = (0..evidence.len().min(10))
+            .map(|i| 1.0 / ((i + 2) as f64).log2())
+            .sum();
+        self.ndcg10 += dcg / ideal;
+        let at10 = ranked
+            .iter()
+            .take(10)
+            .filter(|id| evidence.contains(id.as_str()))
+            .collect::<HashSet<_>>()
+            .len() as f64
+            / evidence.len() as f64;
+        let entry = self.by_category.entry(question.category).or_default();
+        entry.0 += 1;
+        entry.1 += at10;
+    }
+
+    fn report(&self) -> Value {
+        let n = self.questions.max(1) as f64;
+        let mut latencies = self.latencies_ms.clone();
+        latencies.sort_by(f64::total_cmp);
+        let percentile = |p: f64| -> f64 {
+            if latencies.is_empty() {
+                return 0.0;
+            }
+            let index = ((latencies.len() as f64 - 1.0) * p).round() as usize;
+            round3(latencies[index])
+        };
+        let mut out = serde_json::Map::new();
+        out.insert("questions".into(), json!(self.questions));
+        for (k, total) in &self.recall {
+            out.insert(format!("recall@{k}"), json!(round3(total / n)));
+        }
+        for (k, total) in &self.recall_all {
+            out.insert(format!("recall_all@{k}"), json!(round3(total / n)));
+        }
+        out.insert("ndcg@10".into(), json!(round3(self.ndcg10 / n)));
+        let names = [
+            (1, "multi-hop"),
+            (2, "temporal"),
+            (3, "open-domain"),
+            (4, "single-hop"),
+        ];
+        let categories: serde_json::Map<String, Value> = self
+            .by_category
+            .iter()
+            .map(|(category, (count, total))| {
+                let name = names
+                    .iter()
+                    .find(|(c, _)| c == category)
+                    .map_or("other", |(_, n)| n);
+                (
+                    format!("{category}-{name}"),
+                    json!({"questions": count, "recall@10": round3(total / *count as f64)}),
+                )
+            })
+            .collect();
+        out.insert("recall@10_by_category".into(), Value::Object(categories));
+        out.insert("query_ms_p50".into(), json!(percentile(0.5)));
+        out.insert("query_ms_p95".into(), json!(percentile(0.95)));
+        out.insert("degraded_answers".into(), json!(self.degraded));
+        Value::Object(out)
+    }
+}
+
+fn round3(value: f64) -> f64 {
+    (value * 1000.0).round() / 1000.0
+}
+
+/// Peak resident set size of this process, in MB (Linux: VmHWM).
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(round3(kb / 1024.0))
+}
+
+pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
+    let EvalCommand::Locomo(locomo) = command;
+    let modes: Vec<Mode> = locomo
+        .mode
+        .iter()
+        .map(|m| m.parse::<Mode>())
+        .collect::<std::result::Result<_, _>>()?;
+    let mut ks = locomo.k.clone();
+    ks.sort_unstable();
+    ks.dedup();
+    if ks.is_empty() || ks[0] == 0 {
+        bail!("--k needs cut-offs of at least 1, e.g. --k 5,10,25,50");
+    }
+    let limit = *ks.last().expect("not empty");
+    let mut conversations = load(&locomo.data)?;
+    if let Some(count) = locomo.conversations {
+        conversations.truncate(count);
+    }
+    let mut config = SemanticConfig::default();
+    if let Some(turns) = locomo.context_turns {
+        config.context_turns = turns;
+    }
+    if let Some(turns) = locomo.context_after {
+        config.context_after = turns;
+    }
+    if let Some(weights) = &locomo.weights {
+        config.lexical_weight = weights.first().copied().unwrap_or(1.0);
+        config.semantic_weight = weights.get(1).copied().unwrap_or(1.0);
+    }
+    if let Some(rank) = locomo.vector_only_rank {
+        config.vector_only_rank = rank;
+    }
+    let workdir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let mut shared: Option<Arc<dyn cairn_embed::Embedder>> = None;
+    let mut embedder_problem: Option<String> = None;
+    let mut rows: Vec<Row> = modes
+        .iter()
+        .map(|mode| Row {
+            label: serde_json::to_value(mode)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            mode: *mode,
+            config: None,
+        })
+        .collect();
+    for spec in &locomo.fusion {
+        rows.push(fusion_row(spec, &config)?);
+    }
+    let mut tallies: Vec<Tally> = rows.iter().map(|_| Tally::default()).collect();
+    let mut ingest_secs = 0.0;
+    let mut embed_secs = 0.0;
+    let mut turns = 0;
+    let started = Instant::now();
+    for conversation in &conversations {
+        let path = workdir.path().join(format!("{}.db", conversation.id));
+        let cwd = std::env::current_dir()?;
+        let mut context = Context::for_directory(&cwd);
+        context.project = conversation.id.clone();
+        context.actor = "eval".into();
+        let mut engine = Engine::open(&path, context)?;
+        engine.set_semantic_config(config.clone());
+        match &shared {
+            Some(embedder) => engine.set_shared_embedder(embedder.clone()),
+            None if embedder_problem.is_none() => {
+                engine.set_embedder_loader(crate::semantic_cmd::embedder_loader(
+                    args.model_dir.as_deref(),
+                ));
+                match engine.load_embedder() {
+                    Ok(Some(embedder)) => shared = Some(embedder),
+                    Ok(None) => embedder_problem = Some("no embedder configured".into()),
+                    Err(problem) => {
+                        eprintln!("cairn eval: {problem}");
+                        embedder_problem = Some(problem);
+                    }
+                }
+            }
+            None => {}
+        }
+        let clock = Instant::now();
+        let report = engine.import_jsonl(
+            &mut std::io::Cursor::new(conversation.lines.as_bytes()),
+            &ImportOptions::default(),
+        )?;
+        if report.summary.error > 0 || report.summary.refused > 0 {
+            bail!(
+                "{}: {} turns were not imported: {:?}",
+                conversation.id,
+                report.summary.error + report.summary.refused,
+                report.lines.iter().find(|l| l.message.is_some())
+            );
+        }
+        let imported = clock.elapsed().as_secs_f64();
+        if shared.is_some() {
+            let clock = Instant::now();
+            let mut progress = crate::semantic_cmd::progress_bar("embedding");
+            let indexed = engine.index_pending(None, &mut progress)?;
+            if indexed.failed > 0 {
+                eprintln!(
+                    "cairn eval: {}: {} turns not embedded: {:?}",
+                    conversation.id, indexed.failed, indexed.errors
+                );
+            }
+            embed_secs += clock.elapsed().as_secs_f64();
+        }
+        ingest_secs += clock.elapsed().as_secs_f64().max(imported);
+        turns += conversation.turns;
+        for (row, tally) in rows.iter().zip(tallies.iter_mut()) {
+            engine.set_semantic_config(row.config.clone().unwrap_or_else(|| config.clone()));
+            let mode = &row.mode;
+            for question in &conversation.questions {
+                let mut request = RecallRequest::new(question.text.clone());
+                request.limit = limit;
+                request.touch = false;
+                request.as_of = Some(conversation.as_of.clone());
+                request.mode = *mode;
+                request.project = Some(conversation.id.clone());
+                let clock = Instant::now();
+                let answer = engine.recall(&request)?;
+                tally
+                    .latencies_ms
+                    .push(clock.elapsed().as_secs_f64() * 1000.0);
+                if answer.degraded.is_some() {
+                    tally.degraded += 1;
+                }
+                let ranked: Vec<String> = answer
+                    .results
+                    .iter()
+                    .filter_map(|r| r.external_id.clone())
+                    .collect();
+                tally.add(&ks, &ranked, question);
+            }
+        }
+        eprintln!(
+            "cairn eval: {} done ({} turns, {} questions, {:.0} s so far)",
+            conversation.id,
+            conversation.turns,
+            conversation.questions.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let mode_reports: serde_json::Map<String, Value> = rows
+        .iter()
+        .zip(&tallies)
+        .map(|(row, tally)| (row.label.clone(), tally.report()))
+        .collect();
+    let report = json!({
+        "data": locomo.data,
+        "conversations": conversations.len(),
+        "turns": turns,
+        "embedder": shared.as_ref().map(|e| e.model_id().to_string()),
+        "embedder_problem": embedder_problem,
+        "semantic_config": {
+            "context_turns": config.context_turns,
+            "context_after": config.context_after,
+            "lexical_weight": config.lexical_weight,
+            "semantic_weight": config.semantic_weight,
+            "vector_only_rank": (config.vector_only_rank != usize::MAX).then_some(config.vector_only_rank),
+        },
+        "ingest_secs": round3(ingest_secs),
+        "embed_secs": round3(embed_secs),
+        "ingest_turns_per_sec": round3(turns as f64 / ingest_secs.max(1e-9)),
+        "peak_rss_mb": peak_rss_mb(),
+        "modes": mode_reports,
+    });
+    if let Some(out) = &locomo.out {
+        std::fs::write(out, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    if args.json {
+        print_json(&report);
+    } else {
+        print_summary(&report, &ks);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(report: &Value, ks: &[usize]) {
+    println!(
+        "LoCoMo {} ({} conversations, {} turns), embedder {}",
+        report["data"].as_str().unwrap_or(""),
+        report["conversations"],
+        report["turns"],
+        report["embedder"].as_str().unwrap_or("none")
+    );
+    println!(
+        "ingest {:.1} s ({:.0} turns/s), peak RSS {} MB",
+        report["ingest_secs"].as_f64().unwrap_or(0.0),
+        report["ingest_turns_per_sec"].as_f64().unwrap_or(0.0),
+        report["peak_rss_mb"]
+    );
+    let mut header = format!("{:<24}", "mode");
+    for k in ks {
+        header.push_str(&format!(" {:>8}", format!("R@{k}")));
+    }
+    header.push_str(&format!(
+        " {:>8} {:>8} {:>8} {:>8}",
+        "Rall@10", "NDCG@10", "p50 ms", "p95 ms"
+    ));
+    println!("{header}");
+    if let Some(modes) = report["modes"].as_object() {
+        for (mode, values) in modes {
+            let mut line = format!("{mode:<24}");
+            for k in ks {
+                line.push_str(&format!(
+                    " {:>8.3}",
+                    values[format!("recall@{k}")].as_f64().unwrap_or(0.0)
+                ));
+            }
+            line.push_str(&format!(
+                " {:>8.3} {:>8.3} {:>8.2} {:>8.2}",
+                values["recall_all@10"].as_f64().unwrap_or(0.0),
+                values["ndcg@10"].as_f64().unwrap_or(0.0),
+                values["query_ms_p50"].as_f64().unwrap_or(0.0),
+                values["query_ms_p95"].as_f64().unwrap_or(0.0)
+            ));
+            println!("{line}");
+            if let Some(categories) = values["recall@10_by_category"].as_object() {
+                let parts: Vec<String> = categories
+                    .iter()
+                    .map(|(name, c)| {
+                        format!("{name} {:.3}", c["recall@10"].as_f64().unwrap_or(0.0))
+                    })
+                    .collect();
+                println!("  R@10 by category: {}", parts.join(", "));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_evidence_ids_are_split_and_dropped() {
+        let check = |raw: Value, expect: &[&str]| {
+            assert_eq!(evidence_ids(raw.as_array().unwrap()), expect, "{raw}");
+        };
+        check(json!(["D1:3"]), &["D1:3"]);
+        check(json!(["D8:6; D9:17"]), &["D8:6", "D9:17"]);
+        check(json!(["D", "D1:", ":3", "D1:2,D3:4"]), &["D1:2", "D3:4"]);
+        check(json!(["X1:2", 7]), &[]);
+    }
+
+    #[test]
+    fn session_dates_parse() {
+        let date = parse_session_date("1:56 pm on 8 May, 2023").unwrap();
+        assert_eq!(date.to_string(), "2023-05-08 13:56:00");
+        assert!(parse_session_date("yesterday").is_err());
+    }
+}

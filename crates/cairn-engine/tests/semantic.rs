@@ -1,0 +1,180 @@
+//! The semantic leg of the engine with the hash embedder (a deterministic fake): fusion,
+//! filters on vector candidates, the hook's fast path, the write path's indexing.
+
+use cairn_core::record::MemoryType;
+use cairn_embed::HashEmbedder;
+use cairn_engine::{Context, Engine, Mode, RecallRequest, RememberRequest, SemanticConfig};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn engine(dir: &Path) -> Engine {
+    let mut context = Context::for_directory(dir);
+    context.project = "p".into();
+    context.now = Some("2026-06-01T00:00:00Z".parse().unwrap());
+    Engine::open(&dir.join("brain.db"), context).unwrap()
+}
+
+fn remember(engine: &mut Engine, memory_type: MemoryType, scope: Option<&str>, body: &str) -> i64 {
+    let mut request = RememberRequest::new(memory_type, body);
+    request.scope = scope.map(str::to_string);
+    request.allow_duplicate = true;
+    let outcome = engine.remember(&request).unwrap();
+    assert!(outcome.warnings.is_empty(), "{outcome:?}");
+    outcome.id.unwrap()
+}
+
+fn recall(engine: &mut Engine, query: &str, mode: Mode) -> cairn_engine::RecallAnswer {
+    let mut request = RecallRequest::new(query);
+    request.mode = mode;
+    request.touch = false;
+    engine.recall(&request).unwrap()
+}
+
+#[test]
+fn vector_candidates_pass_the_same_filters_as_lexical_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path());
+    engine.set_embedder(Box::new(HashEmbedder::new(64)));
+    let deploy = remember(
+        &mut engine,
+        MemoryType::Note,
+        Some("deploy"),
+        "rollback the canary release",
+    );
+    let staging = remember(
+        &mut engine,
+        MemoryType::Note,
+        Some("deploy:staging"),
+        "rollback the canary release now",
+    );
+    let mut request = RecallRequest::new("rollback canary");
+    request.mode = Mode::Semantic;
+    request.touch = false;
+    request.scope = Some("deploy".into());
+    let ids: Vec<i64> = engine
+        .recall(&request)
+        .unwrap()
+        .results
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, [deploy], "a child scope is never seen from its parent");
+    request.scope = Some("deploy:staging".into());
+    let ids: Vec<i64> = engine
+        .recall(&request)
+        .unwrap()
+        .results
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&staging));
+    engine.forget(deploy, false).unwrap();
+    let answer = recall(&mut engine, "rollback canary", Mode::Semantic);
+    assert!(
+        answer.results.iter().all(|r| r.id != deploy),
+        "archived records stay out"
+    );
+}
+
+#[test]
+fn the_fast_path_never_loads_a_model_but_uses_a_resident_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path());
+    engine.set_embedder(Box::new(HashEmbedder::new(64)));
+    remember(
+        &mut engine,
+        MemoryType::Note,
+        None,
+        "the kiln fires at night",
+    );
+    drop(engine);
+
+    let loads = Arc::new(AtomicUsize::new(0));
+    let mut engine = self::engine(dir.path());
+    let counter = loads.clone();
+    engine.set_embedder_loader(Box::new(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(Some(Box::new(HashEmbedder::new(64))))
+    }));
+    let mut request = RecallRequest::new("kiln night");
+    request.fast = true;
+    request.touch = false;
+    let answer = engine.recall(&request).unwrap();
+    assert_eq!(answer.degraded.as_deref(), Some("lexical-only"));
+    assert_eq!(answer.results.len(), 1);
+    assert_eq!(
+        loads.load(Ordering::SeqCst),
+        0,
+        "the hook path loaded a model"
+    );
+    // A normal recall loads it; from then on the fast path uses it (a resident process).
+    assert!(
+        recall(&mut engine, "kiln night", Mode::Hybrid)
+            .degraded
+            .is_none()
+    );
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+    let answer = engine.recall(&request).unwrap();
+    assert!(answer.degraded.is_none());
+    assert!(answer.results[0].why.vector_rank.is_some());
+}
+
+#[test]
+fn an_episode_is_embedded_with_the_turn_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path());
+    engine.set_embedder(Box::new(HashEmbedder::new(256)));
+    let mut first = RememberRequest::new(
+        MemoryType::Episode,
+        "Ana: did you try the new pottery wheel",
+    );
+    first.at = Some("2026-05-01T10:00:00Z".into());
+    engine.remember(&first).unwrap();
+    let mut second = RememberRequest::new(MemoryType::Episode, "Ben: yes, twice this week");
+    second.at = Some("2026-05-01T10:00:30Z".into());
+    let reply = engine.remember(&second).unwrap().id.unwrap();
+    // "pottery" is only in the question; the reply carries it through its context.
+    let answer = recall(&mut engine, "pottery wheel", Mode::Semantic);
+    let ranks: Vec<i64> = answer.results.iter().map(|r| r.id).collect();
+    assert!(ranks.contains(&reply), "{ranks:?}");
+    // Without context the reply shares nothing with the query.
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut plain = self::engine(dir2.path());
+    plain.set_embedder(Box::new(HashEmbedder::new(256)));
+    plain.set_semantic_config(SemanticConfig {
+        context_turns: 0,
+        ..SemanticConfig::default()
+    });
+    plain.remember(&first).unwrap();
+    let reply = plain.remember(&second).unwrap().id.unwrap();
+    let answer = recall(&mut plain, "pottery wheel", Mode::Semantic);
+    let top = answer.results.first().map(|r| r.id);
+    assert_ne!(top, Some(reply));
+}
+
+#[test]
+fn an_edit_drops_the_stale_vector_and_the_write_path_embeds_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path());
+    engine.set_embedder(Box::new(HashEmbedder::new(64)));
+    let id = remember(
+        &mut engine,
+        MemoryType::Fact,
+        None,
+        "the cache lives in redis",
+    );
+    let before = engine.store().reader().vector_of(id, 64).unwrap().unwrap();
+    let request = cairn_engine::UpdateRequest {
+        body: Some("the cache lives in postgres now".into()),
+        ..Default::default()
+    };
+    engine.update(id, &request).unwrap();
+    let after = engine.store().reader().vector_of(id, 64).unwrap().unwrap();
+    assert_ne!(before, after);
+    assert_eq!(
+        engine.store().reader().vector_counts().unwrap().pending(),
+        0
+    );
+}
