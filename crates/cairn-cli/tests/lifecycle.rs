@@ -829,7 +829,7 @@ fn a_dream_killed_at_any_point_leaves_the_live_brain_untouched_and_the_next_run_
 
     // The next run is clean: it removes the orphaned snapshots and leaves none of its own.
     let next = brain.json(&["dream"], 0);
-    assert!(next["dream"]["proposals"].as_array().unwrap().len() > 0);
+    assert!(!next["dream"]["proposals"].as_array().unwrap().is_empty());
     assert!(
         snapshots_left(&brain).is_empty(),
         "{:?}",

@@ -267,7 +267,7 @@ pub fn similar_pairs<K: Ord + Clone + std::hash::Hash>(
             })
         })
         .collect();
-    pairs.sort_by(|x, y| (x.a, x.b).cmp(&(y.a, y.b)));
+    pairs.sort_by_key(|x| (x.a, x.b));
     pairs
 }
 
@@ -293,7 +293,7 @@ pub fn similar_pairs_exhaustive<K: Ord + Clone>(
             }
         }
     }
-    pairs.sort_by(|x, y| (x.a, x.b).cmp(&(y.a, y.b)));
+    pairs.sort_by_key(|x| (x.a, x.b));
     pairs
 }
 

@@ -315,6 +315,9 @@ fn view(run: DreamRunRow, proposals: Vec<ProposalRow>) -> DreamView {
     }
 }
 
+/// project, scope, trust zone, sensitivity: near duplicates are only looked for inside one.
+type PartitionKey = (String, String, String, String);
+
 /// Everything the phases found in one snapshot.
 struct Findings {
     proposals: Vec<Proposal>,
@@ -464,7 +467,7 @@ impl Engine {
         }
 
         // Near duplicates, within a partition, generated records and decaying ones left out.
-        let items: Vec<(i64, (String, String, String, String), Signature)> = rows
+        let items: Vec<(i64, PartitionKey, Signature)> = rows
             .iter()
             .filter(|r| !r.generated && !decaying.contains(&r.id))
             .filter_map(|r| {
