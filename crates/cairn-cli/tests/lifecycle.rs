@@ -542,7 +542,7 @@ fn forgetting_needs_low_importance_and_a_twin_and_takes_at_most_five_keeping_one
     let dream = brain.json(&["dream"], 0);
     let forget = proposals_of(&dream, "forget");
     assert_eq!(forget.len(), 5, "{dream}");
-    assert_eq!(dream["dream"]["report"]["forget"]["found"], 7);
+    assert_eq!(dream["dream"]["report"]["forget"]["candidates"], 7);
     for proposal in &forget {
         let id = proposal["payload"]["id"].as_i64().unwrap();
         assert_ne!(id, young, "never younger than 30 days");

@@ -38,6 +38,8 @@ pub const MERGE_SIMILARITY: f64 = 0.7;
 pub const FORGET_TWIN_SIMILARITY: f64 = 0.8;
 /// Most forget candidates one dream proposes.
 pub const MAX_FORGET_PER_RUN: usize = 5;
+/// Most recall probes (full-text searches) one dream runs for forget candidates.
+const MAX_FORGET_PROBES: usize = 50;
 /// A record younger than this is never a forget candidate.
 pub const FORGET_MIN_AGE_DAYS: i64 = 30;
 /// A proposal set older than this is stale: dream again.
@@ -495,8 +497,9 @@ impl Engine {
             .filter(|p| p.similarity >= FORGET_TWIN_SIMILARITY)
             .collect();
         let now = self.now();
-        let mut forget: Vec<(f64, &LifecycleRow, Value)> = Vec::new();
-        let mut considered = 0;
+        // Cheap checks first (structure, age, twin), then the recall probe — a full-text search
+        // each — in order of least importance, only until the run's quota is filled.
+        let mut candidates: Vec<(f64, &LifecycleRow, &LifecycleRow, f64, Vec<i64>)> = Vec::new();
         for group in lifecycle::groups(&twins) {
             let members: Vec<&LifecycleRow> = group
                 .iter()
@@ -524,39 +527,47 @@ impl Engine {
                 if importance >= FORGET_IMPORTANCE_BELOW {
                     continue;
                 }
-                considered += 1;
                 let twin_similarity = signatures[&member.id].jaccard(signatures[&keeper.id]);
                 if twin_similarity < FORGET_TWIN_SIMILARITY {
                     continue;
                 }
-                let Some((probe, found)) = self.recall_probe(member, &group)? else {
-                    continue;
-                };
-                forget.push((
-                    importance,
-                    member,
-                    json!({
-                        "id": member.id,
-                        "label": label(member),
-                        "importance": importance,
-                        "twin": keeper.id,
-                        "twin_similarity": twin_similarity,
-                        "probe": probe,
-                        "probe_found": found,
-                    }),
-                ));
+                candidates.push((importance, member, keeper, twin_similarity, group.clone()));
             }
         }
         // Least important first; older first breaks ties (recency only ever breaks ties).
-        forget.sort_by(|a, b| {
+        candidates.sort_by(|a, b| {
             a.0.total_cmp(&b.0)
                 .then(a.1.created_at.cmp(&b.1.created_at))
                 .then(a.1.id.cmp(&b.1.id))
         });
+        let considered = candidates.len();
+        let mut probed = 0;
+        let mut forget: Vec<(&LifecycleRow, Value)> = Vec::new();
+        for (importance, member, keeper, twin_similarity, group) in &candidates {
+            if forget.len() >= MAX_FORGET_PER_RUN || probed >= MAX_FORGET_PROBES {
+                break;
+            }
+            probed += 1;
+            let Some((probe, found)) = self.recall_probe(member, group)? else {
+                continue;
+            };
+            forget.push((
+                member,
+                json!({
+                    "id": member.id,
+                    "label": label(member),
+                    "importance": importance,
+                    "twin": keeper.id,
+                    "twin_similarity": twin_similarity,
+                    "probe": probe,
+                    "probe_found": found,
+                }),
+            ));
+        }
         let forget_found = forget.len();
         // Merges below leave forget candidates alone: no record is in two proposals.
         let mut forgotten: HashSet<i64> = HashSet::new();
-        for (_, row, payload) in forget.into_iter().take(MAX_FORGET_PER_RUN) {
+        for (row, payload) in forget {
             forgotten.insert(row.id);
             proposals.push(Proposal {
                 kind: "forget",
@@ -635,7 +646,7 @@ impl Engine {
             "proposals": counts,
             "decay": {"examined": decay.examined, "exempt": decay.exempt, "expired_but_kept": decay.expired_but_kept},
             "near_duplicates": {"pairs": pairs.len(), "groups": merge_groups, "threshold": MERGE_SIMILARITY},
-            "forget": {"considered": considered, "found": forget_found, "proposed": forget_found.min(MAX_FORGET_PER_RUN), "max_per_run": MAX_FORGET_PER_RUN},
+            "forget": {"candidates": considered, "probed": probed, "proposed": forget_found, "max_per_run": MAX_FORGET_PER_RUN},
             "clusters": clusters.clusters,
             "llm": llm_report,
         });
