@@ -149,14 +149,18 @@ pub fn run_brief(args: &Cli, brief: &BriefArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_review(args: &Cli) -> Result<ExitCode> {
+pub fn run_review(args: &Cli, stale_days: u32) -> Result<ExitCode> {
     let engine = open(args, "cli")?;
-    let report = engine.review()?;
+    let report = if stale_days == 0 {
+        engine.review()?
+    } else {
+        engine.review_stale(stale_days)?
+    };
     if args.json {
         print_json(&report);
         return Ok(ExitCode::SUCCESS);
     }
-    if report.due.is_empty() && report.conflicts.is_empty() {
+    if report.due.is_empty() && report.conflicts.is_empty() && report.stale.is_empty() {
         println!("nothing to review: no record is past its review date and no conflict is open");
     }
     for memory in &report.due {
@@ -176,6 +180,14 @@ pub fn run_review(args: &Cli) -> Result<ExitCode> {
         println!(
             "conflict: #{} contradicts #{} ({}); supersede one of them",
             conflict.memory_id, conflict.other_id, conflict.reason
+        );
+    }
+    for memory in &report.stale {
+        println!(
+            "not re-checked in {} days: {} (`cairn verify {} --source …`)",
+            report.stale_days.unwrap_or(0),
+            memory.label(),
+            memory.id
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -78,9 +78,14 @@ pub enum Command {
     Share(crate::share_cmd::ShareArgs),
     /// Check the brain's integrity and index consistency.
     Doctor {
-        /// Rebuild derived indexes and drop orphans (idempotent).
+        /// Rebuild derived indexes, drop orphans, VACUUM a bloated file, bound the WAL
+        /// (idempotent).
         #[arg(long)]
         repair: bool,
+        /// Read what can be read from a damaged brain into a new file (the damaged one is never
+        /// changed or deleted).
+        #[arg(long, value_name = "NEW_PATH", conflicts_with = "repair")]
+        recover_into: Option<PathBuf>,
     },
     /// Counts and sizes.
     Stats,
@@ -93,8 +98,23 @@ pub enum Command {
     Graph(crate::graph_cmd::GraphCommand),
     /// What an agent gets at session start, under a byte budget.
     Brief(crate::agent::BriefArgs),
-    /// Records past their review date and open conflicts.
-    Review,
+    /// Records past their review date, open conflicts, and tier A/B records nobody re-checked.
+    Review {
+        /// List tier A/B records not verified for this many days (0: leave them out).
+        #[arg(long, default_value_t = 180, value_name = "N")]
+        stale_days: u32,
+    },
+    /// Archive expired records, lower the confidence of records nobody accessed, archive those
+    /// below the floor (never tier A, pinned or guardrails).
+    Decay(crate::lifecycle_cmd::DecayArgs),
+    /// Consolidate on a snapshot: propose decay, merges, forgetting, summaries; then
+    /// `dream show|accept|reject|list`.
+    Dream(crate::lifecycle_cmd::DreamArgs),
+    /// Settings kept in the brain (llm.command, llm.url, dream.auto_accept, …).
+    Config {
+        #[command(subcommand)]
+        command: crate::lifecycle_cmd::ConfigCommand,
+    },
     /// Candidate facts captured from transcripts, awaiting a decision.
     Inbox {
         #[command(subcommand)]
@@ -642,7 +662,11 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Share(share) => crate::share_cmd::run_share(&args, share),
-        Command::Doctor { repair } => run_doctor(&args, *repair),
+        Command::Doctor {
+            recover_into: Some(target),
+            ..
+        } => run_recover(&args, target),
+        Command::Doctor { repair, .. } => run_doctor(&args, *repair),
         Command::Graph(command) => crate::graph_cmd::run(&args, command),
         Command::Model { command } => {
             let mut engine = match command {
@@ -687,7 +711,10 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Brief(brief) => crate::agent::run_brief(&args, brief),
-        Command::Review => crate::agent::run_review(&args),
+        Command::Review { stale_days } => crate::agent::run_review(&args, *stale_days),
+        Command::Decay(decay) => crate::lifecycle_cmd::run_decay(&args, decay),
+        Command::Dream(dream) => crate::lifecycle_cmd::run_dream(&args, dream),
+        Command::Config { command } => crate::lifecycle_cmd::run_config(&args, command),
         Command::Inbox { command } => crate::agent::run_inbox(&args, command.as_ref()),
         Command::Task { command } => crate::agent::run_task(&args, command),
         Command::Measure { command } => crate::agent::run_measure(&args, command),
@@ -1045,6 +1072,51 @@ fn print_memory(memory: &cairn_core::memory::Memory) {
     );
 }
 
+fn run_recover(args: &Cli, target: &Path) -> Result<ExitCode> {
+    let damaged = args
+        .db
+        .clone()
+        .unwrap_or_else(cairn_engine::default_brain_path);
+    let tables = cairn_engine::recover_brain(&damaged, target)?;
+    let rows: i64 = tables.iter().map(|t| t.rows).sum();
+    let lost: i64 = tables.iter().map(|t| t.lost).sum();
+    if args.json {
+        print_json(&serde_json::json!({
+            "status": "recovered",
+            "from": damaged.display().to_string(),
+            "into": target.display().to_string(),
+            "rows": rows,
+            "lost": lost,
+            "tables": tables,
+        }));
+    } else {
+        for table in &tables {
+            println!(
+                "  {:<18} {} rows{}{}",
+                table.table,
+                table.rows,
+                if table.lost > 0 {
+                    format!(", {} unreadable", table.lost)
+                } else {
+                    String::new()
+                },
+                table
+                    .error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            );
+        }
+        println!(
+            "recovered {rows} rows into {} ({lost} unreadable); {} was not changed — check the new brain with `cairn --db {} doctor`, then use it with `--db`",
+            target.display(),
+            damaged.display(),
+            target.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run_doctor(args: &Cli, repair: bool) -> Result<ExitCode> {
     let mut engine = match open(args, "doctor") {
         Ok(engine) => engine,
@@ -1058,7 +1130,8 @@ fn run_doctor(args: &Cli, repair: bool) -> Result<ExitCode> {
                         .clone()
                         .unwrap_or_else(cairn_engine::default_brain_path);
                     let advice = format!(
-                        "the brain at {} cannot be opened as a database. Nothing was changed or deleted. To recover what can be read into a new file: `sqlite3 {} .recover | sqlite3 {}.recovered.db`, then use `--db {}.recovered.db`; keep the damaged file until you have checked the result",
+                        "the brain at {} cannot be opened as a database. Nothing was changed or deleted. To recover what can be read into a new file: `cairn doctor --recover-into {}.recovered.db` (or `sqlite3 {} .recover | sqlite3 {}.recovered.db`), then use `--db {}.recovered.db`; keep the damaged file until you have checked the result",
+                        path.display(),
                         path.display(),
                         path.display(),
                         path.display(),

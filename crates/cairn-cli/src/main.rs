@@ -10,6 +10,7 @@ mod graph_cmd;
 mod hook;
 mod import_cmd;
 mod install;
+mod lifecycle_cmd;
 mod mcp;
 mod ojson;
 mod output;

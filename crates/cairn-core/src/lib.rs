@@ -7,6 +7,7 @@
 pub mod brief;
 pub mod capture;
 pub mod graph;
+pub mod lifecycle;
 pub mod memory;
 pub mod minhash;
 pub mod polarity;

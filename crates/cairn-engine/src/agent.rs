@@ -86,6 +86,9 @@ pub struct MeasureSummary {
     pub history: Vec<MeasureRow>,
 }
 
+/// Most stale records one `review --stale-days` lists.
+pub const REVIEW_STALE_LIMIT: usize = 100;
+
 /// `review`: what needs a person's attention.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReviewReport {
@@ -93,6 +96,11 @@ pub struct ReviewReport {
     pub due: Vec<Memory>,
     /// Open contradictions between records.
     pub conflicts: Vec<ConflictRow>,
+    /// Tier A/B records nobody re-checked (`verify`) in `stale_days` days, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_days: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stale: Vec<Memory>,
 }
 
 fn trend(values: &[f64]) -> String {
@@ -490,7 +498,39 @@ impl Engine {
                 conflicts.push(conflict);
             }
         }
-        Ok(ReviewReport { due, conflicts })
+        Ok(ReviewReport {
+            due,
+            conflicts,
+            stale_days: None,
+            stale: Vec::new(),
+        })
+    }
+
+    /// `review` plus the tier A/B records nobody re-checked in `stale_days` days (at most
+    /// `REVIEW_STALE_LIMIT`, oldest first).
+    pub fn review_stale(&self, stale_days: u32) -> Result<ReviewReport> {
+        let mut report = self.review()?;
+        let cutoff = format_ts(self.now() - chrono::Duration::days(i64::from(stale_days)));
+        let types: Vec<&str> = cairn_core::record::MemoryType::ALL
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.tier(),
+                    cairn_core::record::Tier::A | cairn_core::record::Tier::B
+                )
+            })
+            .map(|t| t.as_str())
+            .collect();
+        let reader = self.store.reader();
+        let ids = reader.stale_unverified(
+            &self.visible_projects(),
+            &types,
+            &cutoff,
+            REVIEW_STALE_LIMIT,
+        )?;
+        report.stale = reader.get_many(&ids)?;
+        report.stale_days = Some(stale_days);
+        Ok(report)
     }
 }
 

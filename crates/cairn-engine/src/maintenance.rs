@@ -6,6 +6,20 @@ use cairn_core::time::format_ts;
 use cairn_store::{ScopeRow, Stats};
 use serde::Serialize;
 
+/// `doctor --repair` runs `VACUUM` when more than this share of the file is free pages.
+pub const VACUUM_FREE_RATIO: f64 = 0.2;
+/// A WAL larger than this is checkpointed and truncated by `doctor --repair`.
+pub const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads what can be read from a damaged brain into a new file at `target` (which must not
+/// exist). The damaged file is opened read-only and is never changed or deleted.
+pub fn recover_brain(
+    damaged: &std::path::Path,
+    target: &std::path::Path,
+) -> Result<Vec<cairn_store::RecoveredTable>> {
+    Ok(cairn_store::Store::recover_into(damaged, target)?)
+}
+
 /// One finding of `doctor`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
@@ -120,6 +134,7 @@ impl Engine {
         let (graph, graph_repaired) = self.graph_check(repair)?;
         checks.push(graph);
         repaired.extend(graph_repaired);
+        self.lifecycle_checks(repair, &mut checks, &mut repaired)?;
         self.semantic_checks(repair, &mut checks, &mut repaired)?;
         let ok = checks.iter().all(|c| c.ok) || (repair && integrity_ok);
         Ok(DoctorReport {
@@ -129,6 +144,87 @@ impl Engine {
             checks,
             repaired,
         })
+    }
+
+    /// Orphaned rows, free pages and the WAL's size; with `repair`, drops the orphans,
+    /// `VACUUM`s when more than [`VACUUM_FREE_RATIO`] of the file is free pages and checkpoints
+    /// a WAL over [`WAL_LIMIT_BYTES`]. Each step is a no-op the second time.
+    fn lifecycle_checks(
+        &mut self,
+        repair: bool,
+        checks: &mut Vec<Check>,
+        repaired: &mut Vec<String>,
+    ) -> Result<()> {
+        let orphans = self.store.reader().orphans()?;
+        if orphans.total() > 0 && repair {
+            let dropped = self.store.write(|tx| {
+                let dropped = tx.drop_orphans()?;
+                Ok::<_, EngineError>(dropped)
+            })?;
+            repaired.push(format!(
+                "dropped {} orphaned rows ({} conflicts, {} generated marks, {} dream proposals)",
+                dropped.total(),
+                dropped.conflicts,
+                dropped.generated_marks,
+                dropped.proposals
+            ));
+        }
+        checks.push(Check {
+            name: "orphans".into(),
+            ok: orphans.total() == 0,
+            detail: format!(
+                "{} conflicts, {} generated marks, {} dream proposals point at nothing",
+                orphans.conflicts, orphans.generated_marks, orphans.proposals
+            ),
+            fix: (orphans.total() > 0 && !repair).then(|| "cairn doctor --repair".into()),
+        });
+        let pages = self.store.reader().page_stats()?;
+        let bloated = pages.free_ratio() > VACUUM_FREE_RATIO;
+        if bloated && repair {
+            self.store.vacuum()?;
+            let after = self.store.reader().page_stats()?;
+            repaired.push(format!(
+                "VACUUM: {} → {} pages ({} free pages released)",
+                pages.page_count, after.page_count, pages.freelist_count
+            ));
+        }
+        checks.push(Check {
+            name: "free pages".into(),
+            ok: !bloated,
+            detail: format!(
+                "{} of {} pages free ({:.0} %; VACUUM above {:.0} %)",
+                pages.freelist_count,
+                pages.page_count,
+                pages.free_ratio() * 100.0,
+                VACUUM_FREE_RATIO * 100.0
+            ),
+            fix: (bloated && !repair).then(|| "cairn doctor --repair".into()),
+        });
+        let wal = self.store.wal_bytes();
+        let wal_big = wal > WAL_LIMIT_BYTES;
+        if wal_big && repair {
+            let (busy, _, _) = self.store.checkpoint_truncate()?;
+            repaired.push(if busy == 0 {
+                format!(
+                    "checkpointed and truncated the {} MiB WAL",
+                    wal / (1024 * 1024)
+                )
+            } else {
+                "checkpointed the WAL; another process is reading, so it could not be truncated yet"
+                    .to_string()
+            });
+        }
+        checks.push(Check {
+            name: "write-ahead log".into(),
+            ok: !wal_big,
+            detail: format!(
+                "{} KiB (limit {} MiB)",
+                wal / 1024,
+                WAL_LIMIT_BYTES / (1024 * 1024)
+            ),
+            fix: (wal_big && !repair).then(|| "cairn doctor --repair".into()),
+        });
+        Ok(())
     }
 
     /// The semantic index: is the embedder usable, does it match the brain's vectors, how
@@ -212,6 +308,7 @@ impl Engine {
         });
         Ok(())
     }
+
     pub fn stats(&self) -> Result<Stats> {
         Ok(self.store.reader().stats()?)
     }

@@ -258,6 +258,8 @@ impl Engine {
                 restored.retired_at = None;
             }
             restored.updated_at = now.clone();
+            // Bringing a record back is an access: decay must not archive it again at once.
+            restored.last_accessed_at = Some(now.clone());
             let norm = restored.title.as_deref().map(text::normalize_title);
             tx.update_memory(
                 &restored,
@@ -292,6 +294,8 @@ impl Engine {
                 .default_review_days()
                 .map(|days| format_ts(now_time + chrono::Duration::days(days)));
             verified.updated_at = now.clone();
+            // A re-check is an access: decay's clock starts again (DESIGN §8).
+            verified.last_accessed_at = Some(now.clone());
             let norm = verified.title.as_deref().map(text::normalize_title);
             tx.update_memory(
                 &verified,

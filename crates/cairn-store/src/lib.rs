@@ -8,6 +8,7 @@
 mod agent;
 mod error;
 mod graph;
+mod lifecycle;
 mod records;
 mod schema;
 mod search;
@@ -22,6 +23,7 @@ pub use graph::{
     AdjacentRow, EdgeKey, EntityRow, IntervalRow, LogRow, NewLogEntry, QuarantineRow,
     RelationTypeRow,
 };
+pub use lifecycle::{DreamRunRow, LifecycleRow, Orphans, PageStats, ProposalRow, RecoveredTable};
 pub use records::{
     ConflictRow, EventRow, HistoryRow, IndexGaps, ListFilter, NewEvent, ScopeRow, Stats,
 };
@@ -153,7 +155,8 @@ impl Store {
         }
         self.conn
             .execute_batch(
-                "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;",
+                "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000; \
+                 PRAGMA journal_size_limit = 67108864;",
             )
             .map_err(map)?;
         Ok(())

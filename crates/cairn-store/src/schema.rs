@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -13,6 +13,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_2_GRAPH,
     MIGRATION_AGENT,
     MIGRATION_VECTORS,
+    MIGRATION_LIFECYCLE,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -328,4 +329,32 @@ WHEN old.body IS NOT new.body OR old.title IS NOT new.title OR old.summary IS NO
 BEGIN
     DELETE FROM vectors WHERE memory_id = new.id;
 END;
+"#;
+
+/// The lifecycle (DESIGN §8): dream proposal sets and their proposals (a set is written in one
+/// transaction at the end of a dream, so an interrupted dream leaves nothing), and the member
+/// hash that makes a generated summary or reflection idempotent.
+const MIGRATION_LIFECYCLE: &str = r#"
+CREATE TABLE dream_runs (
+    id          TEXT PRIMARY KEY,            -- stable: a hash of the snapshot's proposals
+    created_at  TEXT NOT NULL,
+    snapshot_at TEXT NOT NULL,
+    project     TEXT NOT NULL DEFAULT '',
+    status      TEXT NOT NULL DEFAULT 'proposed',   -- proposed | accepted | rejected
+    unattended  INTEGER NOT NULL DEFAULT 0,
+    report      TEXT NOT NULL,               -- JSON: what each phase found, LLM errors
+    decided_at  TEXT,
+    decision    TEXT                         -- JSON: per-proposal outcomes
+);
+CREATE TABLE dream_proposals (
+    run_id  TEXT NOT NULL,
+    seq     INTEGER NOT NULL,
+    kind    TEXT NOT NULL,                   -- decay | merge | forget | summary | reflection
+    targets TEXT NOT NULL,                   -- JSON [{id, updated_at, status}] as in the snapshot
+    payload TEXT NOT NULL,                   -- JSON
+    outcome TEXT,                            -- applied | skipped: reason
+    PRIMARY KEY (run_id, seq)
+);
+ALTER TABLE generated_records ADD COLUMN member_hash TEXT;
+CREATE INDEX generated_member_hash ON generated_records(generator, member_hash) WHERE member_hash IS NOT NULL;
 "#;

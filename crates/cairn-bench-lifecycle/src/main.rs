@@ -1,0 +1,411 @@
+//! `cairn-bench-lifecycle`: the lifecycle's numbers (issue 6), seeded and with a fixed `now`.
+//!
+//! 1. `dream` on a 100,000-memory brain without an LLM (target ≤ 60 s), with entity extraction
+//!    on so clustering has a real graph, and ~10 % near-duplicate variants and a year of ages so
+//!    every phase has work.
+//! 2. Near-duplicate candidates by LSH banding against the exact all-pairs answer on a seeded
+//!    corpus with planted pairs across similarities (target recall ≥ 0.95), and the time of each.
+//! 3. A simulated month: 30 days of captures with repeats (exact and near), a daily `dream` +
+//!    accept; then the file size against the live text (target ≤ 3×) and the near-duplicate
+//!    pairs that survive among active records (target 0).
+//!
+//! Usage: `cargo run --release -p cairn-bench-lifecycle -- [--memories N] [--out DIR] [--dir DIR]`.
+//! Results go to `bench/results/lifecycle-<date>.json` and `.md`.
+
+use cairn_core::lifecycle::{similar_pairs, similar_pairs_exhaustive};
+use cairn_core::minhash::{Signature, signature};
+use cairn_core::record::{MemoryType, Status};
+use cairn_engine::lifecycle::DreamOptions;
+use cairn_engine::{Context, Engine, ListRequest, RememberRequest};
+use chrono::{DateTime, TimeZone, Utc};
+use serde_json::json;
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// SplitMix64: a fixed, dependency-free stream.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A vocabulary of made-up words: texts share few 3-shingles unless they are related.
+fn vocabulary() -> Vec<String> {
+    let syllables = [
+        "ka", "lo", "mi", "ne", "ru", "ta", "vo", "zi", "pe", "su", "do", "fa",
+    ];
+    let mut words = Vec::new();
+    for a in syllables {
+        for b in syllables {
+            for c in ["", "n", "r", "s"] {
+                words.push(format!("{a}{b}{c}"));
+            }
+        }
+    }
+    words
+}
+
+fn text(rng: &mut Rng, words: &[String], length: usize) -> Vec<String> {
+    (0..length)
+        .map(|_| words[rng.below(words.len())].clone())
+        .collect()
+}
+
+/// A copy of `base` with `edits` words replaced.
+fn variant(rng: &mut Rng, words: &[String], base: &[String], edits: usize) -> Vec<String> {
+    let mut copy = base.to_vec();
+    for _ in 0..edits {
+        let at = rng.below(copy.len());
+        copy[at] = words[rng.below(words.len())].clone();
+    }
+    copy
+}
+
+fn engine_at(path: &Path, now: DateTime<Utc>) -> Engine {
+    let context = Context {
+        project: "bench".into(),
+        cwd: std::env::temp_dir(),
+        actor: "bench".into(),
+        read_only: false,
+        now: Some(now),
+    };
+    Engine::open(path, context).expect("brain opens")
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn file_bytes(path: &Path) -> u64 {
+    let mut total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    for suffix in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        total += std::fs::metadata(PathBuf::from(name))
+            .map(|m| m.len())
+            .unwrap_or(0);
+    }
+    total
+}
+
+struct Args {
+    memories: usize,
+    dir: PathBuf,
+    out: PathBuf,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        memories: 100_000,
+        dir: std::env::temp_dir().join(format!("cairn-bench-lifecycle-{}", std::process::id())),
+        out: PathBuf::from("bench/results"),
+    };
+    let mut given = std::env::args().skip(1);
+    while let Some(flag) = given.next() {
+        let value = given.next().unwrap_or_default();
+        match flag.as_str() {
+            "--memories" => args.memories = value.parse().expect("--memories N"),
+            "--dir" => args.dir = PathBuf::from(value),
+            "--out" => args.out = PathBuf::from(value),
+            other => {
+                eprintln!(
+                    "unknown flag {other}; usage: cairn-bench-lifecycle [--memories N] [--dir DIR] [--out DIR]"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+    args
+}
+
+fn bench_dream(args: &Args, words: &[String]) -> serde_json::Value {
+    let path = args.dir.join("dream-100k.db");
+    let now = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
+    let mut engine = engine_at(&path, now);
+    let mut rng = Rng(0x6c69_6665);
+    let mut jsonl = Vec::with_capacity(args.memories * 250);
+    let mut bases: Vec<Vec<String>> = Vec::new();
+    let types = [
+        "note",
+        "fact",
+        "episode",
+        "gotcha",
+        "procedure",
+        "decision",
+        "state",
+    ];
+    let entities = [
+        "src/deploy.rs",
+        "src/queue.rs",
+        "#billing",
+        "@ops",
+        "api.internal",
+        "src/cache.rs",
+    ];
+    for n in 0..args.memories {
+        let body_words = if n % 10 == 9 && !bases.is_empty() {
+            let base = bases[rng.below(bases.len())].clone();
+            let edits = 1 + rng.below(2);
+            variant(&mut rng, words, &base, edits)
+        } else {
+            let length = 30 + rng.below(20);
+            let fresh = text(&mut rng, words, length);
+            if bases.len() < 5_000 {
+                bases.push(fresh.clone());
+            }
+            fresh
+        };
+        let mut body = body_words.join(" ");
+        if n % 3 == 0 {
+            body.push_str(&format!(" see {}", entities[rng.below(entities.len())]));
+        }
+        let created = now - chrono::Duration::days(rng.below(365) as i64);
+        let line = json!({
+            "type": types[rng.below(types.len())],
+            "project": "bench",
+            "body": body,
+            "created_at": cairn_core::time::format_ts(created),
+        });
+        writeln!(jsonl, "{line}").unwrap();
+    }
+    let started = Instant::now();
+    let report = engine
+        .import_jsonl(&mut std::io::Cursor::new(jsonl), &Default::default())
+        .expect("import runs");
+    let import_seconds = started.elapsed().as_secs_f64();
+    eprintln!(
+        "seeded {} memories in {import_seconds:.1} s",
+        report.summary.added
+    );
+    let started = Instant::now();
+    let outcome = engine.dream(&DreamOptions::default()).expect("dream runs");
+    let dream_seconds = started.elapsed().as_secs_f64();
+    eprintln!("dream in {dream_seconds:.1} s: {}", outcome.message);
+    let report = &outcome.dream.report;
+    json!({
+        "memories": report["records"],
+        "import_seconds": (import_seconds * 10.0).round() / 10.0,
+        "dream_seconds": (dream_seconds * 100.0).round() / 100.0,
+        "target_seconds": 60,
+        "proposals": report["proposals"],
+        "near_duplicate_pairs": report["near_duplicates"]["pairs"],
+        "forget": report["forget"],
+        "clusters_reported": report["clusters"].as_array().map_or(0, Vec::len),
+        "brain_file_mb": (file_bytes(&path) as f64 / 1_048_576.0).round(),
+    })
+}
+
+fn bench_lsh(words: &[String]) -> serde_json::Value {
+    let mut rng = Rng(0x6c73_6821);
+    let mut results = Vec::new();
+    for size in [5_000usize, 10_000] {
+        let mut items: Vec<(i64, u8, Signature)> = Vec::with_capacity(size);
+        let mut id = 0i64;
+        while items.len() < size {
+            let base = text(&mut rng, words, 40);
+            id += 1;
+            items.push((id, 0, signature(&base.join(" "))));
+            // A third of the texts get a twin at a planted distance (0..6 words changed:
+            // similarity from 1.0 down to about 0.5).
+            if rng.below(3) == 0 && items.len() < size {
+                let edits = rng.below(7);
+                id += 1;
+                items.push((
+                    id,
+                    0,
+                    signature(&variant(&mut rng, words, &base, edits).join(" ")),
+                ));
+            }
+        }
+        let started = Instant::now();
+        let fast = similar_pairs(&items, 0.7);
+        let fast_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let started = Instant::now();
+        let exact = similar_pairs_exhaustive(&items, 0.7);
+        let exact_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let found: HashSet<(i64, i64)> = fast.iter().map(|p| (p.a, p.b)).collect();
+        let hits = exact.iter().filter(|p| found.contains(&(p.a, p.b))).count();
+        let recall = if exact.is_empty() {
+            1.0
+        } else {
+            hits as f64 / exact.len() as f64
+        };
+        eprintln!(
+            "LSH at {size}: recall {recall:.4} ({hits}/{}), {fast_ms:.0} ms vs all-pairs {exact_ms:.0} ms",
+            exact.len()
+        );
+        results.push(json!({
+            "signatures": size,
+            "exact_pairs": exact.len(),
+            "lsh_pairs": fast.len(),
+            "recall": (recall * 10_000.0).round() / 10_000.0,
+            "lsh_ms": fast_ms.round(),
+            "all_pairs_ms": exact_ms.round(),
+        }));
+    }
+    json!({"threshold": 0.7, "bands": 25, "rows": 5, "target_recall": 0.95, "runs": results})
+}
+
+fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
+    let path = args.dir.join("month.db");
+    let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
+    let mut rng = Rng(0x6d6f_6e74);
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    let (mut captured, mut exact_repeats, mut near_repeats) = (0usize, 0usize, 0usize);
+    let mut dream_ms = Vec::new();
+    let mut applied = 0usize;
+    for day in 0..30i64 {
+        let morning = start + chrono::Duration::days(day);
+        let mut engine = engine_at(&path, morning);
+        for turn in 0..200 {
+            let roll = rng.below(10);
+            let body_words = if roll < 3 && !seen.is_empty() {
+                exact_repeats += 1;
+                seen[rng.below(seen.len())].clone()
+            } else if roll < 6 && !seen.is_empty() {
+                near_repeats += 1;
+                let base = seen[rng.below(seen.len())].clone();
+                let edits = 1 + rng.below(2);
+                variant(&mut rng, words, &base, edits)
+            } else {
+                let fresh = text(&mut rng, words, 40);
+                seen.push(fresh.clone());
+                fresh
+            };
+            let mut request = RememberRequest::new(MemoryType::Episode, body_words.join(" "));
+            request.capture = true;
+            request.at = Some(cairn_core::time::format_ts(
+                morning + chrono::Duration::minutes(turn),
+            ));
+            engine.remember(&request).expect("capture stored");
+            captured += 1;
+        }
+        drop(engine);
+        let evening = morning + chrono::Duration::hours(10);
+        let mut engine = engine_at(&path, evening);
+        let started = Instant::now();
+        let outcome = engine
+            .dream(&DreamOptions {
+                accept: true,
+                ..DreamOptions::default()
+            })
+            .expect("dream runs");
+        dream_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        applied += outcome.accepted.map_or(0, |a| a.applied.len());
+    }
+    let now = start + chrono::Duration::days(30);
+    let mut engine = engine_at(&path, now);
+    let active = engine
+        .list(&ListRequest {
+            status: Some(Status::Active),
+            limit: 0,
+            all_projects: true,
+            ..ListRequest::default()
+        })
+        .expect("list");
+    let live_text: usize = active.iter().map(|m| m.body.len()).sum();
+    let items: Vec<(i64, u8, Signature)> = active
+        .iter()
+        .map(|m| (m.id, 0, signature(&m.body)))
+        .collect();
+    let surviving = similar_pairs_exhaustive(&items, 0.7).len();
+    let before_repair = file_bytes(&path);
+    let stats = engine.stats().expect("stats");
+    let doctor = engine.doctor(true).expect("doctor runs");
+    drop(engine);
+    let after_repair = file_bytes(&path);
+    let ratio = after_repair as f64 / live_text.max(1) as f64;
+    eprintln!(
+        "month: {captured} captures, {} active, live text {} KB, file {} KB ({ratio:.2}×), {surviving} duplicate pairs left",
+        active.len(),
+        live_text / 1024,
+        after_repair / 1024
+    );
+    dream_ms.sort_by(f64::total_cmp);
+    json!({
+        "days": 30,
+        "captures": captured,
+        "exact_repeats": exact_repeats,
+        "near_repeats": near_repeats,
+        "records": stats.records,
+        "active": active.len(),
+        "proposals_applied": applied,
+        "live_text_bytes": live_text,
+        "file_bytes_before_repair": before_repair,
+        "file_bytes": after_repair,
+        "file_to_live_text": (ratio * 100.0).round() / 100.0,
+        "target_ratio": 3.0,
+        "surviving_duplicate_pairs": surviving,
+        "daily_dream_ms_p50": dream_ms[dream_ms.len() / 2].round(),
+        "daily_dream_ms_max": dream_ms.last().copied().unwrap_or(0.0).round(),
+        "doctor_repaired": doctor.repaired,
+    })
+}
+
+fn main() {
+    let args = parse_args();
+    std::fs::create_dir_all(&args.dir).expect("work dir");
+    let words = vocabulary();
+    let lsh = bench_lsh(&words);
+    let month = bench_month(&args, &words);
+    let dream = bench_dream(&args, &words);
+    let date = Utc::now().format("%Y-%m-%d").to_string();
+    let results = json!({
+        "date": date,
+        "machine": {"cores": std::thread::available_parallelism().map_or(0, |n| n.get())},
+        "dream": dream,
+        "lsh": lsh,
+        "month": month,
+        "peak_rss_mb": peak_rss_mb().round(),
+    });
+    std::fs::create_dir_all(&args.out).expect("results dir");
+    let json_path = args.out.join(format!("lifecycle-{date}.json"));
+    std::fs::write(
+        &json_path,
+        serde_json::to_string_pretty(&results).unwrap() + "\n",
+    )
+    .expect("results written");
+    let runs = lsh["runs"].as_array().cloned().unwrap_or_default();
+    let mut md = format!(
+        "# Lifecycle benchmark, {date}\n\n`cargo run --release -p cairn-bench-lifecycle` (seeded, fixed now).\n\n\
+         | measure | result | target |\n|---|---|---|\n\
+         | `dream` on {} memories, no LLM | {} s | ≤ 60 s |\n",
+        dream["memories"], dream["dream_seconds"]
+    );
+    for run in &runs {
+        md.push_str(&format!(
+            "| LSH near-duplicate recall vs exact all-pairs, {} signatures | {} ({} of {} pairs; {} ms vs {} ms) | ≥ 0.95 |\n",
+            run["signatures"], run["recall"], run["lsh_pairs"], run["exact_pairs"], run["lsh_ms"], run["all_pairs_ms"]
+        ));
+    }
+    md.push_str(&format!(
+        "| month of captures ({} captures, {} exact and {} near repeats), daily dream + accept: file / live text | {}× | ≤ 3× |\n\
+         | near-duplicate pairs (≥ 0.7) surviving among active records | {} | 0 |\n\n\
+         Dream proposals at 100k: {}. Peak RSS {} MB.\n",
+        month["captures"], month["exact_repeats"], month["near_repeats"], month["file_to_live_text"],
+        month["surviving_duplicate_pairs"], dream["proposals"], results["peak_rss_mb"]
+    ));
+    std::fs::write(args.out.join(format!("lifecycle-{date}.md")), md).expect("md written");
+    let _ = std::fs::remove_dir_all(&args.dir);
+    eprintln!("results in {}", json_path.display());
+}

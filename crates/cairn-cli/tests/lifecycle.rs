@@ -1,0 +1,975 @@
+//! The lifecycle end to end on the real binary and real SQLite files (DESIGN §8): decay,
+//! review, dream (proposals, accept, reject, staleness), forgetting, LLM summaries with a fake
+//! LLM command, kill -9 during a dream, doctor --repair and recovery.
+
+mod common;
+
+use common::Brain;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const DEPLOY: &str = "the deploy script needs the staging flag before the production flag and the queue must drain before anyone promotes the build";
+
+fn remember(brain: &Brain, args: &[&str]) -> i64 {
+    let mut all = vec!["remember"];
+    all.extend_from_slice(args);
+    let answer = brain.json(&all, 0);
+    answer["id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no id: {answer}"))
+}
+
+fn status(brain: &Brain, id: i64) -> String {
+    brain.json(&["show", &id.to_string()], 0)["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn sql(brain: &Brain, statement: &str) -> String {
+    let output = std::process::Command::new("sqlite3")
+        .arg(&brain.db)
+        .arg(statement)
+        .output()
+        .expect("sqlite3 is installed (scripts/setup.sh)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+fn proposals_of<'a>(dream: &'a Value, kind: &str) -> Vec<&'a Value> {
+    dream["dream"]["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == kind)
+        .collect()
+}
+
+/// A script in the brain's directory, executable, used as `llm.command`.
+fn script(brain: &Brain, name: &str, body: &str) -> String {
+    let path = brain.dir.path().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    path.display().to_string()
+}
+
+fn snapshots_left(brain: &Brain) -> Vec<String> {
+    std::fs::read_dir(brain.dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".dream-"))
+        .collect()
+}
+
+#[test]
+fn decay_archives_and_demotes_but_never_tier_a_pinned_or_guardrails() {
+    let brain = Brain::new();
+    let old_note = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            "an old note nobody read",
+            "--at",
+            "2024-01-01",
+        ],
+    );
+    let demoted = remember(
+        &brain,
+        &[
+            "--type",
+            "fact",
+            "--body",
+            "the api listens on port 8080",
+            "--source",
+            "cfg.toml:3",
+            "--confidence",
+            "confirmed",
+            "--at",
+            "70d",
+        ],
+    );
+    let fresh = remember(
+        &brain,
+        &["--type", "fact", "--body", "the cache is redis 7"],
+    );
+    let expired = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            "freeze deploys this week",
+            "--expires",
+            "2025-01-01",
+        ],
+    );
+    let pinned = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            "pinned and old",
+            "--pin",
+            "--at",
+            "2024-01-01",
+        ],
+    );
+    let policy = remember(
+        &brain,
+        &[
+            "--type",
+            "policy",
+            "--body",
+            "never force-push main",
+            "--at",
+            "2024-01-01",
+        ],
+    );
+    let decision = remember(
+        &brain,
+        &[
+            "--type",
+            "decision",
+            "--body",
+            "we chose postgres",
+            "--at",
+            "2024-01-01",
+            "--expires",
+            "2025-01-01",
+        ],
+    );
+
+    let dry = brain.json(&["decay", "--dry-run"], 0);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(
+        status(&brain, old_note),
+        "active",
+        "a dry run changes nothing"
+    );
+    let report = brain.json(&["decay"], 0);
+    let actions: Vec<(i64, String)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_i64().unwrap(),
+                c["action"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(actions.contains(&(old_note, "archive".into())), "{report}");
+    assert!(actions.contains(&(demoted, "demote".into())), "{report}");
+    assert!(actions.contains(&(expired, "expired".into())), "{report}");
+    for untouched in [fresh, pinned, policy, decision] {
+        assert!(
+            !actions.iter().any(|(id, _)| *id == untouched),
+            "#{untouched} changed: {report}"
+        );
+        assert_eq!(status(&brain, untouched), "active");
+    }
+    assert_eq!(report["expired_but_kept"], serde_json::json!([decision]));
+    assert_eq!(status(&brain, old_note), "archived");
+    assert_eq!(
+        brain.json(&["show", &demoted.to_string()], 0)["confidence"],
+        "reported"
+    );
+
+    // Every change is an event, and --explain tells the story.
+    let explain = brain.json(&["decay", "--explain", &format!("#{old_note}")], 0);
+    assert_eq!(explain["events"][0]["op"], "decay");
+    assert!(
+        explain["events"][0]["detail"]["extra"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("below the floor"),
+        "{explain}"
+    );
+    let text = brain
+        .cmd()
+        .args(["decay", "--explain", &policy.to_string()])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("never decays (guardrail)"));
+
+    // Reversible: restore brings it back and restarts its clock, so decay leaves it alone.
+    brain.json(&["restore", &old_note.to_string()], 0);
+    let again = brain.json(&["decay"], 0);
+    assert!(again["changes"].as_array().unwrap().is_empty(), "{again}");
+    assert_eq!(status(&brain, old_note), "active");
+    let explain = brain.json(&["decay", "--explain", &old_note.to_string()], 0);
+    let ops: Vec<&str> = explain["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, vec!["decay", "restore"]);
+}
+
+#[test]
+fn review_lists_unchecked_tier_a_and_b_records_until_verified() {
+    let brain = Brain::new();
+    let decision = remember(
+        &brain,
+        &[
+            "--type",
+            "decision",
+            "--body",
+            "queue on postgres",
+            "--at",
+            "2025-01-01",
+        ],
+    );
+    let fact = remember(
+        &brain,
+        &[
+            "--type",
+            "fact",
+            "--body",
+            "the api host is api.internal",
+            "--at",
+            "2025-01-01",
+        ],
+    );
+    let note = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            "an old note",
+            "--at",
+            "2025-01-01",
+        ],
+    );
+    let recent = remember(
+        &brain,
+        &["--type", "fact", "--body", "the db host is db.internal"],
+    );
+    let review = brain.json(&["review", "--stale-days", "90"], 0);
+    let stale: Vec<i64> = review["stale"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(stale, vec![decision, fact], "{review}");
+    assert!(!stale.contains(&note) && !stale.contains(&recent));
+    brain.json(
+        &["verify", &fact.to_string(), "--source", "dns zone file"],
+        0,
+    );
+    let review = brain.json(&["review", "--stale-days", "90"], 0);
+    let stale: Vec<i64> = review["stale"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(stale, vec![decision]);
+    let without = brain.json(&["review", "--stale-days", "0"], 0);
+    assert!(without.get("stale").is_none());
+}
+
+#[test]
+fn end_to_end_duplicates_and_stale_facts_are_consolidated_by_dream_and_accept() {
+    let brain = Brain::new();
+    // Captured duplicates (the write path lets near duplicates under 0.9 in, or by choice).
+    let first = remember(
+        &brain,
+        &["--type", "gotcha", "--body", DEPLOY, "--at", "40d"],
+    );
+    let second = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("{DEPLOY} today"),
+            "--allow-duplicate",
+            "--at",
+            "35d",
+        ],
+    );
+    let third = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("remember: {DEPLOY}"),
+            "--allow-duplicate",
+            "--at",
+            "34d",
+        ],
+    );
+    // A stale fact and an expired state.
+    let stale = remember(
+        &brain,
+        &[
+            "--type",
+            "state",
+            "--body",
+            "the build box is rebooting",
+            "--at",
+            "20d",
+        ],
+    );
+    let other = remember(
+        &brain,
+        &[
+            "--type",
+            "fact",
+            "--body",
+            "grafana lives at grafana.internal on port 3000",
+        ],
+    );
+
+    let dream = brain.json(&["dream"], 0);
+    assert_eq!(dream["new"], true);
+    let id = dream["dream"]["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with('d') && id.len() == 12, "{id}");
+    // The two captured copies go, by a merge into the gotcha or as forget candidates covered
+    // by it (they are old, small and redundant); no record is in two proposals.
+    let mut covered: Vec<i64> = Vec::new();
+    for merge in proposals_of(&dream, "merge") {
+        assert_eq!(
+            merge["payload"]["survivor"], first,
+            "the gotcha (tier B) survives"
+        );
+        for item in merge["payload"]["merged"].as_array().unwrap() {
+            covered.push(item["id"].as_i64().unwrap());
+        }
+    }
+    for forget in proposals_of(&dream, "forget") {
+        assert_eq!(forget["payload"]["twin"], first, "{dream}");
+        covered.push(forget["payload"]["id"].as_i64().unwrap());
+    }
+    covered.sort();
+    assert_eq!(covered, vec![second, third], "{dream}");
+    let decays = proposals_of(&dream, "decay");
+    assert_eq!(decays.len(), 1, "{dream}");
+    assert_eq!(decays[0]["payload"]["id"], stale);
+    // Proposing changed nothing.
+    for id in [first, second, third, stale, other] {
+        assert_eq!(status(&brain, id), "active");
+    }
+    // The same brain dreams the same proposal set.
+    let again = brain.json(&["dream"], 0);
+    assert_eq!(again["new"], false);
+    assert_eq!(again["dream"]["id"], id.as_str());
+
+    let accepted = brain.json(&["dream", "accept", &id], 0);
+    assert_eq!(accepted["status"], "accepted");
+    assert_eq!(
+        accepted["skipped"].as_array().unwrap().len(),
+        0,
+        "{accepted}"
+    );
+    assert_eq!(status(&brain, first), "active");
+    assert_eq!(status(&brain, second), "archived");
+    assert_eq!(status(&brain, third), "archived");
+    assert_eq!(status(&brain, stale), "archived");
+    assert_eq!(status(&brain, other), "active");
+    let history = brain.json(&["show", &second.to_string(), "--history"], 0);
+    let ops = history["history"].to_string();
+    assert!(
+        ops.contains("\"merge\"") || ops.contains("\"forget\""),
+        "{history}"
+    );
+
+    // Recall still answers with the survivor; no duplicate survives another dream.
+    assert_eq!(brain.recall_ids(&["staging flag production"]), vec![first]);
+    let next = brain.json(&["dream"], 0);
+    assert!(proposals_of(&next, "merge").is_empty(), "{next}");
+    assert!(proposals_of(&next, "forget").is_empty(), "{next}");
+
+    // Accepting twice is refused with the reason; nothing is applied again.
+    let refused = brain.json(&["dream", "accept", &id], 3);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("already accepted"),
+        "{refused}"
+    );
+    // Reversible.
+    brain.json(&["restore", &second.to_string()], 0);
+    assert_eq!(status(&brain, second), "active");
+}
+
+#[test]
+fn accept_skips_changed_targets_and_refuses_stale_or_rejected_sets() {
+    let brain = Brain::new();
+    let a = remember(&brain, &["--type", "note", "--body", DEPLOY, "--at", "10d"]);
+    let b = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("{DEPLOY} now"),
+            "--allow-duplicate",
+            "--at",
+            "9d",
+        ],
+    );
+    let first = brain.json(&["dream"], 0);
+    let first_id = first["dream"]["id"].as_str().unwrap().to_string();
+    // A live write during/after the dream: the target changed since the snapshot.
+    brain.json(&["update", &b.to_string(), "--tags", "edited"], 0);
+    let report = brain.json(&["dream", "accept", &first_id], 0);
+    assert_eq!(report["applied"].as_array().unwrap().len(), 0, "{report}");
+    let skipped = report["skipped"][0]["detail"].as_str().unwrap();
+    assert!(
+        skipped.contains(&format!("#{b} changed since the snapshot")),
+        "{skipped}"
+    );
+    assert_eq!(status(&brain, a), "active");
+    assert_eq!(status(&brain, b), "active");
+    assert_eq!(
+        brain.json(&["show", &b.to_string()], 0)["tags"],
+        serde_json::json!(["edited"]),
+        "the live write is kept"
+    );
+
+    // An older set is stale once a newer one exists; a rejected one cannot be accepted.
+    let older = brain.json(&["dream"], 0)["dream"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::thread::sleep(Duration::from_millis(1_100));
+    brain.json(&["update", &a.to_string(), "--importance", "2"], 0);
+    let newer = brain.json(&["dream"], 0)["dream"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(older, newer);
+    let refused = brain.json(&["dream", "accept", &older], 3);
+    let message = refused["error"].as_str().unwrap();
+    assert!(
+        message.contains("stale") && message.contains(&newer),
+        "{message}"
+    );
+    brain.json(&["dream", "reject", &newer], 0);
+    let refused = brain.json(&["dream", "accept", &newer], 3);
+    assert!(
+        refused["error"].as_str().unwrap().contains("rejected"),
+        "{refused}"
+    );
+    assert_eq!(status(&brain, a), "active");
+    assert_eq!(status(&brain, b), "active");
+    let unknown = brain.json(&["dream", "accept", &newer, "--only", "everything"], 1);
+    assert!(
+        unknown["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown proposal kind")
+    );
+    // Unattended runs may propose, never accept unless configured.
+    let refused = brain.json(&["dream", "--unattended", "--accept"], 3);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("dream.auto_accept"),
+        "{refused}"
+    );
+    brain.json(&["config", "set", "dream.auto_accept", "true"], 0);
+    brain.json(&["dream", "--unattended", "--accept"], 0);
+}
+
+#[test]
+fn forgetting_needs_low_importance_and_a_twin_and_takes_at_most_five_keeping_one_each() {
+    let brain = Brain::new();
+    let mut groups = Vec::new();
+    for n in 0..7 {
+        let body = format!(
+            "service{n} restarts nightly at {n} am because the worker{n} leaks memory in the parser{n} module"
+        );
+        let keep = remember(&brain, &["--type", "note", "--body", &body, "--at", "60d"]);
+        let twin = remember(
+            &brain,
+            &[
+                "--type",
+                "note",
+                "--body",
+                &format!("{body} again"),
+                "--allow-duplicate",
+                "--at",
+                "59d",
+            ],
+        );
+        groups.push((keep, twin));
+    }
+    let young = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            "the young record about the parser of fresh things here",
+            "--at",
+            "5d",
+        ],
+    );
+    remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            "the young record about the parser of fresh things here ok",
+            "--allow-duplicate",
+            "--at",
+            "4d",
+        ],
+    );
+    let dream = brain.json(&["dream"], 0);
+    let forget = proposals_of(&dream, "forget");
+    assert_eq!(forget.len(), 5, "{dream}");
+    assert_eq!(dream["dream"]["report"]["forget"]["candidates"], 7);
+    for proposal in &forget {
+        let id = proposal["payload"]["id"].as_i64().unwrap();
+        assert_ne!(id, young, "never younger than 30 days");
+        let twin = proposal["payload"]["twin"].as_i64().unwrap();
+        assert!(
+            groups
+                .iter()
+                .any(|(a, b)| (id, twin) == (*a, *b) || (id, twin) == (*b, *a))
+        );
+        assert!(proposal["payload"]["importance"].as_f64().unwrap() < 0.45);
+        assert!(proposal["payload"]["probe_found"].as_i64().is_some());
+    }
+    let id = dream["dream"]["id"].as_str().unwrap().to_string();
+    let report = brain.json(&["dream", "accept", &id, "--only", "forget"], 0);
+    assert_eq!(report["status"], "partial");
+    assert_eq!(report["applied"].as_array().unwrap().len(), 5, "{report}");
+    for (a, b) in &groups {
+        assert!(
+            status(&brain, *a) == "active" || status(&brain, *b) == "active",
+            "one of each near-duplicate cluster is kept"
+        );
+    }
+    let forgotten = forget[0]["payload"]["id"].as_i64().unwrap();
+    brain.json(&["restore", &forgotten.to_string()], 0);
+    assert_eq!(status(&brain, forgotten), "active");
+    // The rest of the set can still be accepted (the merges of the remaining pairs).
+    let rest = brain.json(&["dream", "accept", &id], 0);
+    assert_eq!(rest["status"], "accepted");
+}
+
+fn clustered_brain() -> (Brain, Vec<i64>) {
+    let brain = Brain::new();
+    let ids = vec![
+        remember(
+            &brain,
+            &[
+                "--type",
+                "gotcha",
+                "--body",
+                "src/deploy.rs panics when the release tag has no v prefix",
+            ],
+        ),
+        remember(
+            &brain,
+            &[
+                "--type",
+                "fact",
+                "--body",
+                "src/deploy.rs reads the target host from DEPLOY_HOST",
+            ],
+        ),
+        remember(
+            &brain,
+            &[
+                "--type",
+                "procedure",
+                "--body",
+                "to roll back, run src/deploy.rs with --previous",
+            ],
+        ),
+        remember(
+            &brain,
+            &[
+                "--type",
+                "note",
+                "--body",
+                "src/deploy.rs was rewritten in march for the new runner",
+            ],
+        ),
+    ];
+    (brain, ids)
+}
+
+#[test]
+fn a_fake_llm_command_writes_grounded_idempotent_summaries() {
+    let (brain, ids) = clustered_brain();
+    let log = brain.dir.path().join("prompts.log");
+    let fake = script(
+        &brain,
+        "fake-llm.sh",
+        &format!(
+            "prompt=$(cat)\nprintf '%s\\n' \"$prompt\" >> '{}'\ncase \"$prompt\" in\n  *lesson*) echo 'Lesson: every change to src/deploy.rs needs a rollback path.' ;;\n  *) echo 'The deploy tool src/deploy.rs needs a v-prefixed tag, reads DEPLOY_HOST and can roll back.' ;;\nesac",
+            log.display()
+        ),
+    );
+    brain.json(&["config", "set", "llm.command", &fake], 0);
+    let dream = brain.json(&["dream"], 0);
+    let summaries = proposals_of(&dream, "summary");
+    assert_eq!(summaries.len(), 1, "{dream}");
+    assert_eq!(proposals_of(&dream, "reflection").len(), 1, "{dream}");
+    let members: Vec<i64> = summaries[0]["payload"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(members, ids);
+    let prompts = std::fs::read_to_string(&log).unwrap();
+    assert!(prompts.contains("stored data, not instructions") && prompts.contains("DEPLOY_HOST"));
+    let id = dream["dream"]["id"].as_str().unwrap().to_string();
+    let report = brain.json(&["dream", "accept", &id], 0);
+    assert_eq!(report["applied"].as_array().unwrap().len(), 2, "{report}");
+    let generated = brain.json(&["list", "--type", "note"], 0);
+    let summary = generated["results"]
+        .as_array()
+        .or_else(|| generated.as_array())
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Summary of cluster"))
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("no summary: {generated}"));
+    assert!(summary["tags"].to_string().contains("generated"));
+    let cited = summary["source"].as_str().unwrap();
+    for member in &ids {
+        assert!(cited.contains(&format!("#{member}")), "{cited}");
+    }
+    assert_eq!(summary["confidence"], "inferred");
+    // Idempotent by member hash: the same members are not summarized again.
+    std::fs::remove_file(&log).unwrap();
+    let again = brain.json(&["dream"], 0);
+    assert!(proposals_of(&again, "summary").is_empty(), "{again}");
+    assert!(!log.exists(), "no LLM call for what was already generated");
+}
+
+#[test]
+fn an_llm_that_fails_hangs_or_talks_garbage_changes_nothing_and_is_reported() {
+    for (name, body, expect) in [
+        ("fail.sh", "echo 'model overloaded' >&2; exit 7", "failed"),
+        ("hang.sh", "exec sleep 30", "did not answer"),
+        ("garbage.sh", "printf '\\377\\376\\375'", "not UTF-8"),
+        ("empty.sh", "cat > /dev/null", "empty"),
+    ] {
+        let (brain, ids) = clustered_brain();
+        let fake = script(&brain, name, body);
+        brain.json(&["config", "set", "llm.command", &fake], 0);
+        brain.json(&["config", "set", "llm.timeout_secs", "1"], 0);
+        let started = Instant::now();
+        let dream = brain.json(&["dream"], 0);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{name} took {:?}",
+            started.elapsed()
+        );
+        let errors = dream["dream"]["report"]["llm"]["errors"]
+            .as_array()
+            .unwrap();
+        assert!(!errors.is_empty(), "{name}: {dream}");
+        assert!(
+            errors[0].as_str().unwrap().contains(expect),
+            "{name}: {errors:?}"
+        );
+        assert!(proposals_of(&dream, "summary").is_empty());
+        let list = brain.json(&["list"], 0).to_string();
+        assert!(!list.contains("Summary of cluster"), "{name}");
+        for id in &ids {
+            assert_eq!(status(&brain, *id), "active");
+        }
+    }
+}
+
+#[test]
+fn a_dream_killed_at_any_point_leaves_the_live_brain_untouched_and_the_next_run_clean() {
+    let brain = Brain::new();
+    for n in 0..40 {
+        let body = format!("{DEPLOY} variant {}", n / 2);
+        remember(
+            &brain,
+            &[
+                "--type",
+                "note",
+                "--body",
+                &body,
+                "--allow-duplicate",
+                "--at",
+                "40d",
+            ],
+        );
+    }
+    let (_, _) = (
+        remember(&brain, &["--type", "note", "--body", "src/deploy.rs one"]),
+        0,
+    );
+    remember(&brain, &["--type", "note", "--body", "src/deploy.rs two"]);
+    remember(&brain, &["--type", "note", "--body", "src/deploy.rs three"]);
+    let records_before = sql(
+        &brain,
+        "SELECT count(*), group_concat(status || updated_at) FROM memories",
+    );
+    let pid_file = brain.dir.path().join("llm.pid");
+    let fake = script(
+        &brain,
+        "slow-llm.sh",
+        &format!("echo $$ > '{}'\nexec sleep 60", pid_file.display()),
+    );
+    brain.json(&["config", "set", "llm.command", &fake], 0);
+
+    // Killed while the LLM phase runs: the snapshot exists, nothing was written yet.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cairn"))
+        .current_dir(brain.dir.path())
+        .env("CAIRN_DB", &brain.db)
+        .env("CAIRN_PROJECT", "test-project")
+        .args(["dream"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !pid_file.exists()
+        || std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .is_empty()
+    {
+        assert!(Instant::now() < deadline, "the fake LLM never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let llm_pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &llm_pid])
+        .status();
+    assert!(
+        !snapshots_left(&brain).is_empty(),
+        "the killed dream left its snapshot"
+    );
+    assert_eq!(sql(&brain, "PRAGMA integrity_check"), "ok");
+    assert_eq!(sql(&brain, "SELECT count(*) FROM dream_runs"), "0");
+    assert_eq!(
+        sql(
+            &brain,
+            "SELECT count(*), group_concat(status || updated_at) FROM memories"
+        ),
+        records_before
+    );
+
+    // Killed at other points (snapshot, phases, the final write): all or nothing.
+    brain.json(&["config", "unset", "llm.command"], 0);
+    for delay in [0u64, 5, 15, 30, 60, 120] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cairn"))
+            .current_dir(brain.dir.path())
+            .env("CAIRN_DB", &brain.db)
+            .env("CAIRN_PROJECT", "test-project")
+            .args(["dream"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let _ = child.kill();
+        child.wait().unwrap();
+        assert_eq!(
+            sql(&brain, "PRAGMA integrity_check"),
+            "ok",
+            "after a kill at {delay} ms"
+        );
+        assert_eq!(
+            sql(
+                &brain,
+                "SELECT count(*), group_concat(status || updated_at) FROM memories"
+            ),
+            records_before,
+            "after a kill at {delay} ms"
+        );
+        // A stored set is always whole: its proposals match the counts in its report.
+        for run in sql(&brain, "SELECT id FROM dream_runs").lines() {
+            let shown = brain.json(&["dream", "show", run], 0);
+            let counted: i64 = shown["report"]["proposals"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_i64().unwrap())
+                .sum();
+            assert_eq!(counted, shown["proposals"].as_array().unwrap().len() as i64);
+        }
+    }
+
+    // The next run is clean: it removes the orphaned snapshots and leaves none of its own.
+    let next = brain.json(&["dream"], 0);
+    assert!(!next["dream"]["proposals"].as_array().unwrap().is_empty());
+    assert!(
+        snapshots_left(&brain).is_empty(),
+        "{:?}",
+        snapshots_left(&brain)
+    );
+    assert_eq!(brain.json(&["doctor"], 0)["ok"], true);
+}
+
+#[test]
+fn doctor_repair_drops_orphans_vacuums_a_bloated_file_and_is_idempotent() {
+    let brain = Brain::new();
+    let mut ids = Vec::new();
+    for n in 0..150 {
+        let body = format!(
+            "record {n} {}",
+            "padding words to make the page fill up ".repeat(40)
+        );
+        ids.push(remember(
+            &brain,
+            &["--type", "note", "--body", &body, "--allow-duplicate"],
+        ));
+    }
+    for id in &ids[..120] {
+        brain.json(&["forget", &id.to_string(), "--hard"], 0);
+    }
+    sql(
+        &brain,
+        &format!(
+            "INSERT INTO conflicts (memory_id, other_id, reason, created_at) VALUES ({}, 999999, 'x', '2026-01-01T00:00:00Z')",
+            ids[149]
+        ),
+    );
+    sql(
+        &brain,
+        "INSERT INTO generated_records (memory_id, generator, marked_at) VALUES (888888, 'summary', '2026-01-01T00:00:00Z')",
+    );
+    sql(
+        &brain,
+        &format!("DELETE FROM memories_fts WHERE rowid = {}", ids[140]),
+    );
+    // Bloat: pages freed by a bulk delete that nobody vacuumed.
+    sql(
+        &brain,
+        "CREATE TABLE junk(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO junk SELECT randomblob(2000) FROM n; DROP TABLE junk;",
+    );
+    let doctor = brain.json(&["doctor"], 1);
+    let bad: Vec<&str> = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        bad.contains(&"orphans") && bad.contains(&"free pages") && bad.contains(&"full-text index"),
+        "{doctor}"
+    );
+    let size_before = std::fs::metadata(&brain.db).unwrap().len();
+    let repaired = brain.json(&["doctor", "--repair"], 0);
+    let text = repaired["repaired"].to_string();
+    assert!(
+        text.contains("orphaned") && text.contains("VACUUM") && text.contains("full-text"),
+        "{repaired}"
+    );
+    let again = brain.json(&["doctor", "--repair"], 0);
+    assert_eq!(
+        again["repaired"],
+        serde_json::json!([]),
+        "idempotent: {again}"
+    );
+    assert_eq!(brain.json(&["doctor"], 0)["ok"], true);
+    assert!(std::fs::metadata(&brain.db).unwrap().len() < size_before);
+    assert_eq!(brain.recall_ids(&["record 140"])[0], ids[140]);
+}
+
+#[test]
+fn a_damaged_brain_is_recovered_into_a_new_file_and_never_deleted() {
+    let brain = Brain::new();
+    for n in 0..200 {
+        let body = format!(
+            "recoverable record {n} {}",
+            "with some text to fill pages ".repeat(20)
+        );
+        remember(
+            &brain,
+            &["--type", "fact", "--body", &body, "--allow-duplicate"],
+        );
+    }
+    sql(&brain, "PRAGMA wal_checkpoint(TRUNCATE)");
+    // Damage pages in the middle of the file (the header stays readable).
+    let mut bytes = std::fs::read(&brain.db).unwrap();
+    let page = 4096;
+    let pages = bytes.len() / page;
+    for target in [pages / 3, pages / 2] {
+        for byte in &mut bytes[target * page + 16..target * page + 600] {
+            *byte = 0xA5;
+        }
+    }
+    std::fs::write(&brain.db, &bytes).unwrap();
+    let doctor = brain.cmd().args(["doctor"]).output().unwrap();
+    assert_eq!(doctor.status.code(), Some(1));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&doctor.stdout),
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    assert!(
+        said.contains("--recover-into") || said.contains("recover"),
+        "{said}"
+    );
+    let target = brain.dir.path().join("recovered.db");
+    let recovered = brain.json(&["doctor", "--recover-into", target.to_str().unwrap()], 0);
+    assert!(recovered["rows"].as_i64().unwrap() > 100, "{recovered}");
+    assert_eq!(
+        std::fs::read(&brain.db).unwrap(),
+        bytes,
+        "the damaged file is untouched"
+    );
+    let fresh = brain
+        .cmd()
+        .env("CAIRN_DB", &target)
+        .args(["--json", "doctor"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&fresh.stdout).unwrap();
+    assert_eq!(report["checks"][0]["ok"], true, "{report}");
+    let found = brain
+        .cmd()
+        .env("CAIRN_DB", &target)
+        .args(["--json", "recall", "recoverable record"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&found.stdout).contains("recoverable record"));
+    // Never over an existing file.
+    let refused = brain.json(&["doctor", "--recover-into", target.to_str().unwrap()], 1);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("already exists")
+    );
+    let _ = Path::new(&target);
+}

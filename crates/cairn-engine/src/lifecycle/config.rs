@@ -1,0 +1,161 @@
+//! Settings a brain keeps for itself (`cairn config set KEY VALUE`), stored in the `meta` table
+//! under `config:KEY`. Only the keys listed here exist; an environment variable overrides the
+//! stored value (`CAIRN_LLM_COMMAND` over `llm.command`), so a test or a one-off run can point
+//! elsewhere without touching the brain. Secrets are never stored: the LLM key is read from the
+//! environment variable `llm.api_key_env` names.
+
+use crate::{Engine, EngineError, Result};
+use serde::Serialize;
+
+/// A known setting: its key, the environment variable that overrides it, what it does.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    pub key: &'static str,
+    pub env: &'static str,
+    pub default: Option<&'static str>,
+    pub help: &'static str,
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        key: "llm.command",
+        env: "CAIRN_LLM_COMMAND",
+        default: None,
+        help: "shell command that gets a prompt on stdin and replies on stdout (e.g. `claude -p`)",
+    },
+    Setting {
+        key: "llm.url",
+        env: "CAIRN_LLM_URL",
+        default: None,
+        help: "OpenAI-compatible chat endpoint (…/v1 or …/v1/chat/completions); plain http unless built with TLS",
+    },
+    Setting {
+        key: "llm.model",
+        env: "CAIRN_LLM_MODEL",
+        default: None,
+        help: "model name sent to llm.url",
+    },
+    Setting {
+        key: "llm.api_key_env",
+        env: "CAIRN_LLM_API_KEY_ENV",
+        default: Some("CAIRN_LLM_API_KEY"),
+        help: "name of the environment variable holding the key for llm.url (the key is never stored)",
+    },
+    Setting {
+        key: "llm.timeout_secs",
+        env: "CAIRN_LLM_TIMEOUT_SECS",
+        default: Some("120"),
+        help: "seconds one LLM call may take before it is stopped and reported",
+    },
+    Setting {
+        key: "dream.auto_accept",
+        env: "CAIRN_DREAM_AUTO_ACCEPT",
+        default: Some("false"),
+        help: "let unattended dreams (`cairn dream --unattended --accept`) apply their proposals",
+    },
+    Setting {
+        key: "dream.max_llm_calls",
+        env: "CAIRN_DREAM_MAX_LLM_CALLS",
+        default: Some("6"),
+        help: "most LLM calls (summaries + reflections) one dream makes",
+    },
+];
+
+/// One setting's value and where it came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingValue {
+    pub key: String,
+    pub value: Option<String>,
+    /// `env`, `brain`, `default` or `unset`.
+    pub from: String,
+    pub help: String,
+}
+
+fn setting(key: &str) -> Result<&'static Setting> {
+    SETTINGS.iter().find(|s| s.key == key).ok_or_else(|| {
+        EngineError::Invalid(format!(
+            "unknown setting {key:?}: known settings are {}",
+            SETTINGS
+                .iter()
+                .map(|s| s.key)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+fn meta_key(key: &str) -> String {
+    format!("config:{key}")
+}
+
+impl Engine {
+    /// A setting's effective value: the environment, then the brain, then the default.
+    pub fn setting(&self, key: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<SettingValue> {
+        let known = setting(key)?;
+        let (value, from) = if let Some(v) = env(known.env).filter(|v| !v.trim().is_empty()) {
+            (Some(v), "env")
+        } else if let Some(v) = self.store.reader().meta(&meta_key(key))? {
+            (Some(v), "brain")
+        } else if let Some(v) = known.default {
+            (Some(v.to_string()), "default")
+        } else {
+            (None, "unset")
+        };
+        Ok(SettingValue {
+            key: key.to_string(),
+            value,
+            from: from.to_string(),
+            help: known.help.to_string(),
+        })
+    }
+
+    pub fn settings(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<SettingValue>> {
+        SETTINGS.iter().map(|s| self.setting(s.key, env)).collect()
+    }
+
+    /// Stores a setting in the brain (`None` removes it).
+    pub fn set_setting(&mut self, key: &str, value: Option<&str>) -> Result<()> {
+        self.ensure_writable("config set")?;
+        let known = setting(key)?;
+        if let Some(value) = value {
+            validate(known, value)?;
+        }
+        let meta = meta_key(key);
+        self.store.write(|tx| {
+            match value {
+                Some(value) => tx.set_meta(&meta, value)?,
+                None => tx.delete_meta(&meta)?,
+            }
+            Ok::<_, EngineError>(())
+        })
+    }
+}
+
+fn validate(setting: &Setting, value: &str) -> Result<()> {
+    let bad = |why: &str| {
+        Err(EngineError::Invalid(format!(
+            "{} = {value:?} is not valid: {why}; nothing was stored",
+            setting.key
+        )))
+    };
+    match setting.key {
+        "llm.timeout_secs" | "dream.max_llm_calls" => match value.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(()),
+            _ => bad("expected a whole number above 0"),
+        },
+        "dream.auto_accept" => match value.trim() {
+            "true" | "false" => Ok(()),
+            _ => bad("expected true or false"),
+        },
+        "llm.url" => {
+            let lower = value.trim().to_ascii_lowercase();
+            if lower.starts_with("http://") || lower.starts_with("https://") {
+                Ok(())
+            } else {
+                bad("expected an http:// or https:// URL")
+            }
+        }
+        _ if value.trim().is_empty() => bad("empty (use `cairn config unset` to remove it)"),
+        _ => Ok(()),
+    }
+}

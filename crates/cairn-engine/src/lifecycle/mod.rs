@@ -1,0 +1,13 @@
+//! The lifecycle of DESIGN §8: decay, review of stale records, consolidation (`dream`) with
+//! its optional LLM calls, and the brain's own settings. Forgetting archives through the same
+//! operations as `cairn forget`; repair lives with `doctor` in `maintenance.rs`.
+
+pub mod config;
+pub mod decay;
+pub mod dream;
+pub mod llm;
+
+pub use config::{SETTINGS, Setting, SettingValue};
+pub use decay::{DecayChange, DecayExplanation, DecayReport};
+pub use dream::{AcceptReport, DreamOptions, DreamOutcome, DreamView, ProposalOutcome};
+pub use llm::LlmConfig;

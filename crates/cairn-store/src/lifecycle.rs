@@ -1,0 +1,652 @@
+//! The lifecycle's tables and reads (migration `MIGRATION_LIFECYCLE`): dream proposal sets and
+//! their proposals, the member hash of generated records, the light per-record rows decay and
+//! consolidation scan, the online backup a dream snapshots into, and the maintenance `doctor
+//! --repair` runs (orphans, VACUUM, WAL checkpoint, recovery into a new file).
+
+use crate::{Reader, Result, Store, StoreError, WriteTx};
+use cairn_core::minhash::Signature;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// One stored dream proposal set.
+#[derive(Debug, Clone, Serialize)]
+pub struct DreamRunRow {
+    pub id: String,
+    pub created_at: String,
+    pub snapshot_at: String,
+    pub project: Option<String>,
+    /// `proposed`, `accepted`, `rejected`.
+    pub status: String,
+    pub unattended: bool,
+    pub report: serde_json::Value,
+    pub decided_at: Option<String>,
+    pub decision: Option<serde_json::Value>,
+}
+
+/// One proposal of a set.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProposalRow {
+    pub seq: i64,
+    /// `decay`, `merge`, `forget`, `summary`, `reflection`.
+    pub kind: String,
+    /// The records it acts on, as they were in the snapshot: `[{id, updated_at, status}]`.
+    pub targets: serde_json::Value,
+    pub payload: serde_json::Value,
+    /// `applied`, or `skipped: reason`, once accepted.
+    pub outcome: Option<String>,
+}
+
+/// What decay and consolidation read about every active record: no body.
+#[derive(Debug, Clone)]
+pub struct LifecycleRow {
+    pub id: i64,
+    pub project: Option<String>,
+    pub scope: String,
+    pub trust_zone: String,
+    pub sensitivity: String,
+    pub memory_type: String,
+    pub title: Option<String>,
+    /// How many earlier versions the record has (every change adds one): a change detector
+    /// finer than `updated_at`, which has whole seconds.
+    pub version: i64,
+    /// The first 80 characters of the body, for labels.
+    pub opening: String,
+    pub pinned: bool,
+    pub importance: u8,
+    pub confidence: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub last_accessed_at: Option<String>,
+    pub expires_at: Option<String>,
+    pub body_bytes: usize,
+    pub signature: Option<Signature>,
+    pub generated: bool,
+}
+
+/// Page accounting of the file.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PageStats {
+    pub page_size: i64,
+    pub page_count: i64,
+    pub freelist_count: i64,
+}
+
+impl PageStats {
+    pub fn free_ratio(&self) -> f64 {
+        if self.page_count == 0 {
+            0.0
+        } else {
+            self.freelist_count as f64 / self.page_count as f64
+        }
+    }
+}
+
+/// Orphaned rows `doctor --repair` drops: rows pointing at records or runs that do not exist.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Orphans {
+    pub conflicts: i64,
+    pub generated_marks: i64,
+    pub proposals: i64,
+}
+
+impl Orphans {
+    pub fn total(&self) -> i64 {
+        self.conflicts + self.generated_marks + self.proposals
+    }
+}
+
+/// One table's share of a recovery.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecoveredTable {
+    pub table: String,
+    pub rows: i64,
+    /// Rows that could not be read (damaged pages).
+    pub lost: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+const ORPHAN_CONFLICTS: &str = "FROM conflicts c WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = c.memory_id) \
+     OR NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = c.other_id)";
+const ORPHAN_MARKS: &str =
+    "FROM generated_records g WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = g.memory_id)";
+const ORPHAN_PROPOSALS: &str =
+    "FROM dream_proposals p WHERE NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.id = p.run_id)";
+
+fn json_column(text: String) -> serde_json::Value {
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
+}
+
+impl WriteTx<'_> {
+    fn lifecycle_map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::from_sqlite(e, self.path)
+    }
+
+    /// Stores a proposal set and its proposals (`proposals`: kind, targets, payload).
+    pub fn insert_dream_run(
+        &self,
+        run: &DreamRunRow,
+        proposals: &[(String, serde_json::Value, serde_json::Value)],
+    ) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO dream_runs (id, created_at, snapshot_at, project, status, unattended, report) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    run.id,
+                    run.created_at,
+                    run.snapshot_at,
+                    run.project.as_deref().unwrap_or(""),
+                    run.status,
+                    run.unattended,
+                    run.report.to_string()
+                ],
+            )
+            .map_err(self.lifecycle_map())?;
+        let mut statement = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO dream_proposals (run_id, seq, kind, targets, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(self.lifecycle_map())?;
+        for (seq, (kind, targets, payload)) in proposals.iter().enumerate() {
+            statement
+                .execute(params![
+                    run.id,
+                    seq as i64 + 1,
+                    kind,
+                    targets.to_string(),
+                    payload.to_string()
+                ])
+                .map_err(self.lifecycle_map())?;
+        }
+        Ok(())
+    }
+
+    /// Closes a proposal set: `accepted` or `rejected`, with the per-proposal outcomes.
+    pub fn decide_dream_run(
+        &self,
+        id: &str,
+        status: &str,
+        at: &str,
+        decision: &serde_json::Value,
+    ) -> Result<()> {
+        self.tx
+            .execute(
+                "UPDATE dream_runs SET status = ?2, decided_at = ?3, decision = ?4 WHERE id = ?1",
+                params![id, status, at, decision.to_string()],
+            )
+            .map_err(self.lifecycle_map())?;
+        Ok(())
+    }
+
+    pub fn set_proposal_outcome(&self, run_id: &str, seq: i64, outcome: &str) -> Result<()> {
+        self.tx
+            .execute(
+                "UPDATE dream_proposals SET outcome = ?3 WHERE run_id = ?1 AND seq = ?2",
+                params![run_id, seq, outcome],
+            )
+            .map_err(self.lifecycle_map())?;
+        Ok(())
+    }
+
+    /// Marks a generated record with the member hash of what it was generated from.
+    pub fn mark_generated_from(
+        &self,
+        memory_id: i64,
+        generator: &str,
+        member_hash: &str,
+        at: &str,
+    ) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO generated_records (memory_id, generator, marked_at, member_hash) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (memory_id) DO UPDATE SET member_hash = excluded.member_hash",
+                params![memory_id, generator, at, member_hash],
+            )
+            .map_err(self.lifecycle_map())?;
+        Ok(())
+    }
+
+    pub fn delete_meta(&self, key: &str) -> Result<()> {
+        self.tx
+            .execute("DELETE FROM meta WHERE key = ?1", [key])
+            .map_err(self.lifecycle_map())?;
+        Ok(())
+    }
+
+    /// Drops rows that point at records or proposal sets that no longer exist.
+    pub fn drop_orphans(&self) -> Result<Orphans> {
+        let delete = |from: &str| -> Result<i64> {
+            let table = from
+                .split_whitespace()
+                .nth(1)
+                .expect("orphan queries name their table");
+            self.tx
+                .execute(
+                    &format!("DELETE FROM {table} WHERE rowid IN (SELECT rowid {from})"),
+                    [],
+                )
+                .map(|n| n as i64)
+                .map_err(self.lifecycle_map())
+        };
+        Ok(Orphans {
+            conflicts: delete(ORPHAN_CONFLICTS)?,
+            generated_marks: delete(ORPHAN_MARKS)?,
+            proposals: delete(ORPHAN_PROPOSALS)?,
+        })
+    }
+}
+
+impl Reader<'_> {
+    fn lifecycle_map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::from_sqlite(e, self.path)
+    }
+
+    fn run_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DreamRunRow> {
+        let project: String = row.get(3)?;
+        Ok(DreamRunRow {
+            id: row.get(0)?,
+            created_at: row.get(1)?,
+            snapshot_at: row.get(2)?,
+            project: (!project.is_empty()).then_some(project),
+            status: row.get(4)?,
+            unattended: row.get(5)?,
+            report: json_column(row.get(6)?),
+            decided_at: row.get(7)?,
+            decision: row.get::<_, Option<String>>(8)?.map(json_column),
+        })
+    }
+
+    pub fn dream_run(&self, id: &str) -> Result<Option<DreamRunRow>> {
+        self.conn
+            .query_row(
+                "SELECT id, created_at, snapshot_at, project, status, unattended, report, decided_at, decision \
+                 FROM dream_runs WHERE id = ?1",
+                [id],
+                Self::run_from_row,
+            )
+            .optional()
+            .map_err(self.lifecycle_map())
+    }
+
+    /// Proposal sets, newest first; `limit` 0 means all.
+    pub fn dream_runs(&self, limit: usize) -> Result<Vec<DreamRunRow>> {
+        let limit = if limit == 0 { -1 } else { limit as i64 };
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT id, created_at, snapshot_at, project, status, unattended, report, decided_at, decision \
+                 FROM dream_runs ORDER BY created_at DESC, rowid DESC LIMIT ?1",
+            )
+            .map_err(self.lifecycle_map())?;
+        let rows = statement
+            .query_map([limit], Self::run_from_row)
+            .map_err(self.lifecycle_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.lifecycle_map())
+    }
+
+    pub fn dream_proposals(&self, run_id: &str) -> Result<Vec<ProposalRow>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT seq, kind, targets, payload, outcome FROM dream_proposals WHERE run_id = ?1 ORDER BY seq",
+            )
+            .map_err(self.lifecycle_map())?;
+        let rows = statement
+            .query_map([run_id], |row| {
+                Ok(ProposalRow {
+                    seq: row.get(0)?,
+                    kind: row.get(1)?,
+                    targets: json_column(row.get(2)?),
+                    payload: json_column(row.get(3)?),
+                    outcome: row.get(4)?,
+                })
+            })
+            .map_err(self.lifecycle_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.lifecycle_map())
+    }
+
+    /// The latest history version of a record (0: never changed).
+    pub fn history_version(&self, memory_id: i64) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT COALESCE(MAX(version), 0) FROM history WHERE memory_id = ?1")
+            .and_then(|mut s| s.query_row([memory_id], |row| row.get(0)))
+            .map_err(self.lifecycle_map())
+    }
+
+    /// The record generated by `generator` from members with this hash, if any.
+    pub fn generated_by_member_hash(
+        &self,
+        generator: &str,
+        member_hash: &str,
+    ) -> Result<Option<i64>> {
+        self.conn
+            .query_row(
+                "SELECT memory_id FROM generated_records WHERE generator = ?1 AND member_hash = ?2 ORDER BY memory_id LIMIT 1",
+                params![generator, member_hash],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(self.lifecycle_map())
+    }
+
+    /// Every active record, light (no body), in id order.
+    pub fn lifecycle_rows(&self) -> Result<Vec<LifecycleRow>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT m.id, m.project, m.scope, m.trust_zone, m.sensitivity, m.type, m.title, m.pinned, m.importance, \
+                 m.confidence, m.created_at, m.updated_at, m.last_accessed_at, m.expires_at, length(CAST(m.body AS BLOB)), \
+                 m.minhash, EXISTS (SELECT 1 FROM generated_records g WHERE g.memory_id = m.id), substr(m.body, 1, 80), \
+                 (SELECT COALESCE(MAX(h.version), 0) FROM history h WHERE h.memory_id = m.id) \
+                 FROM memories m WHERE m.status = 'active' ORDER BY m.id",
+            )
+            .map_err(self.lifecycle_map())?;
+        let rows = statement
+            .query_map([], |row| {
+                let project: String = row.get(1)?;
+                let signature: Option<Vec<u8>> = row.get(15)?;
+                Ok(LifecycleRow {
+                    id: row.get(0)?,
+                    project: (!project.is_empty()).then_some(project),
+                    scope: row.get(2)?,
+                    trust_zone: row.get(3)?,
+                    sensitivity: row.get(4)?,
+                    memory_type: row.get(5)?,
+                    title: row.get(6)?,
+                    pinned: row.get(7)?,
+                    importance: row.get(8)?,
+                    confidence: row.get(9)?,
+                    created_at: row.get(10)?,
+                    updated_at: row.get(11)?,
+                    last_accessed_at: row.get(12)?,
+                    expires_at: row.get(13)?,
+                    body_bytes: row.get::<_, i64>(14)?.max(0) as usize,
+                    signature: signature.as_deref().and_then(Signature::from_bytes),
+                    generated: row.get(16)?,
+                    opening: row.get(17)?,
+                    version: row.get(18)?,
+                })
+            })
+            .map_err(self.lifecycle_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.lifecycle_map())
+    }
+
+    /// Active tier A/B records of `projects` (`None` = personal) nobody re-checked since
+    /// `cutoff`: their last `verify` event (else their creation) is older. Oldest first.
+    pub fn stale_unverified(
+        &self,
+        projects: &[Option<String>],
+        types: &[&str],
+        cutoff: &str,
+        limit: usize,
+    ) -> Result<Vec<i64>> {
+        let mut values: Vec<rusqlite::types::Value> = vec![cutoff.to_string().into()];
+        let project_marks: Vec<String> = projects
+            .iter()
+            .map(|p| {
+                values.push(p.clone().unwrap_or_default().into());
+                format!("?{}", values.len())
+            })
+            .collect();
+        let type_marks: Vec<String> = types
+            .iter()
+            .map(|t| {
+                values.push(t.to_string().into());
+                format!("?{}", values.len())
+            })
+            .collect();
+        let sql = format!(
+            "SELECT id FROM (SELECT m.id, COALESCE((SELECT max(e.at) FROM events e WHERE e.memory_id = m.id AND e.op = 'verify'), m.created_at) AS checked \
+             FROM memories m WHERE m.status = 'active' AND m.project IN ({}) AND m.type IN ({})) WHERE checked <= ?1 \
+             ORDER BY checked, id LIMIT {}",
+            project_marks.join(", "),
+            type_marks.join(", "),
+            if limit == 0 { -1 } else { limit as i64 }
+        );
+        let mut statement = self.conn.prepare(&sql).map_err(self.lifecycle_map())?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values), |row| {
+                row.get::<_, i64>(0)
+            })
+            .map_err(self.lifecycle_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.lifecycle_map())
+    }
+
+    /// Open links pointing at each record (graph edges from anything else), by record id.
+    pub fn inbound_link_counts(&self) -> Result<HashMap<i64, u32>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT dst_id, count(*) FROM edges WHERE dst_kind = 'record' AND invalidate_seq IS NULL \
+                 AND NOT (src_kind = 'record' AND src_id = dst_id) GROUP BY dst_id",
+            )
+            .map_err(self.lifecycle_map())?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)))
+            .map_err(self.lifecycle_map())?;
+        let mut counts = HashMap::new();
+        for row in rows {
+            let (id, count) = row.map_err(self.lifecycle_map())?;
+            counts.insert(id, count.clamp(0, i64::from(u32::MAX)) as u32);
+        }
+        Ok(counts)
+    }
+
+    /// Orphaned rows, counted (what `drop_orphans` would delete).
+    pub fn orphans(&self) -> Result<Orphans> {
+        let count = |from: &str| -> Result<i64> {
+            self.conn
+                .query_row(&format!("SELECT count(*) {from}"), [], |row| row.get(0))
+                .map_err(self.lifecycle_map())
+        };
+        Ok(Orphans {
+            conflicts: count(ORPHAN_CONFLICTS)?,
+            generated_marks: count(ORPHAN_MARKS)?,
+            proposals: count(ORPHAN_PROPOSALS)?,
+        })
+    }
+
+    pub fn page_stats(&self) -> Result<PageStats> {
+        let pragma = |name: &str| -> Result<i64> {
+            self.conn
+                .query_row(&format!("PRAGMA {name}"), [], |row| row.get(0))
+                .map_err(self.lifecycle_map())
+        };
+        Ok(PageStats {
+            page_size: pragma("page_size")?,
+            page_count: pragma("page_count")?,
+            freelist_count: pragma("freelist_count")?,
+        })
+    }
+}
+
+/// Tables a recovery copies, in dependency-free order; tables the damaged file lacks are
+/// skipped, and derived ones (the full-text index) are rebuilt instead of copied.
+const RECOVERABLE_TABLES: &[&str] = &[
+    "memories",
+    "history",
+    "events",
+    "conflicts",
+    "scopes",
+    "meta",
+    "entities",
+    "entity_aliases",
+    "relation_types",
+    "edge_log",
+    "edges",
+    "edge_quarantine",
+    "generated_records",
+    "tasks",
+    "measures",
+    "identity",
+    "awareness",
+    "capture_offsets",
+    "inbox",
+    "vectors",
+    "dream_runs",
+    "dream_proposals",
+];
+
+impl Store {
+    /// Copies the live brain into a new file at `target` with SQLite's online backup, in one
+    /// read transaction: a consistent snapshot while other processes keep writing.
+    pub fn backup_to(&self, target: &Path) -> Result<()> {
+        let map = |e| StoreError::from_sqlite(e, target);
+        let mut destination = Connection::open(target).map_err(map)?;
+        let backup = rusqlite::backup::Backup::new(&self.conn, &mut destination).map_err(map)?;
+        backup
+            .step(-1)
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+        Ok(())
+    }
+
+    /// `VACUUM`: rewrites the file without its free pages.
+    pub fn vacuum(&mut self) -> Result<()> {
+        self.conn
+            .execute_batch("VACUUM")
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
+    /// Checkpoints the WAL into the file and truncates it to zero bytes (when no reader holds
+    /// it); returns (busy, wal frames, checkpointed frames).
+    pub fn checkpoint_truncate(&mut self) -> Result<(i64, i64, i64)> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
+    /// The `-wal` file's size in bytes (0 when there is none); metadata only, the file is
+    /// never opened (opening it would break SQLite's locks).
+    pub fn wal_bytes(&self) -> u64 {
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Reads what can be read from the (damaged) brain at `damaged` into a new brain at
+    /// `target`, table by table and, where a table's pages are damaged, row by row. The
+    /// damaged file is opened read-only and never changed; `target` must not exist.
+    pub fn recover_into(damaged: &Path, target: &Path) -> Result<Vec<RecoveredTable>> {
+        if target.exists() {
+            return Err(StoreError::Io {
+                path: target.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "the recovery target already exists; pick a new file name (nothing was written)",
+                ),
+            });
+        }
+        let source = Connection::open_with_flags(
+            damaged,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| StoreError::from_sqlite(e, damaged))?;
+        let mut fresh = Store::open(target)?;
+        let mut report = Vec::new();
+        let conn = &mut fresh.conn;
+        for table in RECOVERABLE_TABLES {
+            let exists: bool = source
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                    [table],
+                    |row| row.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
+                .unwrap_or(false);
+            if !exists {
+                continue;
+            }
+            report.push(recover_table(&source, conn, table));
+        }
+        conn.execute(
+            "INSERT INTO memories_fts(memories_fts) VALUES('rebuild')",
+            [],
+        )
+        .map_err(|e| StoreError::from_sqlite(e, target))?;
+        Ok(report)
+    }
+}
+
+/// Copies one table: the columns both files have, every readable row.
+fn recover_table(source: &Connection, target: &mut Connection, table: &str) -> RecoveredTable {
+    let mut result = RecoveredTable {
+        table: table.to_string(),
+        rows: 0,
+        lost: 0,
+        error: None,
+    };
+    let columns = |conn: &Connection| -> Vec<String> {
+        conn.prepare(&format!("PRAGMA table_info({table})"))
+            .and_then(|mut s| {
+                s.query_map([], |row| row.get::<_, String>(1))
+                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            })
+            .unwrap_or_default()
+    };
+    let theirs = columns(source);
+    let shared: Vec<String> = columns(target)
+        .into_iter()
+        .filter(|c| theirs.contains(c))
+        .collect();
+    if shared.is_empty() {
+        result.error = Some("no readable columns".into());
+        return result;
+    }
+    let list = shared.join(", ");
+    let marks: Vec<String> = (1..=shared.len()).map(|i| format!("?{i}")).collect();
+    let insert = format!(
+        "INSERT OR IGNORE INTO {table} ({list}) VALUES ({})",
+        marks.join(", ")
+    );
+    let rowids: Vec<i64> = match source
+        .prepare(&format!("SELECT rowid FROM {table} ORDER BY rowid"))
+        .and_then(|mut s| {
+            s.query_map([], |row| row.get::<_, i64>(0))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        }) {
+        Ok(ids) => ids,
+        Err(error) => {
+            result.error = Some(format!("cannot list rows: {error}"));
+            return result;
+        }
+    };
+    let Ok(tx) = target.transaction() else {
+        result.error = Some("cannot write the new file".into());
+        return result;
+    };
+    {
+        let read = source.prepare(&format!("SELECT {list} FROM {table} WHERE rowid = ?1"));
+        let write = tx.prepare(&insert);
+        let (Ok(mut read), Ok(mut write)) = (read, write) else {
+            result.error = Some("cannot prepare the copy".into());
+            return result;
+        };
+        for rowid in rowids {
+            let values: rusqlite::Result<Vec<rusqlite::types::Value>> = read
+                .query_row([rowid], |row| {
+                    (0..shared.len()).map(|i| row.get(i)).collect()
+                });
+            match values {
+                Ok(values) => match write.execute(rusqlite::params_from_iter(values)) {
+                    Ok(_) => result.rows += 1,
+                    Err(_) => result.lost += 1,
+                },
+                Err(_) => result.lost += 1,
+            }
+        }
+    }
+    if let Err(error) = tx.commit() {
+        result.error = Some(format!("cannot commit: {error}"));
+    }
+    result
+}
