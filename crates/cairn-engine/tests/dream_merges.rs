@@ -107,4 +107,28 @@ fn a_chain_of_near_duplicates_is_merged_in_one_dream() {
         "{:#?}",
         again.dream.proposals
     );
+
+    // Archived records keep no signature; doctor does not count that as a gap, and a restored
+    // record gets its signature back, so the next dream proposes the same merge again.
+    let doctor = engine.doctor(false).unwrap();
+    let signatures = doctor
+        .checks
+        .iter()
+        .find(|c| c.name == "near-duplicate signatures")
+        .unwrap();
+    assert!(signatures.ok, "{}", signatures.detail);
+    engine.restore(id_d).unwrap();
+    let doctor = engine.doctor(false).unwrap();
+    assert!(doctor.ok, "{:#?}", doctor.checks);
+    let after_restore = engine.dream(&DreamOptions::default()).unwrap();
+    let merges: Vec<_> = after_restore
+        .dream
+        .proposals
+        .iter()
+        .filter(|p| p.kind == "merge")
+        .collect();
+    assert_eq!(merges.len(), 1, "{:#?}", after_restore.dream.proposals);
+    // The restored record was just updated: it is the newer one, so it survives.
+    assert_eq!(merges[0].payload["survivor"], id_d);
+    assert_eq!(merges[0].payload["merged"][0]["id"], id_c);
 }
