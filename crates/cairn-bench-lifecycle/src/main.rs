@@ -9,8 +9,10 @@
 //!    accept; then the file size against the live text (target ≤ 3×) and the near-duplicate
 //!    pairs that survive among active records (target 0).
 //!
-//! Usage: `cargo run --release -p cairn-bench-lifecycle -- [--memories N] [--out DIR] [--dir DIR]`.
-//! Results go to `bench/results/lifecycle-<date>.json` and `.md`.
+//! Usage: `cargo run --release -p cairn-bench-lifecycle -- [--memories N] [--out DIR] [--dir DIR]
+//! [--only dream|lsh|month] [--keep]`. Results go to `bench/results/lifecycle-<date>.json` and
+//! `.md` (with `--only`, to `lifecycle-<date>-<part>.json` and `.md`); `--keep` leaves the brains
+//! in the work directory for inspection (`sqlite3 DIR/month.db`).
 
 use cairn_core::lifecycle::{similar_pairs, similar_pairs_exhaustive};
 use cairn_core::minhash::{Signature, signature};
@@ -112,6 +114,10 @@ struct Args {
     memories: usize,
     dir: PathBuf,
     out: PathBuf,
+    /// Run one part only (`dream`, `lsh`, `month`); the others are reported as not run.
+    only: Option<String>,
+    /// Keep the work directory (the brains) instead of deleting it at the end.
+    keep: bool,
 }
 
 fn parse_args() -> Args {
@@ -119,17 +125,30 @@ fn parse_args() -> Args {
         memories: 100_000,
         dir: std::env::temp_dir().join(format!("cairn-bench-lifecycle-{}", std::process::id())),
         out: PathBuf::from("bench/results"),
+        only: None,
+        keep: false,
     };
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
+        if flag == "--keep" {
+            args.keep = true;
+            continue;
+        }
         let value = given.next().unwrap_or_default();
         match flag.as_str() {
+            "--only" => {
+                assert!(
+                    ["dream", "lsh", "month"].contains(&value.as_str()),
+                    "--only dream|lsh|month"
+                );
+                args.only = Some(value);
+            }
             "--memories" => args.memories = value.parse().expect("--memories N"),
             "--dir" => args.dir = PathBuf::from(value),
             "--out" => args.out = PathBuf::from(value),
             other => {
                 eprintln!(
-                    "unknown flag {other}; usage: cairn-bench-lifecycle [--memories N] [--dir DIR] [--out DIR]"
+                    "unknown flag {other}; usage: cairn-bench-lifecycle [--memories N] [--dir DIR] [--out DIR] [--only dream|lsh|month] [--keep]"
                 );
                 std::process::exit(2);
             }
@@ -263,7 +282,8 @@ fn bench_lsh(words: &[String]) -> serde_json::Value {
             "all_pairs_ms": exact_ms.round(),
         }));
     }
-    json!({"threshold": 0.7, "bands": 25, "rows": 5, "target_recall": 0.95, "runs": results})
+    let bands = cairn_core::lifecycle::exact_bands(0.7);
+    json!({"threshold": 0.7, "bands": bands, "rows": cairn_core::minhash::NUM_HASHES / bands, "target_recall": 0.95, "runs": results})
 }
 
 fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
@@ -334,6 +354,8 @@ fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
     let doctor = engine.doctor(true).expect("doctor runs");
     drop(engine);
     let after_repair = file_bytes(&path);
+    let bytes_by_object = bytes_by_object(&path);
+    let vacuumed = vacuumed_bytes(&path);
     let ratio = after_repair as f64 / live_text.max(1) as f64;
     eprintln!(
         "month: {captured} captures, {} active, live text {} KB, file {} KB ({ratio:.2}×), {surviving} duplicate pairs left",
@@ -359,19 +381,81 @@ fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
         "daily_dream_ms_p50": dream_ms[dream_ms.len() / 2].round(),
         "daily_dream_ms_max": dream_ms.last().copied().unwrap_or(0.0).round(),
         "doctor_repaired": doctor.repaired,
+        "bytes_by_object": bytes_by_object,
+        // The same brain rewritten by `VACUUM INTO` (space freed inside pages — a signature
+        // dropped from an archived row — only leaves the file with a VACUUM, which `doctor
+        // --repair` runs when over 20 % of the pages are free). Not the target's measure.
+        "file_bytes_vacuumed": vacuumed,
+        "file_vacuumed_to_live_text": vacuumed.map(|v| (v as f64 / live_text.max(1) as f64 * 100.0).round() / 100.0),
     })
+}
+
+/// Bytes per table and index (SQLite's `dbstat`), through the `sqlite3` CLI when it is
+/// installed (the bundled SQLite is built without the `dbstat` table); empty otherwise.
+fn bytes_by_object(path: &Path) -> serde_json::Value {
+    let output = std::process::Command::new("sqlite3")
+        .arg("-readonly")
+        .arg(path)
+        .arg("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC, 1")
+        .output();
+    let mut objects = Vec::new();
+    if let Ok(output) = output
+        && output.status.success()
+    {
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            if let Some((name, bytes)) = line.rsplit_once('|')
+                && let Ok(bytes) = bytes.parse::<u64>()
+            {
+                objects.push(json!({"name": name, "bytes": bytes}));
+            }
+        }
+    }
+    serde_json::Value::Array(objects)
+}
+
+/// The size of a `VACUUM INTO` copy of the brain, through the `sqlite3` CLI when installed.
+fn vacuumed_bytes(path: &Path) -> Option<u64> {
+    let copy = path.with_extension("vacuumed.db");
+    let _ = std::fs::remove_file(&copy);
+    let status = std::process::Command::new("sqlite3")
+        .arg(path)
+        .arg(format!("VACUUM INTO '{}'", copy.display()))
+        .status()
+        .ok()?;
+    let bytes = status.success().then(|| file_bytes(&copy));
+    let _ = std::fs::remove_file(&copy);
+    bytes
 }
 
 fn main() {
     let args = parse_args();
     std::fs::create_dir_all(&args.dir).expect("work dir");
     let words = vocabulary();
-    let lsh = bench_lsh(&words);
-    let month = bench_month(&args, &words);
-    let dream = bench_dream(&args, &words);
+    let runs = |part: &str| args.only.as_deref().is_none_or(|only| only == part);
+    let not_run = json!("not run (--only)");
+    let lsh = if runs("lsh") {
+        bench_lsh(&words)
+    } else {
+        not_run.clone()
+    };
+    let month = if runs("month") {
+        bench_month(&args, &words)
+    } else {
+        not_run.clone()
+    };
+    let dream = if runs("dream") {
+        bench_dream(&args, &words)
+    } else {
+        not_run.clone()
+    };
     let date = Utc::now().format("%Y-%m-%d").to_string();
+    let stem = match &args.only {
+        Some(part) => format!("lifecycle-{date}-{part}"),
+        None => format!("lifecycle-{date}"),
+    };
     let results = json!({
         "date": date,
+        "only": args.only,
         "machine": {"cores": std::thread::available_parallelism().map_or(0, |n| n.get())},
         "dream": dream,
         "lsh": lsh,
@@ -379,33 +463,70 @@ fn main() {
         "peak_rss_mb": peak_rss_mb().round(),
     });
     std::fs::create_dir_all(&args.out).expect("results dir");
-    let json_path = args.out.join(format!("lifecycle-{date}.json"));
+    let json_path = args.out.join(format!("{stem}.json"));
     std::fs::write(
         &json_path,
         serde_json::to_string_pretty(&results).unwrap() + "\n",
     )
     .expect("results written");
-    let runs = lsh["runs"].as_array().cloned().unwrap_or_default();
     let mut md = format!(
-        "# Lifecycle benchmark, {date}\n\n`cargo run --release -p cairn-bench-lifecycle` (seeded, fixed now).\n\n\
-         | measure | result | target |\n|---|---|---|\n\
-         | `dream` on {} memories, no LLM | {} s | ≤ 60 s |\n",
-        dream["memories"], dream["dream_seconds"]
+        "# Lifecycle benchmark, {date}\n\n`cargo run --release -p cairn-bench-lifecycle{}` (seeded, fixed now).\n\n\
+         | measure | result | target |\n|---|---|---|\n",
+        args.only
+            .as_ref()
+            .map_or(String::new(), |part| format!(" -- --only {part}"))
     );
-    for run in &runs {
+    if runs("dream") {
         md.push_str(&format!(
-            "| LSH near-duplicate recall vs exact all-pairs, {} signatures | {} ({} of {} pairs; {} ms vs {} ms) | ≥ 0.95 |\n",
-            run["signatures"], run["recall"], run["lsh_pairs"], run["exact_pairs"], run["lsh_ms"], run["all_pairs_ms"]
+            "| `dream` on {} memories, no LLM | {} s | ≤ 60 s |\n",
+            dream["memories"], dream["dream_seconds"]
         ));
     }
-    md.push_str(&format!(
-        "| month of captures ({} captures, {} exact and {} near repeats), daily dream + accept: file / live text | {}× | ≤ 3× |\n\
-         | near-duplicate pairs (≥ 0.7) surviving among active records | {} | 0 |\n\n\
-         Dream proposals at 100k: {}. Peak RSS {} MB.\n",
-        month["captures"], month["exact_repeats"], month["near_repeats"], month["file_to_live_text"],
-        month["surviving_duplicate_pairs"], dream["proposals"], results["peak_rss_mb"]
-    ));
-    std::fs::write(args.out.join(format!("lifecycle-{date}.md")), md).expect("md written");
-    let _ = std::fs::remove_dir_all(&args.dir);
+    if runs("lsh") {
+        for run in lsh["runs"].as_array().cloned().unwrap_or_default() {
+            md.push_str(&format!(
+                "| LSH near-duplicate recall vs exact all-pairs, {} signatures | {} ({} LSH pairs, {} exact; {} ms vs {} ms) | ≥ 0.95 |\n",
+                run["signatures"], run["recall"], run["lsh_pairs"], run["exact_pairs"], run["lsh_ms"], run["all_pairs_ms"]
+            ));
+        }
+    }
+    if runs("month") {
+        md.push_str(&format!(
+            "| month of captures ({} captures, {} exact and {} near repeats), daily dream + accept: file / live text (active records' bodies, {} bytes) | {}× | ≤ 3× |\n\
+             | near-duplicate pairs (≥ 0.7) surviving among active records | {} | 0 |\n\
+             | (for reference) the same brain after a full `VACUUM`: file / live text | {}× | — |\n",
+            month["captures"], month["exact_repeats"], month["near_repeats"], month["live_text_bytes"],
+            month["file_to_live_text"], month["surviving_duplicate_pairs"], month["file_vacuumed_to_live_text"]
+        ));
+    }
+    md.push('\n');
+    if runs("dream") {
+        md.push_str(&format!(
+            "Dream proposals at 100k: {}. ",
+            dream["proposals"]
+        ));
+    }
+    md.push_str(&format!("Peak RSS {} MB.\n", results["peak_rss_mb"]));
+    if let Some(objects) = month["bytes_by_object"].as_array()
+        && !objects.is_empty()
+    {
+        md.push_str(&format!(
+            "\nWhere the month brain's {} bytes go (`dbstat`, after `doctor --repair`):\n\n| table or index | bytes |\n|---|---|\n",
+            month["file_bytes"]
+        ));
+        for object in objects {
+            md.push_str(&format!(
+                "| {} | {} |\n",
+                object["name"].as_str().unwrap_or("?"),
+                object["bytes"]
+            ));
+        }
+    }
+    std::fs::write(args.out.join(format!("{stem}.md")), md).expect("md written");
+    if args.keep {
+        eprintln!("brains kept in {}", args.dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&args.dir);
+    }
     eprintln!("results in {}", json_path.display());
 }

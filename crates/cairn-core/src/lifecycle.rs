@@ -3,7 +3,7 @@
 //! MinHash signatures, sub-quadratic). Everything takes `now` and plain data; the engine reads
 //! the store and applies the verdicts.
 
-use crate::minhash::{Signature, lsh_bands};
+use crate::minhash::{NUM_HASHES, Signature, lsh_bands};
 use crate::record::{Confidence, MemoryType, Tier};
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
@@ -205,12 +205,26 @@ pub fn structural_importance(input: &StructureInput) -> f64 {
     0.4 * type_weight + 0.3 * links + 0.2 * size + 0.1 * stated
 }
 
-/// LSH bands for near-duplicate candidates at similarity 0.7: 25 bands of 5 rows. A pair at
-/// 0.7 becomes a candidate with probability 1 − (1 − 0.7⁵)²⁵ ≈ 0.99; one at 0.3 with ≈ 0.06.
-pub const NEAR_DUP_BANDS: usize = 25;
+/// How many LSH bands make banding **exact** at `threshold`: every pair whose estimated
+/// similarity (agreeing positions / 128) is at least `threshold` shares a band.
+///
+/// Such a pair disagrees on at most `d = 128 − ⌈128·threshold⌉` positions; each disagreement
+/// spoils at most one band, so with `d + 1` disjoint bands at least one band agrees entirely and
+/// the pair lands in its bucket. At 0.7: at most 38 disagreements, 39 bands of 3 rows (117 of
+/// the 128 positions). Fixed-probability banding (the earlier 25 bands × 5 rows caught a pair at
+/// 0.70 with probability ≈ 0.99) misses the same pair on every run, because signatures are
+/// deterministic: a missed near duplicate would never be merged.
+pub fn exact_bands(threshold: f64) -> usize {
+    let least_agreeing = (0..=NUM_HASHES)
+        .find(|agreeing| *agreeing as f64 / NUM_HASHES as f64 >= threshold)
+        .unwrap_or(NUM_HASHES);
+    (NUM_HASHES - least_agreeing + 1).clamp(1, NUM_HASHES)
+}
+
 /// Buckets larger than this are compared as a star (each member against the first) plus a
 /// chain (each against the next), so a thousand copies of one text cost a thousand
-/// comparisons, not half a million.
+/// comparisons, not half a million. Members are ordered by signature first, so identical
+/// copies are neighbours in the chain.
 const BUCKET_PAIR_LIMIT: usize = 64;
 
 /// One near-duplicate pair, `a < b`, with its estimated Jaccard similarity.
@@ -222,20 +236,27 @@ pub struct SimilarPair {
 }
 
 /// Every pair of `items` (id, partition key, signature) in the same partition whose MinHash
-/// similarity is at least `threshold`, found through LSH buckets (sub-quadratic), sorted by
-/// (a, b). Items must have distinct ids.
+/// similarity is at least `threshold`, found through LSH buckets (sub-quadratic) with
+/// [`exact_bands`], so nothing the all-pairs comparison finds is missed (outside buckets over
+/// [`BUCKET_PAIR_LIMIT`], which are compared as a star plus a chain), sorted by (a, b). Items
+/// must have distinct ids.
 pub fn similar_pairs<K: Ord + Clone + std::hash::Hash>(
     items: &[(i64, K, Signature)],
     threshold: f64,
 ) -> Vec<SimilarPair> {
-    let mut buckets: HashMap<(K, u64), Vec<usize>> = HashMap::new();
+    let bands = exact_bands(threshold);
+    // Partitions by number: bucket keys stay small however long the partition key is.
+    let mut partitions: HashMap<&K, u32> = HashMap::new();
+    let mut buckets: HashMap<(u32, u64), Vec<usize>> = HashMap::new();
     for (index, (_, key, signature)) in items.iter().enumerate() {
-        for band in lsh_bands(signature, NEAR_DUP_BANDS) {
-            buckets.entry((key.clone(), band)).or_default().push(index);
+        let next = partitions.len() as u32;
+        let partition = *partitions.entry(key).or_insert(next);
+        for band in lsh_bands(signature, bands) {
+            buckets.entry((partition, band)).or_default().push(index);
         }
     }
     let mut candidates: Vec<(usize, usize)> = Vec::new();
-    for members in buckets.values() {
+    for members in buckets.values_mut() {
         if members.len() < 2 {
             continue;
         }
@@ -246,6 +267,7 @@ pub fn similar_pairs<K: Ord + Clone + std::hash::Hash>(
                 }
             }
         } else {
+            members.sort_by(|a, b| items[*a].2.0.cmp(&items[*b].2.0).then(a.cmp(b)));
             let first = members[0];
             for window in members.windows(2) {
                 candidates.push((window[0].min(window[1]), window[0].max(window[1])));
@@ -445,6 +467,50 @@ mod tests {
         let ids: Vec<(i64, i64)> = fast.iter().map(|p| (p.a, p.b)).collect();
         assert_eq!(ids, vec![(1, 2), (1, 5), (2, 5)]);
         assert_eq!(groups(&fast), vec![vec![1, 2, 5]]);
+    }
+
+    #[test]
+    fn exact_bands_leave_no_pair_above_the_threshold_out() {
+        assert_eq!(exact_bands(0.7), 39);
+        assert_eq!(exact_bands(0.8), 26);
+        assert_eq!(exact_bands(1.0), 1);
+        assert_eq!(exact_bands(0.0), NUM_HASHES);
+        // The month benchmark's surviving pair: 90 of 128 positions agree (0.703), and the 38
+        // disagreements spoil every one of the old 25 bands of 5 rows, so LSH never proposed
+        // it. Build such pairs on purpose, the disagreements spread to hit as many bands as
+        // possible, and check banding still finds them.
+        let base: [u32; NUM_HASHES] =
+            std::array::from_fn(|i| (i as u32).wrapping_mul(2_654_435_761));
+        for disagreements in [1usize, 10, 25, 38] {
+            for stride in [1usize, 3, 5, 7, 127] {
+                let mut other = base;
+                // An odd stride visits distinct positions.
+                for k in 0..disagreements {
+                    other[(k * stride) % NUM_HASHES] ^= 0x8000_0000;
+                }
+                let items = vec![(1, 0u8, Signature(base)), (2, 0u8, Signature(other))];
+                let exact = similar_pairs_exhaustive(&items, 0.7);
+                assert_eq!(exact.len(), 1, "{disagreements} disagreements at 0.7");
+                assert_eq!(
+                    similar_pairs(&items, 0.7),
+                    exact,
+                    "{disagreements} disagreements, stride {stride}"
+                );
+            }
+        }
+        // The old banding missed exactly this shape: one disagreement in each 5-row band.
+        let mut spoiled = base;
+        for band in 0..25 {
+            spoiled[band * 5] ^= 1;
+        }
+        let old_bands_shared = lsh_bands(&Signature(base), 25)
+            .iter()
+            .zip(lsh_bands(&Signature(spoiled), 25))
+            .filter(|(a, b)| **a == *b)
+            .count();
+        assert_eq!(old_bands_shared, 0);
+        let items = vec![(1, 0u8, Signature(base)), (2, 0u8, Signature(spoiled))];
+        assert_eq!(similar_pairs(&items, 0.7).len(), 1);
     }
 
     #[test]

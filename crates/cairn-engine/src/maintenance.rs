@@ -115,7 +115,7 @@ impl Engine {
             name: "near-duplicate signatures".into(),
             ok: signatures_ok,
             detail: format!(
-                "{} records without a MinHash signature",
+                "{} active records without a MinHash signature (archived and superseded records keep none)",
                 gaps.without_signature
             ),
             fix: (!signatures_ok && !repair).then(|| "cairn doctor --repair".into()),

@@ -122,6 +122,14 @@ pub struct Stats {
     pub body_bytes: i64,
 }
 
+/// The signature as stored: only an active record keeps one (512 bytes, more than a typical
+/// captured body). Near-duplicate checks (the write path, dream's merge and forget phases) only
+/// ever compare active records; a record becomes active again only through a write that passes
+/// its signature (`restore`, `update`), which stores it anew.
+fn stored_signature(memory: &Memory, signature: &Signature) -> Option<Vec<u8>> {
+    (memory.status == cairn_core::record::Status::Active).then(|| signature.to_bytes())
+}
+
 impl WriteTx<'_> {
     fn map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         move |e| StoreError::from_sqlite(e, self.path)
@@ -176,7 +184,7 @@ impl WriteTx<'_> {
                     memory.valid_from,
                     memory.use_count,
                     memory.content_hash,
-                    signature.to_bytes(),
+                    stored_signature(memory, signature),
                     memory.retired_at,
                 ])
             })
@@ -235,7 +243,7 @@ impl WriteTx<'_> {
                     memory.valid_from,
                     memory.use_count,
                     memory.content_hash,
-                    signature.to_bytes(),
+                    stored_signature(memory, signature),
                     memory.retired_at,
                 ])
             })
@@ -353,7 +361,7 @@ impl WriteTx<'_> {
         self.tx
             .execute(
                 "UPDATE memories SET minhash = ?2, title_norm = ?3 WHERE id = ?1",
-                params![memory.id, signature.to_bytes(), title_norm],
+                params![memory.id, stored_signature(memory, signature), title_norm],
             )
             .map_err(self.map())?;
         Ok(())
@@ -658,7 +666,7 @@ impl Reader<'_> {
     pub fn ids_without_signature(&self) -> Result<Vec<i64>> {
         let mut statement = self
             .conn
-            .prepare("SELECT id FROM memories WHERE minhash IS NULL OR length(minhash) != 512 ORDER BY id")
+            .prepare("SELECT id FROM memories WHERE status = 'active' AND (minhash IS NULL OR length(minhash) != 512) ORDER BY id")
             .map_err(self.map())?;
         let rows = statement
             .query_map([], |row| row.get::<_, i64>(0))
@@ -726,7 +734,7 @@ impl Reader<'_> {
             records: count("SELECT count(*) FROM memories")?,
             fts_rows: count("SELECT count(*) FROM memories_fts_docsize")?,
             without_signature: count(
-                "SELECT count(*) FROM memories WHERE minhash IS NULL OR length(minhash) != 512",
+                "SELECT count(*) FROM memories WHERE status = 'active' AND (minhash IS NULL OR length(minhash) != 512)",
             )?,
             dangling_links: count(
                 "SELECT count(*) FROM memories m WHERE (m.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.supersedes)) \

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -14,6 +14,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_AGENT,
     MIGRATION_VECTORS,
     MIGRATION_LIFECYCLE,
+    MIGRATION_SIGNATURES_OF_ACTIVE,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -358,3 +359,99 @@ CREATE TABLE dream_proposals (
 ALTER TABLE generated_records ADD COLUMN member_hash TEXT;
 CREATE INDEX generated_member_hash ON generated_records(generator, member_hash) WHERE member_hash IS NOT NULL;
 "#;
+
+/// Only active records keep a MinHash signature (512 bytes, more than a typical captured body):
+/// near-duplicate checks only ever compare active records, and `restore` recomputes the
+/// signature of a record it brings back. Self-contained: it only clears a derived column.
+const MIGRATION_SIGNATURES_OF_ACTIVE: &str = r#"
+UPDATE memories SET minhash = NULL WHERE status != 'active' AND minhash IS NOT NULL;
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::Connection;
+
+    fn apply(conn: &Connection, from: usize, to: usize) {
+        for (index, migration) in MIGRATIONS.iter().enumerate().take(to).skip(from) {
+            conn.execute_batch(migration).unwrap();
+            conn.execute_batch(&format!("PRAGMA user_version = {}", index + 1))
+                .unwrap();
+        }
+    }
+
+    fn dump(conn: &Connection, sql: &str) -> Vec<String> {
+        let mut statement = conn.prepare(sql).unwrap();
+        let columns = statement.column_count();
+        statement
+            .query_map([], |row| {
+                let mut line = Vec::new();
+                for column in 0..columns {
+                    let value: rusqlite::types::Value = row.get(column)?;
+                    line.push(format!("{value:?}"));
+                }
+                Ok(line.join("|"))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn migrating_a_v5_brain_keeps_everything_but_archived_signatures() {
+        let conn = Connection::open_in_memory().unwrap();
+        let before_v6 = MIGRATIONS.len() - 1;
+        apply(&conn, 0, before_v6);
+        let signature = vec![7u8; 512];
+        for (id, status) in [(1, "active"), (2, "archived"), (3, "superseded")] {
+            conn.execute(
+                "INSERT INTO memories (id, project, type, body, confidence, trust, trust_zone, sensitivity, status, \
+                 created_at, updated_at, valid_from, content_hash, minhash) \
+                 VALUES (?1, 'p', 'note', ?2, 'reported', 'stated', 'private_self', 'normal', ?3, \
+                 '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', ?4, ?5)",
+                rusqlite::params![id, format!("body {id}"), status, format!("hash{id}"), signature],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO history (memory_id, version, at, op, actor, snapshot) VALUES (?1, 1, 'x', 'update', 'a', '{}')",
+                [id],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO events (at, op, memory_id, detail, receipt) VALUES ('x', 'remember', ?1, '{}', 'r')",
+                [id],
+            )
+            .unwrap();
+        }
+        let everything_but_signatures = |conn: &Connection| {
+            let mut all = dump(
+                conn,
+                "SELECT id, project, scope, type, title, body, status, content_hash, created_at, updated_at FROM memories ORDER BY id",
+            );
+            all.extend(dump(conn, "SELECT * FROM history ORDER BY id"));
+            all.extend(dump(conn, "SELECT * FROM events ORDER BY id"));
+            all.extend(dump(
+                conn,
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'body' ORDER BY rowid",
+            ));
+            all
+        };
+        let kept = everything_but_signatures(&conn);
+        assert_eq!(kept.len(), 3 + 3 + 3 + 3);
+
+        apply(&conn, before_v6, MIGRATIONS.len());
+        assert_eq!(everything_but_signatures(&conn), kept);
+        let signatures = dump(
+            &conn,
+            "SELECT id, length(minhash) FROM memories ORDER BY id",
+        );
+        assert_eq!(
+            signatures,
+            vec![
+                "Integer(1)|Integer(512)",
+                "Integer(2)|Null",
+                "Integer(3)|Null"
+            ]
+        );
+    }
+}

@@ -576,45 +576,52 @@ impl Engine {
             });
         }
 
-        // Merges of what is left.
+        // Merges of what is left. A group joins records through chains of pairs, so a member
+        // can be under the threshold to the group's survivor while over it to another member:
+        // such members form the next round's group, with its own survivor, until no two
+        // mergeable records of the group are left at the threshold. (Merging only into one
+        // survivor per group left those pairs for a later dream, and the last dream left them
+        // for good.)
         let mut merge_groups = 0;
         for group in lifecycle::groups(&pairs) {
-            let members: Vec<&LifecycleRow> = group
+            let mut remaining: Vec<&LifecycleRow> = group
                 .iter()
+                .filter(|id| !forgotten.contains(id))
                 .filter_map(|id| by_id.get(id).copied())
                 .collect();
-            let Some(keep) = survivor(&members, &inbound) else {
-                continue;
-            };
-            let keep_sig = signatures[&keep.id];
-            let mut merged = Vec::new();
-            let mut targets = vec![Target::of_row(keep)];
-            for member in &members {
-                if member.id == keep.id
-                    || member.pinned
-                    || is_guardrail(&member.memory_type)
-                    || forgotten.contains(&member.id)
-                {
+            while let Some(keep) = survivor(&remaining, &inbound) {
+                let keep_sig = signatures[&keep.id];
+                let mut merged = Vec::new();
+                let mut targets = vec![Target::of_row(keep)];
+                let mut rest = Vec::new();
+                for member in remaining {
+                    if member.id == keep.id {
+                        continue;
+                    }
+                    let similarity = keep_sig.jaccard(signatures[&member.id]);
+                    if member.pinned
+                        || is_guardrail(&member.memory_type)
+                        || similarity < MERGE_SIMILARITY
+                    {
+                        rest.push(member);
+                        continue;
+                    }
+                    merged.push(
+                        json!({"id": member.id, "label": label(member), "similarity": similarity}),
+                    );
+                    targets.push(Target::of_row(member));
+                }
+                remaining = rest;
+                if merged.is_empty() {
                     continue;
                 }
-                let similarity = keep_sig.jaccard(signatures[&member.id]);
-                if similarity < MERGE_SIMILARITY {
-                    continue;
-                }
-                merged.push(
-                    json!({"id": member.id, "label": label(member), "similarity": similarity}),
-                );
-                targets.push(Target::of_row(member));
+                merge_groups += 1;
+                proposals.push(Proposal {
+                    kind: "merge",
+                    targets,
+                    payload: json!({"survivor": keep.id, "survivor_label": label(keep), "merged": merged}),
+                });
             }
-            if merged.is_empty() {
-                continue;
-            }
-            merge_groups += 1;
-            proposals.push(Proposal {
-                kind: "merge",
-                targets,
-                payload: json!({"survivor": keep.id, "survivor_label": label(keep), "merged": merged}),
-            });
         }
 
         // Clusters, and what an LLM makes of them.

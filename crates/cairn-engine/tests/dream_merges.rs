@@ -1,0 +1,134 @@
+//! One dream + accept leaves no two mergeable active records at MinHash ≥ 0.7 in a partition,
+//! even when a near-duplicate group is a chain (A ~ B ~ C ~ D, but C and D under 0.7 to the
+//! survivor A). The month benchmark (issue 6) found such a pair surviving every dream.
+
+use cairn_core::minhash::signature;
+use cairn_core::record::{MemoryType, Status};
+use cairn_engine::lifecycle::DreamOptions;
+use cairn_engine::{Context, Engine, ListRequest, RememberRequest, RememberStatus};
+use chrono::{DateTime, TimeZone, Utc};
+
+fn engine_at(dir: &tempfile::TempDir, now: DateTime<Utc>) -> Engine {
+    let context = Context {
+        project: "p".into(),
+        cwd: dir.path().to_path_buf(),
+        actor: "test".into(),
+        read_only: false,
+        now: Some(now),
+    };
+    Engine::open(&dir.path().join("brain.db"), context).unwrap()
+}
+
+/// 40 distinct words, then `edits` (position, replacement) applied in order.
+fn text(edits: &[(usize, &str)]) -> String {
+    let mut words: Vec<String> = (0..40).map(|i| format!("word{i}x")).collect();
+    for (at, replacement) in edits {
+        words[*at] = (*replacement).to_string();
+    }
+    words.join(" ")
+}
+
+#[test]
+fn a_chain_of_near_duplicates_is_merged_in_one_dream() {
+    // One edited word spoils 3 of the 38 shingles (≈ 0.85), three adjacent words 5 (≈ 0.77);
+    // A to C spoils 8 (≈ 0.65).
+    let a = text(&[]);
+    let b = text(&[(5, "alpha")]);
+    let c = text(&[(5, "alpha"), (15, "beta"), (16, "gamma"), (17, "delta")]);
+    let d = text(&[
+        (5, "alpha"),
+        (15, "beta"),
+        (16, "gamma"),
+        (17, "delta"),
+        (35, "epsilon"),
+    ]);
+    let sim = |x: &str, y: &str| signature(x).jaccard(&signature(y));
+    // The shape that left a pair behind: a bridge B, and C, D under the threshold to A.
+    assert!(sim(&a, &b) >= 0.7, "a~b {}", sim(&a, &b));
+    assert!(sim(&b, &c) >= 0.7, "b~c {}", sim(&b, &c));
+    assert!(sim(&c, &d) >= 0.7, "c~d {}", sim(&c, &d));
+    assert!(sim(&a, &c) < 0.7, "a~c {}", sim(&a, &c));
+    assert!(sim(&a, &d) < 0.7, "a~d {}", sim(&a, &d));
+
+    let dir = tempfile::tempdir().unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
+    // Stored oldest first, A last: A is the newest, so the group's survivor.
+    let mut ids = Vec::new();
+    for (minute, body) in [&d, &c, &b, &a].into_iter().enumerate() {
+        let mut engine = engine_at(&dir, start + chrono::Duration::minutes(minute as i64));
+        let mut request = RememberRequest::new(MemoryType::Episode, body.clone());
+        request.capture = true;
+        let outcome = engine.remember(&request).unwrap();
+        assert_eq!(outcome.status, RememberStatus::Added, "{outcome:?}");
+        ids.push(outcome.id.unwrap());
+    }
+    let (id_d, id_c, id_b, id_a) = (ids[0], ids[1], ids[2], ids[3]);
+
+    let mut engine = engine_at(&dir, start + chrono::Duration::hours(10));
+    let outcome = engine
+        .dream(&DreamOptions {
+            accept: true,
+            ..DreamOptions::default()
+        })
+        .unwrap();
+    let merges: Vec<_> = outcome
+        .dream
+        .proposals
+        .iter()
+        .filter(|p| p.kind == "merge")
+        .collect();
+    assert_eq!(merges.len(), 2, "{:#?}", outcome.dream.proposals);
+    assert_eq!(merges[0].payload["survivor"], id_a);
+    assert_eq!(merges[0].payload["merged"][0]["id"], id_b);
+    // The second round: C and D, neither mergeable into A, are merged with each other.
+    assert_eq!(merges[1].payload["survivor"], id_c);
+    assert_eq!(merges[1].payload["merged"][0]["id"], id_d);
+
+    let active = engine
+        .list(&ListRequest {
+            status: Some(Status::Active),
+            limit: 0,
+            all_projects: true,
+            ..ListRequest::default()
+        })
+        .unwrap();
+    let mut active_ids: Vec<i64> = active.iter().map(|m| m.id).collect();
+    active_ids.sort_unstable();
+    assert_eq!(active_ids, vec![id_c, id_a]);
+    for (i, x) in active.iter().enumerate() {
+        for y in &active[i + 1..] {
+            assert!(sim(&x.body, &y.body) < 0.7, "#{} ~ #{}", x.id, y.id);
+        }
+    }
+    // A second dream finds nothing left to merge.
+    let again = engine.dream(&DreamOptions::default()).unwrap();
+    assert!(
+        again.dream.proposals.iter().all(|p| p.kind != "merge"),
+        "{:#?}",
+        again.dream.proposals
+    );
+
+    // Archived records keep no signature; doctor does not count that as a gap, and a restored
+    // record gets its signature back, so the next dream proposes the same merge again.
+    let doctor = engine.doctor(false).unwrap();
+    let signatures = doctor
+        .checks
+        .iter()
+        .find(|c| c.name == "near-duplicate signatures")
+        .unwrap();
+    assert!(signatures.ok, "{}", signatures.detail);
+    engine.restore(id_d).unwrap();
+    let doctor = engine.doctor(false).unwrap();
+    assert!(doctor.ok, "{:#?}", doctor.checks);
+    let after_restore = engine.dream(&DreamOptions::default()).unwrap();
+    let merges: Vec<_> = after_restore
+        .dream
+        .proposals
+        .iter()
+        .filter(|p| p.kind == "merge")
+        .collect();
+    assert_eq!(merges.len(), 1, "{:#?}", after_restore.dream.proposals);
+    // The restored record was just updated: it is the newer one, so it survives.
+    assert_eq!(merges[0].payload["survivor"], id_d);
+    assert_eq!(merges[0].payload["merged"][0]["id"], id_c);
+}
