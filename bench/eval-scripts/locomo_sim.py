@@ -142,14 +142,16 @@ def prep(convs, cache, ctx_before=2):
 def same_session(T, i, j):
     return 0 <= j < len(T) and T[i]['session'] == T[j]['session']
 
-def with_context(d, before, after, depth=250):
-    """The engine's lexical conversation context: each hit lends `before` x its BM25 to the
-    turn after it and `after` x to the turn before it; then the 0.1 floor."""
+def with_context(d, before, after, depth=250, lenders=50):
+    """The engine's lexical conversation context: each of the best `lenders` hits lends
+    `before` x its BM25 to the turn after it and `after` x to the turn before it; then the
+    0.1 floor."""
     T = d['conv']['turns']
-    full = dict(lexical(d['conn'], d['q']['q'], limit=depth, floor=0))
+    full = lexical(d['conn'], d['q']['q'], limit=depth, floor=0)
     out = collections.defaultdict(float)
-    for i, s in full.items():
+    for rank, (i, s) in enumerate(full):
         out[i] += s
+        if rank >= lenders: continue
         if same_session(T, i, i + 1): out[i + 1] += before * s
         if same_session(T, i, i - 1): out[i - 1] += after * s
     l = sorted(out.items(), key=lambda x: (-x[1], x[0]))[:depth]

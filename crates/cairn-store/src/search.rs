@@ -203,7 +203,7 @@ impl Reader<'_> {
                  FROM memories c WHERE c.type = 'episode' AND c.id IN ({})",
                 marks.join(", ")
             );
-            let mut statement = self.conn.prepare(&sql).map_err(map)?;
+            let mut statement = self.conn.prepare_cached(&sql).map_err(map)?;
             let rows = statement
                 .query_map(rusqlite::params_from_iter(values), |row| {
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
