@@ -56,11 +56,29 @@ pub struct LocomoArgs {
     /// Semantic-only candidates enter within this rank of the semantic list (0: never).
     #[arg(long)]
     vector_only_rank: Option<usize>,
+    /// The RRF constant.
+    #[arg(long)]
+    rrf_k: Option<f64>,
+    /// Conversation context on the lexical side: `BEFORE,AFTER` fractions of the BM25 of the
+    /// turn before / after an episode that it also scores (0,0: off).
+    #[arg(long, value_delimiter = ',')]
+    lexical_context: Option<Vec<f64>>,
+    /// Relevance factor of an episode whose speaker the query names (1: off).
+    #[arg(long)]
+    speaker_boost: Option<f64>,
     /// Extra hybrid rows over the same ingest, to compare fusion settings in one run:
     /// `LEXICAL_WEIGHT:SEMANTIC_WEIGHT:VECTOR_ONLY_RANK` (rank `all` = no bound), e.g.
     /// `--fusion 1:0.5:all,1:1:10`.
     #[arg(long, value_delimiter = ',')]
     fusion: Vec<String>,
+    /// A persistent embedding cache (created if missing): vectors the model produced, keyed by
+    /// model, passage/query and text hash, so experiments do not re-embed unchanged texts.
+    /// Results are identical with or without it.
+    #[arg(long, value_name = "FILE")]
+    cache: Option<PathBuf>,
+    /// Write each question's ranked turns per mode here (JSON lines), for error analysis.
+    #[arg(long, value_name = "FILE")]
+    details: Option<PathBuf>,
 }
 
 /// One row of the report: a mode, and for extra hybrid rows their fusion settings.
@@ -92,6 +110,7 @@ fn fusion_row(spec: &str, base: &SemanticConfig) -> Result<Row> {
 
 struct Question {
     text: String,
+    answer: String,
     evidence: Vec<String>,
     category: u64,
 }
@@ -192,6 +211,11 @@ fn load(path: &PathBuf) -> Result<Vec<Conversation>> {
                 let evidence = evidence_ids(qa["evidence"].as_array()?);
                 (!evidence.is_empty()).then(|| Question {
                     text: qa["question"].as_str().unwrap_or("").to_string(),
+                    answer: match &qa["answer"] {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        other => other.to_string(),
+                    },
                     evidence,
                     category,
                 })
@@ -348,8 +372,20 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
     if let Some(rank) = locomo.vector_only_rank {
         config.vector_only_rank = rank;
     }
+    if let Some(k) = locomo.rrf_k {
+        config.rrf_k = k;
+    }
+    if let Some(weights) = &locomo.lexical_context {
+        config.lexical_context_before = weights.first().copied().unwrap_or(0.0);
+        config.lexical_context_after = weights.get(1).copied().unwrap_or(0.0);
+    }
+    if let Some(boost) = locomo.speaker_boost {
+        config.speaker_boost = boost;
+    }
     let workdir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let mut shared: Option<Arc<dyn cairn_embed::Embedder>> = None;
+    let mut cache: Option<Arc<crate::embed_cache::CachedEmbedder>> = None;
+    let mut details = String::new();
     let mut embedder_problem: Option<String> = None;
     let mut rows: Vec<Row> = modes
         .iter()
@@ -385,7 +421,16 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
                     args.model_dir.as_deref(),
                 ));
                 match engine.load_embedder() {
-                    Ok(Some(embedder)) => shared = Some(embedder),
+                    Ok(Some(embedder)) => match &locomo.cache {
+                        Some(path) => {
+                            let cached =
+                                Arc::new(crate::embed_cache::CachedEmbedder::open(embedder, path)?);
+                            cache = Some(cached.clone());
+                            engine.set_shared_embedder(cached.clone());
+                            shared = Some(cached);
+                        }
+                        None => shared = Some(embedder),
+                    },
                     Ok(None) => embedder_problem = Some("no embedder configured".into()),
                     Err(problem) => {
                         eprintln!("cairn eval: {problem}");
@@ -447,6 +492,19 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
                     .filter_map(|r| r.external_id.clone())
                     .collect();
                 tally.add(&ks, &ranked, question);
+                if locomo.details.is_some() {
+                    let line = json!({
+                        "conversation": conversation.id,
+                        "row": row.label,
+                        "question": question.text,
+                        "answer": question.answer,
+                        "category": question.category,
+                        "evidence": question.evidence,
+                        "ranked": ranked,
+                    });
+                    details.push_str(&line.to_string());
+                    details.push('\n');
+                }
             }
         }
         eprintln!(
@@ -456,6 +514,15 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
             conversation.questions.len(),
             started.elapsed().as_secs_f64()
         );
+    }
+    if let Some(cache) = &cache {
+        cache.save()?;
+        let (hits, misses) = cache.counts();
+        eprintln!("cairn eval: embedding cache: {hits} reused, {misses} embedded");
+    }
+    if let Some(path) = &locomo.details {
+        std::fs::write(path, details)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let mode_reports: serde_json::Map<String, Value> = rows
         .iter()
@@ -474,7 +541,15 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
             "lexical_weight": config.lexical_weight,
             "semantic_weight": config.semantic_weight,
             "vector_only_rank": (config.vector_only_rank != usize::MAX).then_some(config.vector_only_rank),
+            "rrf_k": config.rrf_k,
+            "lexical_context_before": config.lexical_context_before,
+            "lexical_context_after": config.lexical_context_after,
+            "speaker_boost": config.speaker_boost,
         },
+        "embedding_cache": cache.as_ref().map(|c| {
+            let (reused, embedded) = c.counts();
+            json!({"file": locomo.cache, "reused": reused, "embedded": embedded})
+        }),
         "ingest_secs": round3(ingest_secs),
         "embed_secs": round3(embed_secs),
         "ingest_turns_per_sec": round3(turns as f64 / ingest_secs.max(1e-9)),

@@ -5,6 +5,7 @@
 
 mod agent;
 mod cli;
+mod embed_cache;
 mod eval_cmd;
 mod graph_cmd;
 mod hook;

@@ -246,6 +246,40 @@ pub fn fts_match_expression(terms: &[String]) -> Option<String> {
     }
 }
 
+/// The speaker of a conversation turn written as `<speaker>: <text>` (how captured
+/// transcripts and imported chats store an `episode`: `User: …`, `Caroline: …`): one to three
+/// words of letters (`.`, `'` and `-` allowed inside), at most 40 characters, followed by `:`
+/// and a space or a line end. `None` when the text does not start that way (`12:30 …`,
+/// `https://…`, `error: a b c d e: …`).
+pub fn speaker_of(body: &str) -> Option<&str> {
+    let line = body.lines().next()?;
+    let (name, rest) = line.split_once(':')?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    let name = name.trim();
+    let words: Vec<&str> = name.split_whitespace().collect();
+    let word_ok = |word: &&str| {
+        word.chars().next().is_some_and(char::is_alphabetic)
+            && word
+                .chars()
+                .all(|c| c.is_alphabetic() || matches!(c, '.' | '\'' | '-' | '’'))
+    };
+    (!words.is_empty()
+        && words.len() <= 3
+        && name.chars().count() <= 40
+        && words.iter().all(word_ok))
+    .then_some(name)
+}
+
+/// Whether a query whose word tokens are `query_tokens` (lowercase, stop words kept, e.g.
+/// from [`crate::text::word_tokens`]) names `speaker`: every word of the name is among them
+/// ("What did Caroline say…" names `Caroline`; "Caroline's" does too).
+pub fn names_speaker(query_tokens: &[String], speaker: &str) -> bool {
+    let words = word_tokens(speaker);
+    !words.is_empty() && words.iter().all(|w| query_tokens.contains(w))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,6 +362,40 @@ mod tests {
         check("   ", &[]);
         check("?!.,;:-_()[]{}\"'*^", &[]);
         check("🚀🚀", &[]);
+    }
+
+    #[test]
+    fn speakers_are_read_from_the_turn_prefix_only() {
+        assert_eq!(
+            speaker_of("Caroline: I went to a support group."),
+            Some("Caroline")
+        );
+        assert_eq!(
+            speaker_of("User: fix the build\nAssistant: done"),
+            Some("User")
+        );
+        assert_eq!(
+            speaker_of("Dr. Jean-Luc O'Neil: hi"),
+            Some("Dr. Jean-Luc O'Neil")
+        );
+        assert_eq!(speaker_of("Nate:"), Some("Nate"));
+        for none in [
+            "12:30 standup moved",
+            "see https://example.com",
+            "note:foo",
+            "We use Postgres.",
+            "a b c d: too many words",
+            ": empty",
+            "",
+            "x86_64: arch",
+        ] {
+            assert_eq!(speaker_of(none), None, "{none:?}");
+        }
+        let tokens = word_tokens("What did Caroline's mentor say?");
+        assert!(names_speaker(&tokens, "Caroline"));
+        assert!(!names_speaker(&tokens, "Melanie"));
+        assert!(!names_speaker(&tokens, "Caroline Smith"));
+        assert!(names_speaker(&word_tokens("what did the user ask"), "User"));
     }
 
     #[test]

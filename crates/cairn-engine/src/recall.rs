@@ -31,6 +31,10 @@ const FREQUENT_TERM_FRACTION: f64 = 0.1;
 const FREQUENT_TERM_MIN_RECORDS: usize = 2_000;
 /// Most terms searched for one query (the rarest are kept).
 const MAX_QUERY_TERMS: usize = 16;
+/// Lexical hits that lend conversation context to their neighbouring turns: the best ones
+/// only (measured on LoCoMo: the same recall from the best 25, 50, 100 or all 250; a weak
+/// hit's 0.3 × share rarely lifts a turn into the top, and each hit costs an index lookup).
+const CONTEXT_LENDERS: usize = 50;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -116,6 +120,9 @@ pub struct Why {
     pub relevance: f64,
     pub recency: f64,
     pub stakes: f64,
+    /// The speaker of this turn, when the query names them (relevance includes the boost).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
 }
 
 /// One answer (the JSON of CLI.md).
@@ -248,6 +255,8 @@ impl Engine {
             (lexical, query_vector)
         });
         let lexical = lexical?;
+        let config = self.semantic_config().clone();
+        let lexical = self.with_conversation_context(lexical, &filter, &config)?;
         let lexical = score::apply_floor(&lexical, floor);
         let mut semantic: Vec<Hit> = Vec::new();
         if request.mode != Mode::Lexical {
@@ -290,7 +299,6 @@ impl Engine {
         }
         // A vector-only candidate (no lexical match) enters only near the top of the semantic
         // list; the bound is measured on the evaluation set (docs/retrieval.md).
-        let config = self.semantic_config().clone();
         if request.mode == Mode::Hybrid && config.vector_only_rank != usize::MAX {
             let matched: std::collections::HashSet<i64> = lexical.iter().map(|h| h.id).collect();
             semantic = semantic
@@ -301,7 +309,11 @@ impl Engine {
                 .collect();
         }
         let lists = vec![lexical, semantic];
-        let fused = score::rrf_weighted(&lists, &[config.lexical_weight, config.semantic_weight]);
+        let fused = score::rrf_weighted_k(
+            &lists,
+            &[config.lexical_weight, config.semantic_weight],
+            config.rrf_k,
+        );
         if fused.is_empty() {
             answer.note = Some(format!("nothing found for {:?}", request.query));
             return Ok(answer);
@@ -314,13 +326,15 @@ impl Engine {
             .into_iter()
             .map(|m| (m.id, m))
             .collect();
-        let relevances = score::relevances(&fused);
+        // BM25 strengths are on a ratio scale, cosine similarities are not (score::relevances).
+        let relevances = score::relevances(&fused, &[true, false]);
         // Each candidate answers as the current head of its supersession chain (unless --all);
         // a head reached twice keeps its better placement.
         let mut by_head: BTreeMap<i64, RecallResult> = BTreeMap::new();
         // Commit stamps of the records shown, for freshness verdicts after the cut.
         let mut commits: HashMap<i64, String> = HashMap::new();
         let reference_text = format_ts(reference);
+        let query_tokens = cairn_core::text::word_tokens(&request.query);
         for (candidate, relevance) in fused.iter().zip(relevances) {
             let Some(matched) = memories.get(&candidate.id) else {
                 continue;
@@ -343,8 +357,18 @@ impl Engine {
             }
             let tier = shown.memory_type.tier();
             let created = parse_time(&shown.valid_from, now).unwrap_or(reference);
+            // The query names who said this turn (see `SemanticConfig::speaker_boost`).
+            let speaker = (shown.memory_type == MemoryType::Episode && config.speaker_boost != 1.0)
+                .then(|| query::speaker_of(&shown.body))
+                .flatten()
+                .filter(|speaker| query::names_speaker(&query_tokens, speaker))
+                .map(str::to_string);
             let parts = ScoreParts {
-                relevance,
+                relevance: if speaker.is_some() {
+                    relevance * config.speaker_boost
+                } else {
+                    relevance
+                },
                 recency: if shown.pinned {
                     1.0
                 } else {
@@ -371,6 +395,7 @@ impl Engine {
                     relevance: round(parts.relevance),
                     recency: round(parts.recency),
                     stakes: round(parts.stakes),
+                    speaker,
                 },
                 freshness: None,
                 review_due: shown
@@ -444,6 +469,58 @@ impl Engine {
             .map_err(|error| error.to_string())?;
         self.semantic_candidates(&request.query, filter, limit, query_vector)
             .map(Some)
+    }
+
+    /// Conversation context on the lexical side: each `episode` among the best
+    /// `CONTEXT_LENDERS` lexical hits lends
+    /// `config.lexical_context_before` × its BM25 to the turn after it and
+    /// `config.lexical_context_after` × its BM25 to the turn before it (same project and scope,
+    /// within `context_window_secs`), so an answer like "Yes, last Saturday!" is found by the
+    /// words of the question it answers. A turn that gains a score this way enters the list
+    /// when it passes the same filters. Other records are unchanged; the list stays in BM25
+    /// units (a ratio scale) and keeps its length.
+    fn with_conversation_context(
+        &self,
+        hits: Vec<Hit>,
+        filter: &LexicalQuery<'_>,
+        config: &crate::SemanticConfig,
+    ) -> Result<Vec<Hit>> {
+        let (before, after) = (config.lexical_context_before, config.lexical_context_after);
+        if hits.is_empty() || (before <= 0.0 && after <= 0.0) {
+            return Ok(hits);
+        }
+        let reader = self.store.reader();
+        let ids: Vec<i64> = hits.iter().take(CONTEXT_LENDERS).map(|h| h.id).collect();
+        let neighbours = reader.episode_neighbours(&ids, config.context_window_secs)?;
+        if neighbours.is_empty() {
+            return Ok(hits);
+        }
+        let strength: HashMap<i64, f64> = hits.iter().map(|h| (h.id, h.strength)).collect();
+        let mut scored = strength.clone();
+        for (id, previous, next) in neighbours {
+            let own = strength[&id];
+            if let Some(next) = next {
+                *scored.entry(next).or_default() += before * own;
+            }
+            if let Some(previous) = previous {
+                *scored.entry(previous).or_default() += after * own;
+            }
+        }
+        let added: Vec<i64> = scored
+            .keys()
+            .filter(|id| !strength.contains_key(id))
+            .copied()
+            .collect();
+        let allowed: std::collections::HashSet<i64> =
+            reader.filter_ids(&added, filter)?.into_iter().collect();
+        let mut out: Vec<Hit> = scored
+            .into_iter()
+            .filter(|(id, _)| strength.contains_key(id) || allowed.contains(id))
+            .map(|(id, strength)| Hit { id, strength })
+            .collect();
+        out.sort_by(|a, b| b.strength.total_cmp(&a.strength).then(a.id.cmp(&b.id)));
+        out.truncate(hits.len().max(filter.limit));
+        Ok(out)
     }
 
     /// Query terms worth searching: stop words dropped (by `query_terms`), very frequent terms

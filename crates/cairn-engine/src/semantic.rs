@@ -33,7 +33,8 @@ const INDEX_BATCH: usize = 64;
 /// Older pending records a write embeds along with its own (the background pass).
 pub const BACKGROUND_BATCH: usize = 16;
 
-/// Tuning of the semantic leg. Defaults are the measured ones (docs/retrieval.md).
+/// Tuning of recall's candidate lists and their fusion (the semantic leg, conversation
+/// context, speakers). Defaults are the measured ones (docs/retrieval.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SemanticConfig {
     /// An `episode` is embedded together with up to this many preceding episodes of the same
@@ -50,6 +51,18 @@ pub struct SemanticConfig {
     /// A semantic candidate that did not match lexically enters only within this rank of the
     /// semantic list (0: never, `usize::MAX`: always).
     pub vector_only_rank: usize,
+    /// The RRF constant (`cairn_core::score::RRF_K`).
+    pub rrf_k: f64,
+    /// Conversation context on the lexical side: an `episode` also scores this fraction of
+    /// the BM25 of the turn right before it (the question it answers) ...
+    pub lexical_context_before: f64,
+    /// ... and of the turn right after it (the reply that says what it was about).
+    pub lexical_context_after: f64,
+    /// An `episode` whose speaker (`<speaker>: <text>`) the query names has its relevance
+    /// multiplied by this (1: off). "What did Caroline say about…" is mostly about
+    /// Caroline's own turns; the name itself is in half the turns, so BM25 gives it no weight
+    /// and the embedding barely moves.
+    pub speaker_boost: f64,
 }
 
 impl Default for SemanticConfig {
@@ -61,6 +74,10 @@ impl Default for SemanticConfig {
             lexical_weight: 1.0,
             semantic_weight: 1.0,
             vector_only_rank: usize::MAX,
+            rrf_k: cairn_core::score::RRF_K,
+            lexical_context_before: 0.3,
+            lexical_context_after: 0.3,
+            speaker_boost: 1.1,
         }
     }
 }

@@ -408,3 +408,108 @@ fn insertion_order_does_not_change_the_answer() {
     );
     assert_eq!(answers_json(&mut a), answers_json(&mut b));
 }
+
+/// Stores a conversation turn at `at`, in `scope`.
+fn turn(engine: &mut Engine, body: &str, at: &str, scope: Option<&str>) -> i64 {
+    let mut request = RememberRequest::new(MemoryType::Episode, body);
+    request.at = Some(at.to_string());
+    request.scope = scope.map(str::to_string);
+    request.allow_duplicate = true;
+    engine
+        .remember(&request)
+        .expect("stored")
+        .id
+        .expect("an id")
+}
+
+/// Conversation context on the lexical side: a reply that shares no word with the query is
+/// found through the question right before it, below the question itself; a turn of another
+/// conversation (an hour later, or another scope) and a non-episode lend nothing.
+#[test]
+fn a_reply_is_found_through_the_question_it_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open_brain(dir.path());
+    let question = turn(
+        &mut engine,
+        "Melanie: Did you go to the pottery workshop?",
+        "2026-11-01T10:00:00Z",
+        None,
+    );
+    let reply = turn(
+        &mut engine,
+        "Caroline: Yes, last Saturday!",
+        "2026-11-01T10:00:05Z",
+        None,
+    );
+    let later = turn(
+        &mut engine,
+        "Caroline: Anyway, see you.",
+        "2026-11-01T11:30:00Z",
+        None,
+    );
+    let elsewhere = turn(
+        &mut engine,
+        "Caroline: Sure thing.",
+        "2026-11-01T10:00:06Z",
+        Some("other"),
+    );
+    store(
+        &mut engine,
+        MemoryType::Note,
+        "Kiln temperature notes.",
+        None,
+    );
+    let answer = recall(&mut engine, "pottery workshop", Some(0.0));
+    assert_eq!(ids(&answer), [question, reply], "{answer:#?}");
+    assert!(!ids(&answer).contains(&later) && !ids(&answer).contains(&elsewhere));
+    // The question keeps its own, stronger match: the reply scores a fraction of it.
+    assert!(answer.results[1].score < answer.results[0].score);
+
+    // Off: only what matched.
+    let mut config = engine.semantic_config().clone();
+    config.lexical_context_before = 0.0;
+    config.lexical_context_after = 0.0;
+    engine.set_semantic_config(config);
+    assert_eq!(
+        ids(&recall(&mut engine, "pottery workshop", Some(0.0))),
+        [question]
+    );
+}
+
+/// A query that names a speaker prefers that speaker's turns among equal matches, and says so.
+#[test]
+fn a_named_speaker_breaks_a_tie_between_equal_turns() {
+    for caroline_first in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut engine = open_brain(dir.path());
+        // Each turn names both, so BM25 cannot tell them apart.
+        let stored = |engine: &mut Engine, who: &str, at: &str| {
+            let other = if who == "Caroline" {
+                "Melanie"
+            } else {
+                "Caroline"
+            };
+            turn(
+                engine,
+                &format!("{who}: {other}, the adoption agency called back."),
+                at,
+                None,
+            )
+        };
+        let (caroline, melanie) = if caroline_first {
+            let c = stored(&mut engine, "Caroline", "2026-11-01T10:00:00Z");
+            (c, stored(&mut engine, "Melanie", "2026-11-03T10:00:00Z"))
+        } else {
+            let m = stored(&mut engine, "Melanie", "2026-11-01T10:00:00Z");
+            (stored(&mut engine, "Caroline", "2026-11-03T10:00:00Z"), m)
+        };
+        let answer = recall(
+            &mut engine,
+            "What did Caroline hear from the adoption agency?",
+            None,
+        );
+        assert_eq!(ids(&answer), [caroline, melanie], "{answer:#?}");
+        assert_eq!(answer.results[0].why.speaker.as_deref(), Some("Caroline"));
+        assert_eq!(answer.results[1].why.speaker, None);
+    }
+}

@@ -178,3 +178,28 @@ fn an_edit_drops_the_stale_vector_and_the_write_path_embeds_it_again() {
         0
     );
 }
+
+/// Cosine similarities are not a ratio scale (every one close to the next): a semantic-only
+/// answer ranks by the semantic list, and recency only breaks near ties. The best match,
+/// two years old, stays near the top among six newer, slightly weaker ones (with relevance
+/// taken from the similarity ratio, 0.9 of the best, it fell to the bottom).
+#[test]
+fn semantic_only_answers_are_not_reordered_by_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path());
+    engine.set_embedder(Box::new(HashEmbedder::new(4096)));
+    let words = "alder birch cedar dogwood elm fir ginkgo hazel ironwood juniper";
+    let mut request = RememberRequest::new(MemoryType::Fact, words);
+    request.at = Some("2024-06-01".into());
+    request.allow_duplicate = true;
+    let best = engine.remember(&request).unwrap().id.unwrap();
+    for n in 0..6 {
+        // nine of the ten words and one other: cosine 0.9
+        let body = words.replacen("juniper", &format!("maple{n}"), 1);
+        remember(&mut engine, MemoryType::Fact, None, &body);
+    }
+    let answer = recall(&mut engine, words, Mode::Semantic);
+    assert_eq!(answer.results.len(), 7);
+    let position = answer.results.iter().position(|r| r.id == best).unwrap();
+    assert!(position <= 2, "best match at {position}: {answer:#?}");
+}

@@ -26,6 +26,10 @@ pub struct LexicalQuery<'a> {
     pub limit: usize,
 }
 
+/// An episode and the episodes right before and after it in its conversation:
+/// `(id, previous, next)`.
+pub type EpisodeNeighbours = (i64, Option<i64>, Option<i64>);
+
 /// One lexical candidate; `strength` is the negated BM25 (higher is better).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LexicalHit {
@@ -154,6 +158,62 @@ impl Reader<'_> {
             }
         }
         Ok(allowed)
+    }
+
+    /// For each episode among `ids`: the episode right before it and right after it in its
+    /// conversation (same project and scope, at most `window_secs` apart), as
+    /// `(id, previous, next)`. Records that are not episodes are left out. One statement per
+    /// 500 ids; each neighbour is one range lookup in the `memories_conversation` index (both
+    /// bounds of the range are spelled out: with only the window's far end, SQLite walks the
+    /// whole rest of the conversation from the far end; 250 hits then took 20 ms, not 0.6).
+    pub fn episode_neighbours(
+        &self,
+        ids: &[i64],
+        window_secs: i64,
+    ) -> Result<Vec<EpisodeNeighbours>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut out = Vec::with_capacity(ids.len());
+        let window = window_secs.max(0);
+        for chunk in ids.chunks(500) {
+            let mut values: Vec<Value> = vec![
+                Value::Text(format!("-{window} seconds")),
+                Value::Text(format!("+{window} seconds")),
+            ];
+            let marks: Vec<String> = chunk
+                .iter()
+                .map(|id| {
+                    values.push(Value::Integer(*id));
+                    format!("?{}", values.len())
+                })
+                .collect();
+            let sql = format!(
+                "SELECT c.id, \
+                 (SELECT p.id FROM memories p WHERE p.type = 'episode' AND p.project = c.project \
+                  AND p.scope = c.scope \
+                  AND p.created_at >= strftime('%Y-%m-%dT%H:%M:%SZ', c.created_at, ?1) \
+                  AND p.created_at <= c.created_at \
+                  AND (p.created_at < c.created_at OR p.id < c.id) \
+                  ORDER BY p.created_at DESC, p.id DESC LIMIT 1), \
+                 (SELECT n.id FROM memories n WHERE n.type = 'episode' AND n.project = c.project \
+                  AND n.scope = c.scope \
+                  AND n.created_at <= strftime('%Y-%m-%dT%H:%M:%SZ', c.created_at, ?2) \
+                  AND n.created_at >= c.created_at \
+                  AND (n.created_at > c.created_at OR n.id > c.id) \
+                  ORDER BY n.created_at, n.id LIMIT 1) \
+                 FROM memories c WHERE c.type = 'episode' AND c.id IN ({})",
+                marks.join(", ")
+            );
+            let mut statement = self.conn.prepare_cached(&sql).map_err(map)?;
+            let rows = statement
+                .query_map(rusqlite::params_from_iter(values), |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
+                .map_err(map)?;
+            for row in rows {
+                out.push(row.map_err(map)?);
+            }
+        }
+        Ok(out)
     }
 
     /// How many records contain `term`, counting no further than `cap` (cheap for rare terms,

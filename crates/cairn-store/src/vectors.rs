@@ -215,11 +215,11 @@ impl Reader<'_> {
         );
         let sql = if after {
             "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 \
-             AND created_at <= ?3 AND (created_at > ?4 OR (created_at = ?4 AND id > ?5)) \
+             AND created_at <= ?3 AND created_at >= ?4 AND (created_at > ?4 OR id > ?5) \
              ORDER BY created_at, id LIMIT ?6"
         } else {
             "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 \
-             AND created_at >= ?3 AND (created_at < ?4 OR (created_at = ?4 AND id < ?5)) \
+             AND created_at >= ?3 AND created_at <= ?4 AND (created_at < ?4 OR id < ?5) \
              ORDER BY created_at DESC, id DESC LIMIT ?6"
         };
         let ids: Vec<i64> = self
