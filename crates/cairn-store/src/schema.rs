@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -13,6 +13,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_2_GRAPH,
     MIGRATION_AGENT,
     MIGRATION_VECTORS,
+    MIGRATION_FTS_DIRECT_INSERT,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -327,5 +328,26 @@ CREATE TRIGGER vectors_forget_changed AFTER UPDATE OF title, summary, body ON me
 WHEN old.body IS NOT new.body OR old.title IS NOT new.title OR old.summary IS NOT new.summary
 BEGIN
     DELETE FROM vectors WHERE memory_id = new.id;
+END;
+"#;
+
+/// Bulk writes (issue 2): the write path inserts a new record's full-text row itself, in the
+/// same statement sequence as the record (`WriteTx::insert_memory`), instead of through an
+/// `AFTER INSERT` trigger — measured about twice as fast per row on a 100k import. Updates and
+/// deletes keep their triggers (the external-content table needs the old values for FTS5's
+/// 'delete' command, which the trigger has at hand); the update trigger now fires only when
+/// an indexed column really changed (a link or status update rewrites every column with the
+/// same text). Self-contained: it only replaces triggers.
+const MIGRATION_FTS_DIRECT_INSERT: &str = r#"
+DROP TRIGGER IF EXISTS memories_fts_insert;
+DROP TRIGGER IF EXISTS memories_fts_update;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF title, summary, tags, body ON memories
+WHEN old.title IS NOT new.title OR old.summary IS NOT new.summary OR old.tags IS NOT new.tags
+    OR old.body IS NOT new.body
+BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, summary, tags, body)
+    VALUES ('delete', old.id, old.title, old.summary, old.tags, old.body);
+    INSERT INTO memories_fts(rowid, title, summary, tags, body)
+    VALUES (new.id, new.title, new.summary, new.tags, new.body);
 END;
 "#;
