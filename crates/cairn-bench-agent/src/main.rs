@@ -440,7 +440,7 @@ fn main() {
         let reset = |connection: &rusqlite::Connection| {
             connection
                 .execute_batch(&format!(
-                    "DELETE FROM minhash_bands WHERE memory_id > {max_id}; DELETE FROM memories WHERE id > {max_id}; DELETE FROM inbox;
+                    "DELETE FROM memories WHERE id > {max_id}; DELETE FROM inbox;
                      INSERT INTO capture_offsets (session_id, transcript_path, byte_offset, turns, updated_at)
                      VALUES ('bench-stop', '{}', {head}, 0, '2026-11-30T00:00:00Z')
                      ON CONFLICT (session_id) DO UPDATE SET byte_offset = excluded.byte_offset, transcript_path = excluded.transcript_path;",
@@ -572,6 +572,10 @@ fn main() {
     }
     md.push_str("\nReproduce: `cargo build --release -p cairn-cli -p cairn-bench-agent && target/release/cairn-bench-agent`\n");
     std::fs::write(out_dir.join(format!("agent-{date}.md")), md).unwrap();
-    let _ = std::fs::remove_dir_all(&work);
+    if args.iter().any(|a| a == "--keep") {
+        eprintln!("kept {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
     eprintln!("wrote {}", json_path.display());
 }
