@@ -572,6 +572,10 @@ fn main() {
     }
     md.push_str("\nReproduce: `cargo build --release -p cairn-cli -p cairn-bench-agent && target/release/cairn-bench-agent`\n");
     std::fs::write(out_dir.join(format!("agent-{date}.md")), md).unwrap();
-    let _ = std::fs::remove_dir_all(&work);
+    if args.iter().any(|a| a == "--keep") {
+        eprintln!("kept {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
     eprintln!("wrote {}", json_path.display());
 }

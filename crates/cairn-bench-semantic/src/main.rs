@@ -9,17 +9,23 @@
 //! 1. **Model batch throughput** vs **ingest throughput**: the same 512 synthetic texts embedded
 //!    by the model directly (`embed_batch`, batches of 32), then imported through
 //!    `Engine::import_jsonl` + `Engine::index_pending` (what `cairn import` does).
-//! 2. **Exact vector scan** over N stored vectors (one query, all rows).
+//! 2. **Exact vector scan** over N stored vectors (one query, all rows), and the **IVF index**
+//!    (`cairn_core::vector::IvfIndex`): build time, latency and recall@10 against the exact scan
+//!    for several probe counts, at 10k–N rows (where the index starts to pay), on two kinds of
+//!    stored vectors (below).
 //! 3. **Hybrid recall in process** at N memories, query embedding included.
 //! 4. **Whole-process `cairn recall`** (hybrid: process start, model load, vector load, query),
 //!    and the lexical-only process for comparison (the hook path), with peak RSS from
 //!    `/usr/bin/time -v`.
 //!
 //! The N-record brain: records are imported lexically (synthetic sentences from a seeded
-//! vocabulary); their **stored vectors are random unit vectors** written straight into the
-//! brain under the real model's id and dimension — embedding 100k texts with the model would
-//! take tens of CPU-minutes and does not change scan or load cost. The **query side is always
-//! the real model**.
+//! vocabulary); their stored vectors are written straight into the brain under the real model's
+//! id and dimension — embedding 100k texts with the model would take tens of CPU-minutes. They
+//! are **mixtures of real embeddings**: each is `a + 0.5·b + 0.25·r`, normalized, where `a`
+//! and `b` are the model's vectors of two of the 512 texts of step 1 and `r` is a random unit
+//! vector — they live where the model's vectors live (an approximate index is only as good as
+//! the data's structure), unlike uniformly random vectors, on which the index's recall is also
+//! reported as the worst case. The **query side is always the real model**.
 
 use anyhow::{Context as _, Result, bail};
 use cairn_embed::Embedder;
@@ -324,7 +330,10 @@ fn main() -> Result<()> {
     }
     eprintln!("model {model_per_sec:.1} texts/s, ingest {ingest_per_sec:.1} records/s");
 
-    // 2–3. The N-record brain: lexical import, random unit vectors under the model's id.
+    // The model's vectors of the step-1 texts: what the stored vectors are mixed from.
+    let pool = embedder.embed_batch(&refs)?;
+
+    // 2–3. The N-record brain: lexical import, mixed real vectors under the model's id.
     let brain = work.path().join("big.db");
     let mut engine = Engine::open(&brain, context("bench"))?;
     let clock = Instant::now();
@@ -343,9 +352,8 @@ fn main() -> Result<()> {
         })?;
         let ids = tx.reader().pending_vector_ids(0, usize::MAX)?;
         for id in ids {
-            let mut vector: Vec<f32> = (0..dimension).map(|_| rng.unit()).collect();
-            cairn_embed::l2_normalize(&mut vector);
-            tx.put_vector(id, &format!("random-{id}"), &vector)?;
+            let vector = mixed_vector(&mut rng, &pool, dimension);
+            tx.put_vector(id, &format!("mixed-{id}"), &vector)?;
         }
         Ok::<_, anyhow::Error>(())
     })?;
@@ -355,35 +363,88 @@ fn main() -> Result<()> {
         args.records
     );
 
-    // Exact scan alone.
-    let matrix = engine.store().reader().load_vectors(dimension)?;
-    let mut scans = Vec::new();
-    for _ in 0..50 {
-        let query: Vec<f32> = (0..dimension).map(|_| rng.unit()).collect();
-        let clock = Instant::now();
-        let found = cairn_core::vector::top_k(&matrix.data, &query, 250);
-        scans.push(clock.elapsed().as_secs_f64() * 1000.0);
-        assert!(!found.is_empty());
-    }
-    let load_clock = Instant::now();
-    let _ = engine.store().reader().load_vectors(dimension)?;
-    let load_vectors_ms = load_clock.elapsed().as_secs_f64() * 1000.0;
-    drop(matrix);
-
-    // Hybrid recall in process (model loaded, vectors cached after the first query).
-    engine.set_shared_embedder(embedder.clone());
+    // Exact scan alone, with real query vectors.
     let queries: Vec<String> = (0..args.queries)
         .map(|_| {
             let words = 3 + (rng.next() % 5) as usize;
             sentence(&mut rng, words)
         })
         .collect();
+    let query_vectors: Vec<Vec<f32>> = queries
+        .iter()
+        .take(100)
+        .map(|q| embedder.embed_query(q))
+        .collect::<std::result::Result<_, _>>()?;
+    let matrix = engine.store().reader().load_vectors(dimension)?;
+    let mut scans = Vec::new();
+    for query in query_vectors.iter().take(50) {
+        let clock = Instant::now();
+        let found = cairn_core::vector::top_k(&matrix.data, query, 250);
+        scans.push(clock.elapsed().as_secs_f64() * 1000.0);
+        assert!(!found.is_empty());
+    }
+    let load_clock = Instant::now();
+    let _ = engine.store().reader().load_vectors(dimension)?;
+    let load_vectors_ms = load_clock.elapsed().as_secs_f64() * 1000.0;
+
+    // The IVF index against the exact scan: on the brain's vectors at growing sizes, and on
+    // uniformly random vectors (no structure: the worst case).
+    let mut ann = Vec::new();
+    let random: Vec<f32> = (0..args.records * dimension).map(|_| rng.unit()).collect();
+    let random = normalized_rows(random, dimension);
+    let mut sizes: Vec<usize> = [10_000, 20_000, 50_000]
+        .into_iter()
+        .filter(|&n| n < args.records)
+        .collect();
+    sizes.push(args.records);
+    for (data, rows_list) in [
+        ("mixed real embeddings", &sizes),
+        ("uniform random", &vec![args.records]),
+    ] {
+        for &rows in rows_list.iter() {
+            let slice = if data == "uniform random" {
+                &random[..rows * dimension]
+            } else {
+                &matrix.data[..rows * dimension]
+            };
+            ann.push(measure_ann(slice, dimension, &query_vectors, data));
+            eprintln!("ann {data} {rows}: {}", ann.last().unwrap());
+        }
+    }
+    drop(random);
+    drop(matrix);
+
+    // Hybrid recall in process (model loaded, vectors cached after the first query).
+    // Three alternated series: hybrid with the IVF index (enabled from IVF_MIN_ROWS vectors:
+    // the engine's default is the exact scan), hybrid with the exact scan (the default), and
+    // lexical alone.
+    engine.set_shared_embedder(embedder.clone());
+    engine.set_semantic_config(cairn_engine::SemanticConfig {
+        ann_min_rows: cairn_core::vector::IVF_MIN_ROWS,
+        ..cairn_engine::SemanticConfig::default()
+    });
     let mut warm = RecallRequest::new(queries[0].clone());
     warm.touch = false;
     engine.recall(&warm)?;
+    let index_clock = Instant::now();
+    let indexed = engine.prepare_vector_index()?;
+    let engine_index_ms = index_clock.elapsed().as_secs_f64() * 1000.0;
+    let mut exact_engine = Engine::open(&brain, context("bench"))?;
+    exact_engine.set_shared_embedder(embedder.clone());
+    exact_engine.set_semantic_config(cairn_engine::SemanticConfig {
+        ann_min_rows: usize::MAX,
+        ..cairn_engine::SemanticConfig::default()
+    });
+    exact_engine.recall(&warm)?;
     let mut in_process = Vec::new();
+    let mut exact_in_process = Vec::new();
     let mut lexical_in_process = Vec::new();
     for query in &queries {
+        let mut request = RecallRequest::new(query.clone());
+        request.touch = false;
+        let clock = Instant::now();
+        exact_engine.recall(&request)?;
+        exact_in_process.push(clock.elapsed().as_secs_f64() * 1000.0);
         for (mode, samples) in [
             (Mode::Hybrid, &mut in_process),
             (Mode::Lexical, &mut lexical_in_process),
@@ -407,6 +468,7 @@ fn main() -> Result<()> {
     }
     let in_process_rss = peak_rss_mb();
     drop(engine);
+    drop(exact_engine);
 
     // 4. Whole process.
     let whole = |mode: &str, runs: usize| -> Result<(Vec<f64>, Option<f64>)> {
@@ -478,11 +540,19 @@ fn main() -> Result<()> {
         },
         "brain": {
             "records": args.records,
-            "stored_vectors": "random unit vectors (seeded), model id and dimension of the real model",
+            "stored_vectors": "a + 0.5 b + 0.25 r, normalized: a, b the model's vectors of two of the step-1 texts, r a random unit vector (seeded)",
             "import_secs": (import_secs * 10.0).round() / 10.0,
             "load_vectors_ms": (load_vectors_ms * 10.0).round() / 10.0,
         },
-        "exact_scan_ms": {"p50": percentile(&mut scans.clone(), 0.5), "p95": percentile(&mut scans, 0.95)},
+        "exact_scan_ms": {"p50": percentile(&mut scans.clone(), 0.5), "p95": percentile(&mut scans, 0.95), "k": 250},
+        "ann": {
+            "index": "IVF-flat (cairn_core::vector::IvfIndex, default parameters: lists = sqrt(rows)/2, 6 k-means rounds on 40 rows per list, 2 build threads)",
+            "queries": query_vectors.len(),
+            "results": ann,
+        },
+        "engine_index_build_ms": (engine_index_ms * 10.0).round() / 10.0,
+        "engine_uses_index": indexed,
+        "hybrid_exact_in_process_ms": {"p50": percentile(&mut exact_in_process.clone(), 0.5), "p95": percentile(&mut exact_in_process, 0.95)},
         "query_embedding_ms": {"p50": percentile(&mut embed_query.clone(), 0.5), "p95": percentile(&mut embed_query, 0.95)},
         "hybrid_in_process_ms": {"p50": percentile(&mut in_process.clone(), 0.5), "p95": percentile(&mut in_process, 0.95), "queries": queries.len()},
         "lexical_in_process_ms": {"p50": percentile(&mut lexical_in_process.clone(), 0.5), "p95": percentile(&mut lexical_in_process, 0.95)},
@@ -505,4 +575,74 @@ fn embedder_name(model_id: &str) -> &'static str {
     } else {
         "minilm"
     }
+}
+
+/// `a + 0.5·b + 0.25·r`, normalized (see the module docs).
+fn mixed_vector(rng: &mut Rng, pool: &[Vec<f32>], dimension: usize) -> Vec<f32> {
+    let a = &pool[(rng.next() as usize) % pool.len()];
+    let b = &pool[(rng.next() as usize) % pool.len()];
+    let mut noise: Vec<f32> = (0..dimension).map(|_| rng.unit()).collect();
+    cairn_embed::l2_normalize(&mut noise);
+    let mut vector: Vec<f32> = (0..dimension)
+        .map(|d| a[d] + 0.5 * b[d] + 0.25 * noise[d])
+        .collect();
+    cairn_embed::l2_normalize(&mut vector);
+    vector
+}
+
+fn normalized_rows(mut data: Vec<f32>, dimension: usize) -> Vec<f32> {
+    for row in data.chunks_exact_mut(dimension) {
+        cairn_embed::l2_normalize(row);
+    }
+    data
+}
+
+/// Build time, and for several probe counts the latency (k = 200, what recall asks for) and
+/// recall@10 / recall@200 against the exact scan.
+fn measure_ann(matrix: &[f32], dimension: usize, queries: &[Vec<f32>], data: &str) -> Value {
+    use cairn_core::vector::{IvfIndex, IvfParams, recall_at, top_k};
+    let rows = matrix.len() / dimension;
+    let clock = Instant::now();
+    let index = IvfIndex::build(matrix, dimension, IvfParams::default());
+    let build_ms = clock.elapsed().as_secs_f64() * 1000.0;
+    let mut exact_ms = Vec::new();
+    let exact: Vec<_> = queries
+        .iter()
+        .map(|q| {
+            let clock = Instant::now();
+            let found = top_k(matrix, q, 200);
+            exact_ms.push(clock.elapsed().as_secs_f64() * 1000.0);
+            found
+        })
+        .collect();
+    let mut probes = Vec::new();
+    for probe in [4, 8, 12, 16, 24] {
+        let mut ms = Vec::new();
+        let (mut r10, mut r200) = (0.0, 0.0);
+        for (q, truth) in queries.iter().zip(&exact) {
+            let clock = Instant::now();
+            let found = index.search(matrix, q, 200, probe);
+            ms.push(clock.elapsed().as_secs_f64() * 1000.0);
+            let mut found10 = found.clone();
+            found10.truncate(10);
+            r10 += recall_at(&truth[..10.min(truth.len())], &found10);
+            r200 += recall_at(truth, &found);
+        }
+        let n = queries.len().max(1) as f64;
+        probes.push(json!({
+            "probe": probe,
+            "default": probe == IvfParams::default().probe,
+            "recall_at_10": (r10 / n * 1000.0).round() / 1000.0,
+            "recall_at_200": (r200 / n * 1000.0).round() / 1000.0,
+            "search_ms": {"p50": percentile(&mut ms.clone(), 0.5), "p95": percentile(&mut ms, 0.95)},
+        }));
+    }
+    json!({
+        "data": data,
+        "rows": rows,
+        "lists": index.list_count(),
+        "build_ms": (build_ms * 10.0).round() / 10.0,
+        "exact_scan_ms": {"p50": percentile(&mut exact_ms.clone(), 0.5), "p95": percentile(&mut exact_ms, 0.95)},
+        "probes": probes,
+    })
 }

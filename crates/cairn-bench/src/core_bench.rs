@@ -331,7 +331,7 @@ fn measure_import(brain: &Path, corpus_path: &Path, work: &Path, records: usize)
         "process_rss_mb_before": rss_before.map(|kb| round3(kb as f64 / 1024.0)),
         "process_peak_rss_mb_during": if peak_reset { peak.map(|kb| round3(kb as f64 / 1024.0)) } else { None },
         "peak_rss_method": "VmHWM of the bench process, reset with /proc/self/clear_refs just before the import (includes the bench's own ~vocabulary and corpus statistics)",
-        "includes": "JSON parsing, the write path's checks per line, 1000-line transactions, FTS5 triggers, and the FTS optimize at the end",
+        "includes": "JSON parsing, the write path's checks per line, 1000-line transactions, the FTS5 rows, and the FTS optimize at the end",
     }))
 }
 

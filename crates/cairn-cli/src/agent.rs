@@ -144,7 +144,7 @@ pub fn run_brief(args: &Cli, brief: &BriefArgs) -> Result<ExitCode> {
     if args.json {
         print_json(&brief);
     } else {
-        print!("{}", brief.assembled.text);
+        out!("{}", brief.assembled.text);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -161,10 +161,10 @@ pub fn run_review(args: &Cli, stale_days: u32) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if report.due.is_empty() && report.conflicts.is_empty() && report.stale.is_empty() {
-        println!("nothing to review: no record is past its review date and no conflict is open");
+        outln!("nothing to review: no record is past its review date and no conflict is open");
     }
     for memory in &report.due {
-        println!(
+        outln!(
             "review due {}: {} (`cairn verify {} --source …`)",
             memory
                 .review_at
@@ -177,13 +177,15 @@ pub fn run_review(args: &Cli, stale_days: u32) -> Result<ExitCode> {
         );
     }
     for conflict in &report.conflicts {
-        println!(
+        outln!(
             "conflict: #{} contradicts #{} ({}); supersede one of them",
-            conflict.memory_id, conflict.other_id, conflict.reason
+            conflict.memory_id,
+            conflict.other_id,
+            conflict.reason
         );
     }
     for memory in &report.stale {
-        println!(
+        outln!(
             "not re-checked in {} days: {} (`cairn verify {} --source …`)",
             report.stale_days.unwrap_or(0),
             memory.label(),
@@ -206,7 +208,7 @@ pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&task);
             } else {
-                println!("task {} added: {}", task.id, task.title);
+                outln!("task {} added: {}", task.id, task.title);
             }
         }
         TaskCommand::List { all } => {
@@ -214,7 +216,7 @@ pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&tasks);
             } else if tasks.is_empty() {
-                println!("no open tasks");
+                outln!("no open tasks");
             } else {
                 for task in &tasks {
                     let due = task
@@ -223,7 +225,7 @@ pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
                         .map(|d| format!(" (due {})", d.get(..10).unwrap_or(d)))
                         .unwrap_or_default();
                     let mark = if task.status == "done" { "x" } else { " " };
-                    println!("[{mark}] {:>4} {}{due}", task.id, task.title);
+                    outln!("[{mark}] {:>4} {}{due}", task.id, task.title);
                 }
             }
         }
@@ -232,7 +234,7 @@ pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&task);
             } else {
-                println!("task {} done: {}", task.id, task.title);
+                outln!("task {} done: {}", task.id, task.title);
             }
         }
     }
@@ -258,7 +260,7 @@ pub fn run_measure(args: &Cli, command: &MeasureCommand) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if summaries.is_empty() {
-        println!("no readings yet: `cairn measure record NAME VALUE`");
+        outln!("no readings yet: `cairn measure record NAME VALUE`");
     }
     for summary in &summaries {
         let unit = summary.unit.as_deref().unwrap_or("");
@@ -266,9 +268,13 @@ pub fn run_measure(args: &Cli, command: &MeasureCommand) -> Result<ExitCode> {
             .previous
             .map(|p| format!(", previous {p}{unit}"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "{}: {}{unit} at {} ({}{previous}; {} readings)",
-            summary.name, summary.last, summary.last_at, summary.trend, summary.readings
+            summary.name,
+            summary.last,
+            summary.last_at,
+            summary.trend,
+            summary.readings
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -282,7 +288,7 @@ pub fn run_log(args: &Cli, log: &LogArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if events.is_empty() {
-        println!("no activity yet");
+        outln!("no activity yet");
     }
     let ids: Vec<i64> = events.iter().filter_map(|e| e.memory_id).collect();
     let records: HashMap<i64, cairn_core::memory::Memory> = ids
@@ -291,7 +297,7 @@ pub fn run_log(args: &Cli, log: &LogArgs) -> Result<ExitCode> {
         .map(|m| (m.id, m))
         .collect();
     for event in &events {
-        println!("{}", event_line(event, &records));
+        outln!("{}", event_line(event, &records));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -315,8 +321,8 @@ pub fn run_identity(args: &Cli, command: &IdentityCommand) -> Result<ExitCode> {
         print_json(&identity);
     } else {
         match identity {
-            Some(identity) => println!("{}", identity.body),
-            None => println!("no identity set: `cairn identity set \"…\"`"),
+            Some(identity) => outln!("{}", identity.body),
+            None => outln!("no identity set: `cairn identity set \"…\"`"),
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -330,12 +336,14 @@ pub fn run_awareness(args: &Cli, command: &AwarenessCommand) -> Result<ExitCode>
             if args.json {
                 print_json(&serde_json::json!({"item": row, "dropped": dropped}));
             } else {
-                println!(
+                outln!(
                     "awareness {} until {}: {}",
-                    row.id, row.expires_at, row.body
+                    row.id,
+                    row.expires_at,
+                    row.body
                 );
                 if let Some(dropped) = dropped {
-                    println!(
+                    outln!(
                         "  note: {} items is the most; dropped {} ({})",
                         cairn_engine::MAX_AWARENESS,
                         dropped.id,
@@ -349,10 +357,10 @@ pub fn run_awareness(args: &Cli, command: &AwarenessCommand) -> Result<ExitCode>
             if args.json {
                 print_json(&rows);
             } else if rows.is_empty() {
-                println!("nothing in awareness");
+                outln!("nothing in awareness");
             } else {
                 for row in &rows {
-                    println!("{:>4} until {}: {}", row.id, row.expires_at, row.body);
+                    outln!("{:>4} until {}: {}", row.id, row.expires_at, row.body);
                 }
             }
         }
@@ -361,9 +369,9 @@ pub fn run_awareness(args: &Cli, command: &AwarenessCommand) -> Result<ExitCode>
             if args.json {
                 print_json(&serde_json::json!({"dropped": dropped, "id": id}));
             } else if dropped {
-                println!("dropped awareness {id}");
+                outln!("dropped awareness {id}");
             } else {
-                println!("no live awareness item {id}");
+                outln!("no live awareness item {id}");
             }
         }
     }
@@ -378,13 +386,16 @@ pub fn run_inbox(args: &Cli, command: Option<&InboxCommand>) -> Result<ExitCode>
             if args.json {
                 print_json(&rows);
             } else if rows.is_empty() {
-                println!("the inbox is empty");
+                outln!("the inbox is empty");
             } else {
                 for row in &rows {
                     let state = row.resolution.as_deref().unwrap_or("open");
-                    println!(
+                    outln!(
                         "{:>4} {} ({}, {state}): {}",
-                        row.id, row.suggested_type, row.kind, row.body
+                        row.id,
+                        row.suggested_type,
+                        row.kind,
+                        row.body
                     );
                 }
             }
@@ -400,7 +411,7 @@ pub fn run_inbox(args: &Cli, command: Option<&InboxCommand>) -> Result<ExitCode>
             if args.json {
                 print_json(&outcome);
             } else {
-                println!("{}", outcome.message);
+                outln!("{}", outcome.message);
             }
             Ok(if outcome.status == RememberStatus::Refused {
                 ExitCode::from(crate::output::REFUSED)
@@ -413,7 +424,7 @@ pub fn run_inbox(args: &Cli, command: Option<&InboxCommand>) -> Result<ExitCode>
             if args.json {
                 print_json(&row);
             } else {
-                println!("dismissed inbox item {}", row.id);
+                outln!("dismissed inbox item {}", row.id);
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -418,11 +418,11 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                     } else {
                         conflict.memory_id
                     };
-                    println!("  conflict with #{other}: {}", conflict.reason);
+                    outln!("  conflict with #{other}: {}", conflict.reason);
                 }
                 if *history {
                     if versions.is_empty() {
-                        println!("  history: no earlier versions");
+                        outln!("  history: no earlier versions");
                     }
                     for version in &versions {
                         let body = version
@@ -430,7 +430,7 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                             .get("body")
                             .and_then(|b| b.as_str())
                             .unwrap_or("");
-                        println!(
+                        outln!(
                             "  v{} {} {} by {}: {}",
                             version.version,
                             version.at,
@@ -480,9 +480,9 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                     &serde_json::json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory}),
                 );
             } else {
-                println!("updated #{}", memory.id);
+                outln!("updated #{}", memory.id);
                 if !redacted.is_empty() {
-                    println!("  redacted secrets: {}", redacted.join(", "));
+                    outln!("  redacted secrets: {}", redacted.join(", "));
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -495,14 +495,15 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                     &serde_json::json!({"status": if *hard { "deleted" } else { "archived" }, "id": memory.id}),
                 );
             } else if *hard {
-                println!(
+                outln!(
                     "deleted #{} for good (its history keeps the last version)",
                     memory.id
                 );
             } else {
-                println!(
+                outln!(
                     "archived #{}; `cairn restore {}` brings it back",
-                    memory.id, memory.id
+                    memory.id,
+                    memory.id
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -515,7 +516,7 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                     &serde_json::json!({"status": "restored", "id": memory.id, "record_status": memory.status}),
                 );
             } else {
-                println!("restored #{} ({})", memory.id, memory.status);
+                outln!("restored #{} ({})", memory.id, memory.status);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -528,8 +529,8 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                 );
             } else {
                 match &memory.review_at {
-                    Some(at) => println!("verified #{}; next review {}", memory.id, &at[..10]),
-                    None => println!("verified #{}", memory.id),
+                    Some(at) => outln!("verified #{}; next review {}", memory.id, &at[..10]),
+                    None => outln!("verified #{}", memory.id),
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -552,10 +553,10 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             if args.json {
                 print_json(&memories);
             } else if memories.is_empty() {
-                println!("no records");
+                outln!("no records");
             } else {
                 for memory in &memories {
-                    println!(
+                    outln!(
                         "#{:<6} {:<10} {:<10} {:<16} {}",
                         memory.id,
                         memory.memory_type.as_str(),
@@ -603,7 +604,7 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                         &serde_json::json!({"status": "exported", "lines": lines, "file": file}),
                     );
                 } else {
-                    println!("exported {lines} lines to {file}");
+                    outln!("exported {lines} lines to {file}");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -639,19 +640,24 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                 print_json(&report);
             } else {
                 let s = &report.summary;
-                println!(
+                outln!(
                     "imported: {} added, {} updated, {} unchanged, {} refused, {} errors ({} events)",
-                    s.added, s.updated, s.noop, s.refused, s.error, s.events
+                    s.added,
+                    s.updated,
+                    s.noop,
+                    s.refused,
+                    s.error,
+                    s.events
                 );
                 if let Some(note) = &indexing {
-                    println!("  {note}");
+                    outln!("  {note}");
                 }
                 for line in report
                     .lines
                     .iter()
                     .filter(|l| matches!(l.status, LineStatus::Error | LineStatus::Refused))
                 {
-                    println!(
+                    outln!(
                         "  line {}: {:?}: {}",
                         line.line,
                         line.status,
@@ -691,18 +697,18 @@ pub fn run(args: Cli) -> Result<ExitCode> {
             if args.json {
                 print_json(&stats);
             } else {
-                println!("brain      {}", engine.store().path().display());
-                println!("records    {} ({} projects)", stats.records, stats.projects);
+                outln!("brain      {}", engine.store().path().display());
+                outln!("records    {} ({} projects)", stats.records, stats.projects);
                 for (status, count) in &stats.by_status {
-                    println!("  {status:<10} {count}");
+                    outln!("  {status:<10} {count}");
                 }
                 for (memory_type, count) in &stats.by_type {
-                    println!("  {memory_type:<10} {count}");
+                    outln!("  {memory_type:<10} {count}");
                 }
-                println!("history    {} earlier versions", stats.history_versions);
-                println!("events     {}", stats.events);
-                println!("conflicts  {} open", stats.open_conflicts);
-                println!(
+                outln!("history    {} earlier versions", stats.history_versions);
+                outln!("events     {}", stats.events);
+                outln!("conflicts  {} open", stats.open_conflicts);
+                outln!(
                     "size       {:.1} MB file, {:.1} MB of text",
                     stats.file_bytes as f64 / 1e6,
                     stats.body_bytes as f64 / 1e6
@@ -734,7 +740,7 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                             &serde_json::json!({"status": "declared", "scope": scope.as_str()}),
                         );
                     } else {
-                        println!("declared scope {scope}");
+                        outln!("declared scope {scope}");
                     }
                 }
                 ScopeCommand::List => {
@@ -748,9 +754,10 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                             } else {
                                 ""
                             };
-                            println!(
+                            outln!(
                                 "{:<30} {:>6} records  {declared}",
-                                scope.scope, scope.records
+                                scope.scope,
+                                scope.records
                             );
                         }
                     }
@@ -760,9 +767,9 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                     if args.json {
                         print_json(&map);
                     } else {
-                        println!("project {}", map.project);
+                        outln!("project {}", map.project);
                         for scope in &map.scopes {
-                            println!(
+                            outln!(
                                 "  {:<30} {:>6} records{}",
                                 scope.scope,
                                 scope.records,
@@ -774,13 +781,13 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                             );
                         }
                         if !map.undeclared.is_empty() {
-                            println!(
+                            outln!(
                                 "stored but never declared (typos?): {}",
                                 map.undeclared.join(", ")
                             );
                         }
                         if !map.empty.is_empty() {
-                            println!("declared but empty: {}", map.empty.join(", "));
+                            outln!("declared but empty: {}", map.empty.join(", "));
                         }
                     }
                 }
@@ -856,9 +863,9 @@ fn run_remember(args: &Cli, remember: &RememberArgs) -> Result<ExitCode> {
     if args.json {
         print_json(&outcome);
     } else {
-        println!("{}", outcome.message);
+        outln!("{}", outcome.message);
         for warning in &outcome.warnings {
-            println!("  note: {warning}");
+            outln!("  note: {warning}");
         }
     }
     Ok(if outcome.status == RememberStatus::Refused {
@@ -969,10 +976,10 @@ fn run_recall(args: &Cli, recall: &RecallArgs) -> Result<ExitCode> {
 
 fn print_answer(answer: &RecallAnswer) {
     if let Some(degraded) = &answer.degraded {
-        println!("(search is {degraded}: semantic search is unavailable, see the notes below)");
+        outln!("(search is {degraded}: semantic search is unavailable, see the notes below)");
     }
     if answer.results.is_empty() {
-        println!("{}", answer.note.as_deref().unwrap_or("nothing found"));
+        outln!("{}", answer.note.as_deref().unwrap_or("nothing found"));
         return;
     }
     for result in &answer.results {
@@ -983,11 +990,11 @@ fn print_answer(answer: &RecallAnswer) {
             header.push_str(" · personal");
         }
         header.push_str(&format!(" · score {:.2}", result.score_norm));
-        println!("{header}");
+        outln!("{header}");
         if let Some(title) = &result.title {
-            println!("  {title}");
+            outln!("  {title}");
         }
-        println!("  {}", snippet(&result.body, 240));
+        outln!("  {}", snippet(&result.body, 240));
         let mut why = Vec::new();
         if let Some(rank) = result.why.lexical_rank {
             why.push(format!("lexical #{rank}"));
@@ -997,27 +1004,27 @@ fn print_answer(answer: &RecallAnswer) {
         }
         why.push(format!("recency {:.2}", result.why.recency));
         why.push(format!("stakes {:.2}", result.why.stakes));
-        println!("  why: {}", why.join(" · "));
+        outln!("  why: {}", why.join(" · "));
         if let Some(from) = result.superseded_from {
-            println!("  (matched #{from}, which this record supersedes)");
+            outln!("  (matched #{from}, which this record supersedes)");
         }
         if let Some(freshness) = &result.freshness {
-            println!("  freshness: {freshness}");
+            outln!("  freshness: {freshness}");
         }
         if result.review_due {
-            println!(
+            outln!(
                 "  review due: re-check this claim (`cairn verify {} --source …`)",
                 result.id
             );
         }
     }
     for warning in &answer.warnings {
-        println!("note: {warning}");
+        outln!("note: {warning}");
     }
 }
 
 fn print_memory(memory: &cairn_core::memory::Memory) {
-    println!(
+    outln!(
         "#{} {} · {} · {} · {}",
         memory.id,
         memory.memory_type,
@@ -1026,10 +1033,10 @@ fn print_memory(memory: &cairn_core::memory::Memory) {
         memory.project.as_deref().unwrap_or("personal")
     );
     if let Some(title) = &memory.title {
-        println!("  {title}");
+        outln!("  {title}");
     }
     for line in memory.body.lines() {
-        println!("  | {line}");
+        outln!("  | {line}");
     }
     let mut facts = vec![
         format!("importance {}", memory.importance),
@@ -1041,34 +1048,36 @@ fn print_memory(memory: &cairn_core::memory::Memory) {
     if memory.pinned {
         facts.push("pinned".into());
     }
-    println!("  {}", facts.join(" · "));
+    outln!("  {}", facts.join(" · "));
     if !memory.tags.is_empty() {
-        println!("  tags: {}", memory.tags.join(", "));
+        outln!("  tags: {}", memory.tags.join(", "));
     }
     if let Some(source) = &memory.source {
-        println!("  source: {source}");
+        outln!("  source: {source}");
     }
     if let Some(commit) = &memory.commit {
-        println!("  commit: {commit}");
+        outln!("  commit: {commit}");
     }
     if let Some(at) = &memory.review_at {
-        println!("  review at: {at}");
+        outln!("  review at: {at}");
     }
     if let Some(at) = &memory.expires_at {
-        println!("  expires at: {at}");
+        outln!("  expires at: {at}");
     }
     if let Some(id) = memory.supersedes {
-        println!("  supersedes #{id}");
+        outln!("  supersedes #{id}");
     }
     if let Some(id) = memory.superseded_by {
-        println!("  superseded by #{id}");
+        outln!("  superseded by #{id}");
     }
     if let Some(external) = &memory.external_id {
-        println!("  external id: {external}");
+        outln!("  external id: {external}");
     }
-    println!(
+    outln!(
         "  created {} · updated {} · used {} times",
-        memory.created_at, memory.updated_at, memory.use_count
+        memory.created_at,
+        memory.updated_at,
+        memory.use_count
     );
 }
 
@@ -1091,7 +1100,7 @@ fn run_recover(args: &Cli, target: &Path) -> Result<ExitCode> {
         }));
     } else {
         for table in &tables {
-            println!(
+            outln!(
                 "  {:<18} {} rows{}{}",
                 table.table,
                 table.rows,
@@ -1107,7 +1116,7 @@ fn run_recover(args: &Cli, target: &Path) -> Result<ExitCode> {
                     .unwrap_or_default()
             );
         }
-        println!(
+        outln!(
             "recovered {rows} rows into {} ({lost} unreadable); {} was not changed — check the new brain with `cairn --db {} doctor`, then use it with `--db`",
             target.display(),
             damaged.display(),
@@ -1155,20 +1164,20 @@ fn run_doctor(args: &Cli, repair: bool) -> Result<ExitCode> {
     if args.json {
         print_json(&report);
     } else {
-        println!("brain {} (schema {})", report.path, report.schema_version);
+        outln!("brain {} (schema {})", report.path, report.schema_version);
         for check in &report.checks {
-            println!(
+            outln!(
                 "  {} {:<22} {}",
                 if check.ok { "ok " } else { "BAD" },
                 check.name,
                 check.detail
             );
             if let Some(fix) = &check.fix {
-                println!("      fix: {fix}");
+                outln!("      fix: {fix}");
             }
         }
         for repaired in &report.repaired {
-            println!("  repaired: {repaired}");
+            outln!("  repaired: {repaired}");
         }
     }
     Ok(if report.ok {

@@ -569,14 +569,14 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
 }
 
 fn print_summary(report: &Value, ks: &[usize]) {
-    println!(
+    outln!(
         "LoCoMo {} ({} conversations, {} turns), embedder {}",
         report["data"].as_str().unwrap_or(""),
         report["conversations"],
         report["turns"],
         report["embedder"].as_str().unwrap_or("none")
     );
-    println!(
+    outln!(
         "ingest {:.1} s ({:.0} turns/s), peak RSS {} MB",
         report["ingest_secs"].as_f64().unwrap_or(0.0),
         report["ingest_turns_per_sec"].as_f64().unwrap_or(0.0),
@@ -590,7 +590,7 @@ fn print_summary(report: &Value, ks: &[usize]) {
         " {:>8} {:>8} {:>8} {:>8}",
         "Rall@10", "NDCG@10", "p50 ms", "p95 ms"
     ));
-    println!("{header}");
+    outln!("{header}");
     if let Some(modes) = report["modes"].as_object() {
         for (mode, values) in modes {
             let mut line = format!("{mode:<24}");
@@ -607,7 +607,7 @@ fn print_summary(report: &Value, ks: &[usize]) {
                 values["query_ms_p50"].as_f64().unwrap_or(0.0),
                 values["query_ms_p95"].as_f64().unwrap_or(0.0)
             ));
-            println!("{line}");
+            outln!("{line}");
             if let Some(categories) = values["recall@10_by_category"].as_object() {
                 let parts: Vec<String> = categories
                     .iter()
@@ -615,7 +615,7 @@ fn print_summary(report: &Value, ks: &[usize]) {
                         format!("{name} {:.3}", c["recall@10"].as_f64().unwrap_or(0.0))
                     })
                     .collect();
-                println!("  R@10 by category: {}", parts.join(", "));
+                outln!("  R@10 by category: {}", parts.join(", "));
             }
         }
     }

@@ -200,9 +200,9 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                 print_json(&outcome);
             } else {
                 match outcome.status {
-                    RelateStatus::Asserted => println!("related: {}", outcome.message),
+                    RelateStatus::Asserted => outln!("related: {}", outcome.message),
                     RelateStatus::AlreadyAsserted | RelateStatus::Quarantined => {
-                        println!("{}", outcome.message)
+                        outln!("{}", outcome.message)
                     }
                 }
             }
@@ -219,8 +219,8 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                 print_json(&outcome);
             } else {
                 match outcome.status {
-                    UnrelateStatus::Invalidated => println!("unrelated: {}", outcome.message),
-                    UnrelateStatus::NothingOpen => println!("{}", outcome.message),
+                    UnrelateStatus::Invalidated => outln!("unrelated: {}", outcome.message),
+                    UnrelateStatus::NothingOpen => outln!("{}", outcome.message),
                 }
             }
         }
@@ -234,28 +234,31 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&answer);
             } else {
-                println!(
+                outln!(
                     "graph as of {}: {} edges between {} records and {} entities",
-                    answer.as_of, answer.edges, answer.records, answer.entities
+                    answer.as_of,
+                    answer.edges,
+                    answer.records,
+                    answer.entities
                 );
                 for count in &answer.by_relation {
-                    println!("  {:<14} {}", count.relation, count.edges);
+                    outln!("  {:<14} {}", count.relation, count.edges);
                 }
                 if let Some(note) = &answer.note {
-                    println!("{note}");
+                    outln!("{note}");
                 }
                 if !answer.listed.is_empty() {
                     if answer.listed.len() < answer.edges {
-                        println!(
+                        outln!(
                             "first {} of {} edges (--limit 0 lists all):",
                             answer.listed.len(),
                             answer.edges
                         );
                     } else {
-                        println!("edges:");
+                        outln!("edges:");
                     }
                     for edge in &answer.listed {
-                        println!("  {}", edge_line(edge));
+                        outln!("  {}", edge_line(edge));
                     }
                 }
             }
@@ -266,30 +269,30 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&answer);
             } else {
-                println!(
+                outln!(
                     "{}: {} edge(s) valid as of {}",
                     answer.node.describe(),
                     answer.edges.len(),
                     answer.as_of
                 );
                 for edge in &answer.edges {
-                    println!("  {}", edge_line(edge));
+                    outln!("  {}", edge_line(edge));
                 }
                 if let Some(intervals) = &answer.intervals {
-                    println!("every interval ({}):", intervals.len());
+                    outln!("every interval ({}):", intervals.len());
                     for edge in intervals {
-                        println!("  {}", edge_line(edge));
+                        outln!("  {}", edge_line(edge));
                     }
                 }
                 if let Some(history) = &answer.history {
-                    println!("edge log ({} entries, in fold order):", history.len());
+                    outln!("edge log ({} entries, in fold order):", history.len());
                     for entry in history {
                         let when = match (&entry.valid_from, &entry.valid_to) {
                             (Some(from), _) => format!("valid from {from}"),
                             (_, Some(to)) => format!("valid until {to}"),
                             _ => String::new(),
                         };
-                        println!(
+                        outln!(
                             "  #{:<5} {} {:<10} {} {} {}  {when} ({})",
                             entry.seq,
                             entry.recorded_at,
@@ -319,7 +322,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                     Direction::Out => "outgoing edges: what it depends on",
                     Direction::Both => "both directions",
                 };
-                println!(
+                outln!(
                     "{} — {direction}, depth {}, as of {}: {} reached{}",
                     answer.origin.describe(),
                     answer.depth,
@@ -337,7 +340,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                     } else {
                         format!("{} {} {}", n.node.name, n.relation, n.via.name)
                     };
-                    println!(
+                    outln!(
                         "  {:.3}  hop {}  {}   via: {}",
                         n.score,
                         n.hop,
@@ -346,13 +349,13 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                     );
                 }
                 if answer.neighbors.len() < answer.reached {
-                    println!(
+                    outln!(
                         "  … {} more (--limit 0 shows all)",
                         answer.reached - answer.neighbors.len()
                     );
                 }
                 if let Some(note) = &answer.note {
-                    println!("{note}");
+                    outln!("{note}");
                 }
             }
         }
@@ -365,7 +368,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&list);
             } else if list.is_empty() {
-                println!(
+                outln!(
                     "no entities yet (they are extracted from what you remember, or added with `cairn entity add`)"
                 );
             } else {
@@ -375,7 +378,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                     } else {
                         format!("  aliases: {}", entity.aliases.join(", "))
                     };
-                    println!(
+                    outln!(
                         "{:>6} mentions  {:<8} {}{aliases}",
                         entity.mentions,
                         entity.entity_type,
@@ -393,7 +396,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                         &serde_json::json!({"status": "relinked", "records": records, "edges_written": written}),
                     );
                 } else {
-                    println!(
+                    outln!(
                         "re-extracted the entities of {records} records: {written} edge operations written"
                     );
                 }
@@ -408,7 +411,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                 if args.json {
                     print_json(&added);
                 } else {
-                    println!("{}", added.message);
+                    outln!("{}", added.message);
                 }
             }
         },
@@ -421,7 +424,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&answer);
             } else {
-                println!(
+                outln!(
                     "{} cluster(s) of {}+ records among {} records (label propagation {} after {} round(s))",
                     answer.found,
                     clusters.min_size,
@@ -434,18 +437,18 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                     answer.rounds
                 );
                 for cluster in &answer.clusters {
-                    println!(
+                    outln!(
                         "cluster #{} · {} records · member_hash {}",
                         cluster.id,
                         cluster.size,
                         &cluster.member_hash[..16]
                     );
                     for member in &cluster.members {
-                        println!("  #{:<6} {}", member.id, snippet(&member.title, 80));
+                        outln!("  #{:<6} {}", member.id, snippet(&member.title, 80));
                     }
                 }
                 if answer.found > answer.clusters.len() {
-                    println!(
+                    outln!(
                         "… {} more (--max shows more)",
                         answer.found - answer.clusters.len()
                     );
@@ -471,7 +474,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                         &serde_json::json!({"status": "declared", "relation_type": declared}),
                     );
                 } else {
-                    println!(
+                    outln!(
                         "declared relation type {} (weight {}{})",
                         declared.name,
                         declared.weight,
@@ -490,7 +493,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                     print_json(&types);
                 } else {
                     for t in &types {
-                        println!(
+                        outln!(
                             "{:<14} weight {:.1}{}{}  {}",
                             t.name,
                             t.weight,

@@ -73,7 +73,7 @@ fn print_report(args: &Cli, report: &SourceImportReport) {
         return;
     }
     let s = &report.summary;
-    println!(
+    outln!(
         "imported from {}: {} added, {} updated, {} unchanged, {} errors; {} note(s) on what was not mapped",
         report.kind.as_str(),
         s.added,
@@ -91,7 +91,7 @@ fn print_report(args: &Cli, report: &SourceImportReport) {
             LineStatus::Refused => "refused",
             LineStatus::Error => "error",
         };
-        println!(
+        outln!(
             "  {status:<9} {id}{}{}",
             item.origin,
             item.message
@@ -101,6 +101,6 @@ fn print_report(args: &Cli, report: &SourceImportReport) {
         );
     }
     for note in &report.unmapped {
-        println!("  not mapped: {note}");
+        outln!("  not mapped: {note}");
     }
 }

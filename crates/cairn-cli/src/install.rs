@@ -540,7 +540,7 @@ pub fn run_install(args: &Cli, install: &InstallArgs) -> Result<ExitCode> {
         let after = change.after.as_deref().unwrap_or("");
         if install.dry_run {
             if !args.json {
-                print!("{}", diff(&change.path, before, after));
+                out!("{}", diff(&change.path, before, after));
             }
             report.push(serde_json::json!({"path": path, "status": "would change", "diff": diff(&change.path, before, after)}));
             continue;
@@ -578,18 +578,18 @@ pub fn run_install(args: &Cli, install: &InstallArgs) -> Result<ExitCode> {
             continue;
         }
         match entry["backup"].as_str() {
-            Some(backup) => println!(
+            Some(backup) => outln!(
                 "{status} {} (backup: {backup})",
                 entry["path"].as_str().unwrap_or("")
             ),
-            None => println!("{status} {}", entry["path"].as_str().unwrap_or("")),
+            None => outln!("{status} {}", entry["path"].as_str().unwrap_or("")),
         }
     }
     if install.dry_run {
-        println!("(dry run: nothing was changed)");
+        outln!("(dry run: nothing was changed)");
     }
     for note in &notes {
-        println!("note: {note}");
+        outln!("note: {note}");
     }
     Ok(ExitCode::SUCCESS)
 }

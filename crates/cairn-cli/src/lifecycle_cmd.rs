@@ -116,19 +116,22 @@ pub fn run_decay(args: &Cli, decay: &DecayArgs) -> Result<ExitCode> {
             print_json(&explanation);
             return Ok(ExitCode::SUCCESS);
         }
-        println!(
+        outln!(
             "{} ({}, {}, confidence {})",
-            explanation.label, explanation.memory_type, explanation.status, explanation.confidence
+            explanation.label,
+            explanation.memory_type,
+            explanation.status,
+            explanation.confidence
         );
         match explanation.half_life_days {
             Some(days) => {
-                println!("  decays with a half-life of {days:.0} days when nobody accesses it")
+                outln!("  decays with a half-life of {days:.0} days when nobody accesses it")
             }
-            None => println!("  never decays"),
+            None => outln!("  never decays"),
         }
-        println!("  now: {} — {}", explanation.verdict, explanation.reason);
+        outln!("  now: {} — {}", explanation.verdict, explanation.reason);
         if explanation.events.is_empty() {
-            println!("  decay never changed it");
+            outln!("  decay never changed it");
         }
         for event in &explanation.events {
             let reason = event.detail["extra"]["reason"]
@@ -136,7 +139,7 @@ pub fn run_decay(args: &Cli, decay: &DecayArgs) -> Result<ExitCode> {
                 .map(str::to_string)
                 .unwrap_or_default();
             let by = event.detail["extra"]["by"].as_str().unwrap_or("");
-            println!(
+            outln!(
                 "  {} {}{}{}",
                 event.at,
                 event.op,
@@ -162,13 +165,14 @@ pub fn run_decay(args: &Cli, decay: &DecayArgs) -> Result<ExitCode> {
     }
     let verb = if report.dry_run { "would " } else { "" };
     if report.changes.is_empty() {
-        println!(
+        outln!(
             "decay: nothing to do ({} active records, {} never decay)",
-            report.examined, report.exempt
+            report.examined,
+            report.exempt
         );
     }
     for change in &report.changes {
-        println!(
+        outln!(
             "{verb}{} {}: {}",
             change.action,
             snippet(&change.label, 60),
@@ -181,13 +185,13 @@ pub fn run_decay(args: &Cli, decay: &DecayArgs) -> Result<ExitCode> {
             .iter()
             .map(|id| format!("#{id}"))
             .collect();
-        println!(
+        outln!(
             "kept although expired (tier A, pinned or guardrail): {}",
             ids.join(", ")
         );
     }
     if !report.dry_run && !report.changes.is_empty() {
-        println!(
+        outln!(
             "{} changes; `cairn decay --explain ID` tells why, `cairn restore ID` brings an archived record back",
             report.changes.len()
         );
@@ -196,7 +200,7 @@ pub fn run_decay(args: &Cli, decay: &DecayArgs) -> Result<ExitCode> {
 }
 
 fn print_dream(view: &DreamView) {
-    println!(
+    outln!(
         "dream {} · {} · snapshot {}{}",
         view.id,
         view.status,
@@ -209,13 +213,13 @@ fn print_dream(view: &DreamView) {
     );
     if let Some(errors) = view.report["llm"]["errors"].as_array() {
         for error in errors {
-            println!("  LLM error: {}", error.as_str().unwrap_or(""));
+            outln!("  LLM error: {}", error.as_str().unwrap_or(""));
         }
     }
     if let Some(clusters) = view.report["clusters"].as_array()
         && !clusters.is_empty()
     {
-        println!("  {} clusters of related records", clusters.len());
+        outln!("  {} clusters of related records", clusters.len());
     }
     for proposal in &view.proposals {
         let p = &proposal.payload;
@@ -262,7 +266,7 @@ fn print_dream(view: &DreamView) {
                 p["source"].as_str().unwrap_or("")
             ),
         };
-        println!(
+        outln!(
             "  {:>3}. {:<10} {what}{}",
             proposal.seq,
             proposal.kind,
@@ -292,12 +296,15 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
             if args.json {
                 print_json(&serde_json::json!({"dreams": runs}));
             } else if runs.is_empty() {
-                println!("no dreams yet: `cairn dream` makes a proposal set");
+                outln!("no dreams yet: `cairn dream` makes a proposal set");
             } else {
                 for run in &runs {
-                    println!(
+                    outln!(
                         "{} {} {} proposals {}",
-                        run.id, run.created_at, run.status, run.report["proposals"]
+                        run.id,
+                        run.created_at,
+                        run.status,
+                        run.report["proposals"]
                     );
                 }
             }
@@ -308,7 +315,7 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
             if args.json {
                 print_json(&serde_json::json!({"status": "rejected", "id": view.id}));
             } else {
-                println!("rejected dream {}; nothing in the brain changed", view.id);
+                outln!("rejected dream {}; nothing in the brain changed", view.id);
             }
         }
         Some(DreamCommand::Accept { id, only }) => {
@@ -317,7 +324,7 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
             if args.json {
                 print_json(&report);
             } else {
-                println!(
+                outln!(
                     "dream {}: {} applied, {} skipped ({})",
                     report.id,
                     report.applied.len(),
@@ -325,9 +332,12 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
                     report.status
                 );
                 for outcome in report.applied.iter().chain(&report.skipped) {
-                    println!(
+                    outln!(
                         "  {:>3}. {:<10} {}: {}",
-                        outcome.seq, outcome.kind, outcome.outcome, outcome.detail
+                        outcome.seq,
+                        outcome.kind,
+                        outcome.outcome,
+                        outcome.detail
                     );
                 }
             }
@@ -359,7 +369,7 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
                 print_json(&outcome);
             } else {
                 print_dream(&outcome.dream);
-                println!("{}", outcome.message);
+                outln!("{}", outcome.message);
             }
         }
     }
@@ -375,7 +385,7 @@ pub fn run_config(args: &Cli, command: &ConfigCommand) -> Result<ExitCode> {
                 print_json(&serde_json::json!({"settings": settings}));
             } else {
                 for s in &settings {
-                    println!(
+                    outln!(
                         "{:<20} {:<30} ({}) — {}",
                         s.key,
                         s.value.as_deref().unwrap_or("-"),
@@ -391,7 +401,7 @@ pub fn run_config(args: &Cli, command: &ConfigCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&setting);
             } else {
-                println!(
+                outln!(
                     "{} ({})",
                     setting.value.as_deref().unwrap_or("-"),
                     setting.from
@@ -404,7 +414,7 @@ pub fn run_config(args: &Cli, command: &ConfigCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&serde_json::json!({"status": "set", "key": key, "value": value}));
             } else {
-                println!("{key} = {value}");
+                outln!("{key} = {value}");
             }
         }
         ConfigCommand::Unset { key } => {
@@ -413,7 +423,7 @@ pub fn run_config(args: &Cli, command: &ConfigCommand) -> Result<ExitCode> {
             if args.json {
                 print_json(&serde_json::json!({"status": "unset", "key": key}));
             } else {
-                println!("{key} unset");
+                outln!("{key} unset");
             }
         }
     }

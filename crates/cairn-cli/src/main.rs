@@ -2,6 +2,24 @@
 //!
 //! Glue only: every rule lives in `cairn-engine`. Human output goes to stdout, errors to stderr;
 //! `--json` prints the JSON contract of CLI.md instead.
+//!
+//! Everything printed to stdout goes through `outln!` / `out!` (not `println!`, which panics
+//! when the reader went away): `cairn recall … | head` ends quietly with the exit status a
+//! process killed by SIGPIPE has (141), see `output::stdout_failed`.
+
+/// `println!` to stdout that ends the process quietly when stdout is a closed pipe.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` to stdout that ends the process quietly when stdout is a closed pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!($($arg)*))
+    };
+}
 
 mod agent;
 mod cli;
@@ -27,6 +45,7 @@ fn main() -> ExitCode {
     let json = args.json;
     match cli::run(args) {
         Ok(code) => code,
+        Err(error) if output::is_broken_pipe(&error) => ExitCode::from(output::BROKEN_PIPE),
         Err(error) => {
             let code = output::exit_code(&error);
             output::print_error(&error, json);

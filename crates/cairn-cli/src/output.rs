@@ -2,13 +2,46 @@
 
 use cairn_engine::EngineError;
 use serde::Serialize;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 /// Exit code 3: the write needs a decision.
 pub const REFUSED: u8 = 3;
 
+/// Exit status when stdout was closed under us (`cairn recall … | head`): what a process killed
+/// by SIGPIPE reports to a shell (128 + 13), without a panic or a message.
+pub const BROKEN_PIPE: u8 = 141;
+
+/// Writes to stdout (`outln!` / `out!`). When the reader has gone away (EPIPE), the process
+/// ends now with `BROKEN_PIPE` and no message; any other write error is reported once on
+/// stderr with exit 1. Every write before it was already committed, so nothing is lost.
+pub fn write_stdout(text: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout.write_fmt(text) {
+        stdout_failed(&error);
+    }
+}
+
+/// Ends the process after a failed write to stdout (see `write_stdout`).
+pub fn stdout_failed(error: &std::io::Error) -> ! {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(i32::from(BROKEN_PIPE));
+    }
+    eprintln!("cairn: cannot write to stdout: {error}");
+    std::process::exit(1);
+}
+
+/// Whether `error` comes from writing to a closed pipe (an export streamed into `head`).
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 pub fn print_json<T: Serialize>(value: &T) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(value).expect("output serializes")
     );
@@ -31,7 +64,7 @@ pub fn print_error(error: &anyhow::Error, json: bool) {
         {
             value = serde_json::json!({"status": "refused", "error": message, "existing": existing, "ways_out": ways_out});
         }
-        println!("{value}");
+        outln!("{value}");
     }
     eprintln!("cairn: {message}");
 }

@@ -130,17 +130,20 @@ pub fn print_index_report(report: &IndexReport, json: bool) {
     }
     let model = report.model.as_deref().unwrap_or("?");
     if report.dropped > 0 {
-        println!(
+        outln!(
             "switched the brain to {model}: dropped {} old vectors",
             report.dropped
         );
     }
-    println!(
+    outln!(
         "embedded {} records with {model} ({} reused from identical texts), {} failed, {} pending",
-        report.embedded, report.reused, report.failed, report.pending
+        report.embedded,
+        report.reused,
+        report.failed,
+        report.pending
     );
     for error in &report.errors {
-        println!("  {error}");
+        outln!("  {error}");
     }
 }
 
@@ -190,7 +193,7 @@ pub fn run_model(
                     "bytes": report.bytes,
                 }));
             } else {
-                println!(
+                outln!(
                     "installed {} in {} ({:.1} MB, from {}, SHA-256 verified)",
                     spec.id,
                     report.dir.display(),
@@ -224,40 +227,40 @@ pub fn run_model(
                     "ok": ok,
                 }));
             } else {
-                println!("provider   {provider}");
+                outln!("provider   {provider}");
                 if let Err(error) = &config {
-                    println!("  problem: {error}");
+                    outln!("  problem: {error}");
                 }
                 if provider == "local" {
                     match &located {
-                        Ok(dir) => println!("model dir  {}", dir.display()),
-                        Err(error) => println!("model dir  not found\n  {error}"),
+                        Ok(dir) => outln!("model dir  {}", dir.display()),
+                        Err(error) => outln!("model dir  not found\n  {error}"),
                     }
                 }
                 if let Some(status) = &status {
                     if let Some(model) = &status.model {
-                        println!(
+                        outln!(
                             "model      {model} ({} dims)",
                             status.dimension.unwrap_or(0)
                         );
                     }
                     match &status.brain {
-                        Some(space) => println!(
+                        Some(space) => outln!(
                             "brain      vectors from {} ({} dims): {} of {} records embedded",
                             space.model,
                             space.dimension,
                             status.counts.with_vector,
                             status.counts.records
                         ),
-                        None => println!(
+                        None => outln!(
                             "brain      no vectors yet ({} records)",
                             status.counts.records
                         ),
                     }
                     if let Some(problem) = &status.problem {
-                        println!("problem    {problem}");
+                        outln!("problem    {problem}");
                     } else if status.counts.pending() > 0 {
-                        println!(
+                        outln!(
                             "pending    {} records without a vector: `cairn reindex`",
                             status.counts.pending()
                         );

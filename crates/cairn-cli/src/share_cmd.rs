@@ -59,7 +59,7 @@ pub fn run_share(args: &Cli, share: &ShareArgs) -> Result<ExitCode> {
                     "withheld": envelope.withheld, "payload_sha256": envelope.payload_sha256,
                 }));
             } else {
-                println!(
+                outln!(
                     "shared {} record(s) with {} in {} ({} withheld); payload sha256 {}",
                     envelope.count,
                     envelope.zone,
@@ -69,7 +69,7 @@ pub fn run_share(args: &Cli, share: &ShareArgs) -> Result<ExitCode> {
                 );
             }
         }
-        None => println!("{text}"),
+        None => outln!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -94,7 +94,7 @@ pub fn run_import(args: &Cli, file: &Path) -> Result<ExitCode> {
         print_json(&report);
     } else {
         let s = &report.import.summary;
-        println!(
+        outln!(
             "imported envelope {} from {} ({}): {} added, {} updated, {} unchanged, {} errors; {} reference(s) without content not stored",
             &report.payload_sha256[..12.min(report.payload_sha256.len())],
             report.from_project,

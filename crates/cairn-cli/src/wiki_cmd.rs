@@ -64,15 +64,19 @@ pub fn run_export(args: &Cli, target: &ExportTarget) -> Result<ExitCode> {
     if args.json {
         print_json(&report);
     } else {
-        println!(
+        outln!(
             "exported {} records to {}: {} files written, {} unchanged, {} removed",
-            report.records, report.dir, report.written, report.unchanged, report.removed
+            report.records,
+            report.dir,
+            report.written,
+            report.unchanged,
+            report.removed
         );
         for issue in &report.conflicts {
-            println!("  conflict {}: {}", issue.path, issue.problem);
+            outln!("  conflict {}: {}", issue.path, issue.problem);
         }
         for issue in &report.refused {
-            println!("  refused {}: {}", issue.path, issue.problem);
+            outln!("  refused {}: {}", issue.path, issue.problem);
         }
     }
     Ok(
@@ -91,7 +95,7 @@ pub fn run_import(args: &Cli, wiki: &WikiImportArgs) -> Result<ExitCode> {
         print_json(&report);
     } else {
         let s = &report.summary;
-        println!(
+        outln!(
             "imported {} pages from {}: {} added, {} updated, {} unchanged, {} deleted (kept), {} conflicts, {} errors, {} skipped",
             s.pages,
             report.dir,
@@ -119,7 +123,7 @@ pub fn run_import(args: &Cli, wiki: &WikiImportArgs) -> Result<ExitCode> {
                 .as_deref()
                 .map(|m| format!(": {m}"))
                 .unwrap_or_default();
-            println!("  {status:<9} {}{id}{message}", page.path);
+            outln!("  {status:<9} {}{id}{message}", page.path);
         }
     }
     Ok(ExitCode::SUCCESS)

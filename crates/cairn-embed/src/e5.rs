@@ -43,6 +43,9 @@ pub struct E5Options {
     pub threads: usize,
     /// Texts per forward pass (grouped by length).
     pub batch_size: usize,
+    /// Threads of the pool that embeds queries: a recall waits for its query's vector, so it
+    /// gets up to two cores (the background indexer keeps `threads`).
+    pub query_threads: usize,
 }
 
 impl Default for E5Options {
@@ -50,8 +53,14 @@ impl Default for E5Options {
         E5Options {
             threads: 1,
             batch_size: 32,
+            query_threads: default_query_threads(),
         }
     }
+}
+
+/// Two threads for query embedding when the machine has two cores or more.
+pub fn default_query_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
 }
 
 struct Header {
@@ -230,6 +239,7 @@ pub struct E5Embedder {
     ln_bias: Vec<f32>,
     encoder: BertEncoder,
     pool: rayon::ThreadPool,
+    query_pool: rayon::ThreadPool,
     options: E5Options,
 }
 
@@ -404,6 +414,16 @@ impl E5Embedder {
             .map_err(|e| EmbedError::InvalidConfig {
                 reason: format!("cannot start {} embedding threads: {e}", options.threads),
             })?;
+        let query_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(options.query_threads.max(1))
+            .thread_name(|index| format!("cairn-e5-query-{index}"))
+            .build()
+            .map_err(|e| EmbedError::InvalidConfig {
+                reason: format!(
+                    "cannot start {} query embedding threads: {e}",
+                    options.query_threads
+                ),
+            })?;
         Ok(E5Embedder {
             header,
             tokenizer,
@@ -414,6 +434,7 @@ impl E5Embedder {
             ln_bias,
             encoder,
             pool,
+            query_pool,
             options: options.clone(),
         })
     }
@@ -480,12 +501,17 @@ impl E5Embedder {
         Ok(rows)
     }
 
-    fn embed_with_prefix(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn embed_with_prefix(
+        &self,
+        pool: &rayon::ThreadPool,
+        prefix: &str,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let sequences: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenize(prefix, t)).collect();
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&index| std::cmp::Reverse(sequences[index].len()));
         let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); sequences.len()];
-        self.pool.install(|| {
+        pool.install(|| {
             for chunk in order.chunks(self.options.batch_size) {
                 let batch: Vec<&[u32]> = chunk.iter().map(|&i| sequences[i].as_slice()).collect();
                 let rows = self.forward(&batch).map_err(|e| EmbedError::Inference {
@@ -581,11 +607,11 @@ impl Embedder for E5Embedder {
     }
 
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed_with_prefix("passage: ", texts)
+        self.embed_with_prefix(&self.pool, "passage: ", texts)
     }
 
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed_with_prefix("query: ", texts)
+        self.embed_with_prefix(&self.query_pool, "query: ", texts)
     }
 }
 

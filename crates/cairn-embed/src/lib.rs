@@ -193,6 +193,7 @@ pub fn open_embedder(config: &EmbedderConfig) -> Result<Option<Box<dyn Embedder>
                     let options = E5Options {
                         threads: options.threads,
                         batch_size: options.batch_size,
+                        ..E5Options::default()
                     };
                     Ok(Some(Box::new(E5Embedder::load(&dir, &options)?)))
                 }

@@ -124,6 +124,10 @@ pub struct Engine {
     /// Link records to the entities their text mentions on write (DESIGN §7); on by default.
     extract_entities: bool,
     semantic: semantic::Semantic,
+    /// Records in the full-text index, with the store generation it was counted at: recall
+    /// needs it on every query (frequent-term cut, incomplete-index warning) and it changes
+    /// only with a write.
+    indexed: std::cell::Cell<Option<(u64, usize)>>,
 }
 
 impl Engine {
@@ -139,6 +143,7 @@ impl Engine {
             context,
             extract_entities: true,
             semantic: semantic::Semantic::default(),
+            indexed: std::cell::Cell::new(None),
         })
     }
 

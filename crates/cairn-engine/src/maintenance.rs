@@ -182,6 +182,9 @@ impl Engine {
         let bloated = pages.free_ratio() > VACUUM_FREE_RATIO;
         if bloated && repair {
             self.store.vacuum()?;
+            // In WAL mode VACUUM writes the whole new file into the log: fold it back now so
+            // the brain on disk really shrinks (a reader elsewhere may postpone the truncate).
+            self.store.checkpoint_truncate()?;
             let after = self.store.reader().page_stats()?;
             repaired.push(format!(
                 "VACUUM: {} → {} pages ({} free pages released)",

@@ -262,7 +262,7 @@ impl Engine {
         if request.mode != Mode::Lexical {
             match self.semantic_list(request, &filter, candidate_limit, query_vector) {
                 Ok(Some(candidates)) => {
-                    let indexed = self.store.reader().indexed_count()?;
+                    let indexed = self.indexed_count()?;
                     if candidates.embedded < indexed {
                         answer.warnings.push(format!(
                             "the semantic index is incomplete ({} of {indexed} records embedded): results are complete lexically; `cairn reindex` embeds the rest",
@@ -527,8 +527,8 @@ impl Engine {
     /// dropped on a large brain, at most `MAX_QUERY_TERMS`, rarest first.
     fn searchable_terms(&self, text: &str) -> Result<Vec<String>> {
         let terms = query::query_terms(text);
+        let records = self.indexed_count()?;
         let reader = self.store.reader();
-        let records = reader.indexed_count()?;
         let frequent_matter = records >= FREQUENT_TERM_MIN_RECORDS && terms.len() > 1;
         if !frequent_matter && terms.len() <= MAX_QUERY_TERMS {
             return Ok(terms);
@@ -561,6 +561,19 @@ impl Engine {
         kept.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
         kept.truncate(MAX_QUERY_TERMS);
         Ok(kept.into_iter().map(|(_, term)| term).collect())
+    }
+
+    /// Records in the full-text index, counted once per store generation.
+    fn indexed_count(&self) -> Result<usize> {
+        let generation = self.store.generation()?;
+        if let Some((counted_at, count)) = self.indexed.get()
+            && counted_at == generation
+        {
+            return Ok(count);
+        }
+        let count = self.store.reader().indexed_count()?;
+        self.indexed.set(Some((generation, count)));
+        Ok(count)
     }
 
     /// The record a match answers as: itself when current, else its newest successor that

@@ -144,6 +144,7 @@ impl WriteTx<'_> {
         signature: &Signature,
     ) -> Result<i64> {
         let explicit_id = (memory.id > 0).then_some(memory.id);
+        let tags = memory.tags.join(" ");
         self.tx
             .prepare_cached(
                 "INSERT INTO memories (id, project, scope, type, title, title_norm, body, summary, tags, importance, \
@@ -163,7 +164,7 @@ impl WriteTx<'_> {
                     title_norm,
                     memory.body,
                     memory.summary,
-                    memory.tags.join(" "),
+                    tags,
                     memory.importance,
                     memory.confidence.as_str(),
                     memory.trust.as_str(),
@@ -189,7 +190,18 @@ impl WriteTx<'_> {
                 ])
             })
             .map_err(self.map())?;
-        Ok(self.tx.last_insert_rowid())
+        let id = self.tx.last_insert_rowid();
+        // The full-text row, written here rather than by a trigger (schema migration 5):
+        // same transaction, same values as the record's columns.
+        self.tx
+            .prepare_cached(
+                "INSERT INTO memories_fts (rowid, title, summary, tags, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![id, memory.title, memory.summary, &tags, memory.body])
+            })
+            .map_err(self.map())?;
+        Ok(id)
     }
 
     /// Replaces every stored field of `memory` (matched by id), keeping `previous` in history.

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -15,6 +15,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_VECTORS,
     MIGRATION_LIFECYCLE,
     MIGRATION_SIGNATURES_OF_ACTIVE,
+    MIGRATION_FTS_DIRECT_INSERT,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -367,6 +368,28 @@ const MIGRATION_SIGNATURES_OF_ACTIVE: &str = r#"
 UPDATE memories SET minhash = NULL WHERE status != 'active' AND minhash IS NOT NULL;
 "#;
 
+/// Bulk writes (issue 2): the write path inserts a new record's full-text row itself, in the
+/// same statement sequence as the record (`WriteTx::insert_memory`), instead of through an
+/// `AFTER INSERT` trigger (about twice as fast per FTS row measured alone; in the whole import
+/// it is small next to the statement re-prepare that `SQLITE_DBCONFIG_ENABLE_QPSG` removed). Updates and
+/// deletes keep their triggers (the external-content table needs the old values for FTS5's
+/// 'delete' command, which the trigger has at hand); the update trigger now fires only when
+/// an indexed column really changed (a link or status update rewrites every column with the
+/// same text). Self-contained: it only replaces triggers.
+const MIGRATION_FTS_DIRECT_INSERT: &str = r#"
+DROP TRIGGER IF EXISTS memories_fts_insert;
+DROP TRIGGER IF EXISTS memories_fts_update;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF title, summary, tags, body ON memories
+WHEN old.title IS NOT new.title OR old.summary IS NOT new.summary OR old.tags IS NOT new.tags
+    OR old.body IS NOT new.body
+BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, summary, tags, body)
+    VALUES ('delete', old.id, old.title, old.summary, old.tags, old.body);
+    INSERT INTO memories_fts(rowid, title, summary, tags, body)
+    VALUES (new.id, new.title, new.summary, new.tags, new.body);
+END;
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,7 +423,7 @@ mod tests {
     #[test]
     fn migrating_a_v5_brain_keeps_everything_but_archived_signatures() {
         let conn = Connection::open_in_memory().unwrap();
-        let before_v6 = MIGRATIONS.len() - 1;
+        let before_v6 = 5; // migrations 1..=5 give schema v5
         apply(&conn, 0, before_v6);
         let signature = vec![7u8; 512];
         for (id, status) in [(1, "active"), (2, "archived"), (3, "superseded")] {

@@ -101,30 +101,88 @@ fn push_filters(query: &LexicalQuery<'_>, sql: &mut String, values: &mut Vec<Val
     }
 }
 
+/// How many of the best full-text matches the first pass of `lexical_search` ranks before the
+/// filters (at least this many, or four times the limit).
+const FIRST_PASS_WINDOW: usize = 200;
+
 impl Reader<'_> {
+    /// The best `query.limit` matches that pass the filters, strongest first (ties: lower id).
+    ///
+    /// Two passes with one answer: first BM25 ranks inside the full-text index alone and only
+    /// the best `max(FIRST_PASS_WINDOW, 4 × limit)` matches are joined with `memories` and
+    /// filtered — a frequent word matches tens of thousands of records, and reading each of
+    /// their rows for the filters cost more than ranking them. The ranking order (strength, then
+    /// id) is total, so the filtered prefix of that window *is* the answer whenever it holds
+    /// `limit` records or the window held every match; otherwise the second pass filters every
+    /// match, exactly as before (the tests below check both agree). Narrow filters skip the
+    /// window (see the first lines).
     pub fn lexical_search(&self, query: &LexicalQuery<'_>) -> Result<Vec<LexicalHit>> {
+        // A scope, type or time filter can be narrow (a session's scope holds a few records):
+        // SQLite then starts from `memories` and asks FTS about those rows only, far cheaper
+        // than ranking every match first. Only the broad filters (project, status, zone,
+        // replay date) take the windowed pass.
+        if query.scopes.is_some()
+            || query.types.is_some()
+            || query.since.is_some()
+            || query.until.is_some()
+        {
+            return Ok(self.lexical_pass(query, None)?.0);
+        }
+        let limit = query.limit.max(1);
+        let window = FIRST_PASS_WINDOW.max(limit.saturating_mul(4));
+        let (hits, matches_in_window) = self.lexical_pass(query, Some(window))?;
+        if hits.len() >= limit || matches_in_window < window {
+            return Ok(hits);
+        }
+        Ok(self.lexical_pass(query, None)?.0)
+    }
+
+    /// One pass of `lexical_search`: the filtered best matches among the best `window` (all
+    /// when `None`), and how many matches the window held (0 when `None`: not counted).
+    fn lexical_pass(
+        &self,
+        query: &LexicalQuery<'_>,
+        window: Option<usize>,
+    ) -> Result<(Vec<LexicalHit>, usize)> {
         let map = |e| StoreError::from_sqlite(e, self.path);
+        let limit = query.limit.max(1);
         let mut values: Vec<Value> = vec![query.match_expression.to_string().into()];
-        let mut sql = String::from(
-            "SELECT m.id, -bm25(memories_fts, 3.0, 2.0, 2.0, 1.0) AS strength \
-             FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
-             WHERE memories_fts MATCH ?1",
-        );
+        let mut sql = match window {
+            // Every windowed match comes back (to count them); a LEFT JOIN with the filters in
+            // its ON clause gives the ones the filters refuse a NULL record id.
+            Some(window) => format!(
+                "SELECT f.id, f.strength, m.id IS NOT NULL FROM \
+                 (SELECT rowid AS id, -bm25(memories_fts, 3.0, 2.0, 2.0, 1.0) AS strength \
+                 FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY strength DESC, id LIMIT {window}) f \
+                 LEFT JOIN memories m ON m.id = f.id"
+            ),
+            None => String::from(
+                "SELECT m.id, -bm25(memories_fts, 3.0, 2.0, 2.0, 1.0) AS strength, 1 \
+                 FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
+                 WHERE memories_fts MATCH ?1",
+            ),
+        };
         push_filters(query, &mut sql, &mut values);
-        sql.push_str(&format!(
-            " ORDER BY strength DESC, m.id LIMIT {}",
-            query.limit.max(1)
-        ));
+        match window {
+            Some(_) => sql.push_str(" ORDER BY f.strength DESC, f.id"),
+            None => sql.push_str(&format!(" ORDER BY strength DESC, m.id LIMIT {limit}")),
+        }
         let mut statement = self.conn.prepare_cached(&sql).map_err(map)?;
-        let rows = statement
-            .query_map(rusqlite::params_from_iter(values), |row| {
-                Ok(LexicalHit {
-                    id: row.get(0)?,
-                    strength: row.get(1)?,
-                })
-            })
+        let mut rows = statement
+            .query(rusqlite::params_from_iter(values))
             .map_err(map)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
+        let mut hits = Vec::with_capacity(limit);
+        let mut matches = 0usize;
+        while let Some(row) = rows.next().map_err(map)? {
+            matches += 1;
+            if hits.len() < limit && row.get::<_, bool>(2).map_err(map)? {
+                hits.push(LexicalHit {
+                    id: row.get(0).map_err(map)?,
+                    strength: row.get(1).map_err(map)?,
+                });
+            }
+        }
+        Ok((hits, if window.is_some() { matches } else { 0 }))
     }
 
     /// The ids among `ids` that pass the filters of `query` (its match expression and limit
@@ -147,7 +205,7 @@ impl Reader<'_> {
                 marks.join(", ")
             );
             push_filters(query, &mut sql, &mut values);
-            let mut statement = self.conn.prepare(&sql).map_err(map)?;
+            let mut statement = self.conn.prepare_cached(&sql).map_err(map)?;
             let rows = statement
                 .query_map(rusqlite::params_from_iter(values), |row| {
                     row.get::<_, i64>(0)
@@ -237,5 +295,105 @@ impl Reader<'_> {
             .and_then(|mut s| s.query_row([], |row| row.get::<_, i64>(0)))
             .map(|n| n as usize)
             .map_err(map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Store;
+    use cairn_core::memory::Memory;
+    use cairn_core::record::MemoryType;
+
+    fn memory(project: &str, memory_type: MemoryType, body: &str, status: &str) -> Memory {
+        serde_json::from_value(serde_json::json!({
+            "id": 0, "project": project, "scope": "global", "type": memory_type.as_str(),
+            "title": null, "body": body, "summary": null, "tags": [], "importance": 3,
+            "confidence": "reported", "trust": "stated", "trust_zone": "private_self",
+            "sensitivity": "normal", "source": null, "commit": null, "review_at": null,
+            "expires_at": null, "pinned": false, "status": status, "supersedes": null,
+            "superseded_by": null, "external_id": null, "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z", "last_accessed_at": null,
+            "valid_from": "2026-01-01T00:00:00Z", "use_count": 0, "content_hash": "x",
+            "retired_at": null
+        }))
+        .expect("a memory")
+    }
+
+    /// The windowed first pass gives exactly the answer of filtering every match, including
+    /// when the filters refuse most of the window (second pass) and when equal scores straddle
+    /// the window's edge (ties break on the id in both).
+    #[test]
+    fn the_windowed_search_answers_like_filtering_every_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        let words = [
+            "amber", "birch", "cedar", "delta", "ember", "fjord", "grove",
+        ];
+        let mut state = 0x5eed_u64;
+        let mut next = move |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % n
+        };
+        store
+            .write(|tx| {
+                for i in 0..1200 {
+                    // A third of the records share one text: hundreds of equal scores.
+                    let body = if i % 3 == 0 {
+                        "amber birch cedar".to_string()
+                    } else {
+                        (0..3 + next(12))
+                            .map(|_| words[next(words.len())])
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    };
+                    let project = if next(4) == 0 { "other" } else { "p" };
+                    let memory_type = if next(10) == 0 {
+                        MemoryType::Decision
+                    } else {
+                        MemoryType::Note
+                    };
+                    let status = if next(8) == 0 { "archived" } else { "active" };
+                    let m = memory(project, memory_type, &body, status);
+                    tx.insert_memory(&m, None, &cairn_core::minhash::signature(&body))?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        let decisions = [MemoryType::Decision];
+        let mut second_pass = 0;
+        for expression in [
+            "\"amber\"",
+            "\"amber\" OR \"grove\"",
+            "\"fjord\"",
+            "\"delta\" OR \"ember\" OR \"birch\"",
+            "\"nothing\"",
+        ] {
+            // "other" holds a quarter of the records: its window is mostly refused.
+            for (project, types) in [("p", None), ("other", None), ("p", Some(&decisions[..]))] {
+                let projects = [Some(project.to_string())];
+                for limit in [1, 10, 50, 300] {
+                    let query = LexicalQuery {
+                        match_expression: expression,
+                        projects: &projects,
+                        types,
+                        limit,
+                        ..LexicalQuery::default()
+                    };
+                    let reader = store.reader();
+                    let got = reader.lexical_search(&query).unwrap();
+                    let (everything, _) = reader.lexical_pass(&query, None).unwrap();
+                    assert_eq!(got, everything, "{expression} {project} {types:?} {limit}");
+                    let window = FIRST_PASS_WINDOW.max(limit * 4);
+                    let (first, seen) = reader.lexical_pass(&query, Some(window)).unwrap();
+                    if first.len() < limit && seen == window {
+                        second_pass += 1;
+                    }
+                }
+            }
+        }
+        assert!(second_pass > 0, "no query needed the second pass");
     }
 }
