@@ -154,11 +154,6 @@ impl CairnServer {
         server
     }
 
-    /// Whether the background load has finished (with or without a model).
-    pub fn embedder_settled(&self) -> bool {
-        self.state.embedder.get().is_some()
-    }
-
     pub fn tool_definitions(&self) -> Vec<Tool> {
         self.tools.iter().map(definition).collect()
     }
