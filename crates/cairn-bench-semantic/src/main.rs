@@ -415,50 +415,68 @@ fn main() -> Result<()> {
     drop(matrix);
 
     // Hybrid recall in process (model loaded, vectors cached after the first query).
-    // Three alternated series: hybrid with the IVF index (enabled from IVF_MIN_ROWS vectors:
-    // the engine's default is the exact scan), hybrid with the exact scan (the default), and
+    // Four alternated series: hybrid with the engine's defaults (the int8 first pass from
+    // QUANTIZED_MIN_ROWS vectors, re-scored exactly), hybrid with the plain exact scan,
+    // hybrid with the IVF index (enabled from IVF_MIN_ROWS vectors; off by default), and
     // lexical alone.
-    engine.set_shared_embedder(embedder.clone());
-    engine.set_semantic_config(cairn_engine::SemanticConfig {
-        ann_min_rows: cairn_core::vector::IVF_MIN_ROWS,
-        ..cairn_engine::SemanticConfig::default()
-    });
     let mut warm = RecallRequest::new(queries[0].clone());
     warm.touch = false;
+    engine.set_shared_embedder(embedder.clone());
     engine.recall(&warm)?;
+    let quantize_clock = Instant::now();
+    let quantized = engine.prepare_quantized_vectors()?;
+    let engine_quantize_ms = quantize_clock.elapsed().as_secs_f64() * 1000.0;
+    let mut ivf_engine = Engine::open(&brain, context("bench"))?;
+    ivf_engine.set_shared_embedder(embedder.clone());
+    ivf_engine.set_semantic_config(cairn_engine::SemanticConfig {
+        ann_min_rows: cairn_core::vector::IVF_MIN_ROWS,
+        quantized_min_rows: usize::MAX,
+        ..cairn_engine::SemanticConfig::default()
+    });
+    ivf_engine.recall(&warm)?;
     let index_clock = Instant::now();
-    let indexed = engine.prepare_vector_index()?;
+    let indexed = ivf_engine.prepare_vector_index()?;
     let engine_index_ms = index_clock.elapsed().as_secs_f64() * 1000.0;
     let mut exact_engine = Engine::open(&brain, context("bench"))?;
     exact_engine.set_shared_embedder(embedder.clone());
     exact_engine.set_semantic_config(cairn_engine::SemanticConfig {
         ann_min_rows: usize::MAX,
+        quantized_min_rows: usize::MAX,
         ..cairn_engine::SemanticConfig::default()
     });
     exact_engine.recall(&warm)?;
     let mut in_process = Vec::new();
     let mut exact_in_process = Vec::new();
+    let mut ivf_in_process = Vec::new();
     let mut lexical_in_process = Vec::new();
+    // How often the default answer (int8 first pass) differs from the exact scan's.
+    let mut differing_answers = 0usize;
     for query in &queries {
         let mut request = RecallRequest::new(query.clone());
         request.touch = false;
         let clock = Instant::now();
-        exact_engine.recall(&request)?;
+        let exact_answer = exact_engine.recall(&request)?;
         exact_in_process.push(clock.elapsed().as_secs_f64() * 1000.0);
-        for (mode, samples) in [
-            (Mode::Hybrid, &mut in_process),
-            (Mode::Lexical, &mut lexical_in_process),
-        ] {
-            let mut request = RecallRequest::new(query.clone());
-            request.touch = false;
-            request.mode = mode;
-            let clock = Instant::now();
-            let answer = engine.recall(&request)?;
-            samples.push(clock.elapsed().as_secs_f64() * 1000.0);
-            if mode == Mode::Hybrid && answer.degraded.is_some() {
-                bail!("hybrid recall was degraded: {:?}", answer.warnings);
-            }
+        let clock = Instant::now();
+        ivf_engine.recall(&request)?;
+        ivf_in_process.push(clock.elapsed().as_secs_f64() * 1000.0);
+        let clock = Instant::now();
+        let answer = engine.recall(&request)?;
+        in_process.push(clock.elapsed().as_secs_f64() * 1000.0);
+        let ids =
+            |a: &cairn_engine::RecallAnswer| a.results.iter().map(|r| r.id).collect::<Vec<_>>();
+        if ids(&answer) != ids(&exact_answer) {
+            differing_answers += 1;
         }
+        if answer.degraded.is_some() {
+            bail!("hybrid recall was degraded: {:?}", answer.warnings);
+        }
+        let mut request = RecallRequest::new(query.clone());
+        request.touch = false;
+        request.mode = Mode::Lexical;
+        let clock = Instant::now();
+        engine.recall(&request)?;
+        lexical_in_process.push(clock.elapsed().as_secs_f64() * 1000.0);
     }
     let mut embed_query = Vec::new();
     for query in queries.iter().take(50) {
@@ -469,6 +487,7 @@ fn main() -> Result<()> {
     let in_process_rss = peak_rss_mb();
     drop(engine);
     drop(exact_engine);
+    drop(ivf_engine);
 
     // 4. Whole process.
     let whole = |mode: &str, runs: usize| -> Result<(Vec<f64>, Option<f64>)> {
@@ -552,7 +571,11 @@ fn main() -> Result<()> {
         },
         "engine_index_build_ms": (engine_index_ms * 10.0).round() / 10.0,
         "engine_uses_index": indexed,
+        "engine_int8_build_ms": (engine_quantize_ms * 10.0).round() / 10.0,
+        "engine_uses_int8": quantized,
+        "hybrid_answers_differing_from_exact": differing_answers,
         "hybrid_exact_in_process_ms": {"p50": percentile(&mut exact_in_process.clone(), 0.5), "p95": percentile(&mut exact_in_process, 0.95)},
+        "hybrid_ivf_in_process_ms": {"p50": percentile(&mut ivf_in_process.clone(), 0.5), "p95": percentile(&mut ivf_in_process, 0.95)},
         "query_embedding_ms": {"p50": percentile(&mut embed_query.clone(), 0.5), "p95": percentile(&mut embed_query, 0.95)},
         "hybrid_in_process_ms": {"p50": percentile(&mut in_process.clone(), 0.5), "p95": percentile(&mut in_process, 0.95), "queries": queries.len()},
         "lexical_in_process_ms": {"p50": percentile(&mut lexical_in_process.clone(), 0.5), "p95": percentile(&mut lexical_in_process, 0.95)},
@@ -561,7 +584,7 @@ fn main() -> Result<()> {
         "lexical_whole_process_ms": {"p50": percentile(&mut lexical_process.clone(), 0.5), "p95": percentile(&mut lexical_process, 0.95), "runs": lexical_process.len(), "peak_rss_mb": lexical_rss},
     });
     std::fs::create_dir_all(&args.out_dir)?;
-    let stem = format!("semantic-{}", report["date"].as_str().unwrap_or("today"));
+    let stem = format!("semantic-{}", chrono::Utc::now().format("%Y-%m-%dT%H%MZ"));
     let json_path = args.out_dir.join(format!("{stem}.json"));
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")?;
     println!("{}", serde_json::to_string_pretty(&report)?);
@@ -600,7 +623,7 @@ fn normalized_rows(mut data: Vec<f32>, dimension: usize) -> Vec<f32> {
 /// Build time, and for several probe counts the latency (k = 200, what recall asks for) and
 /// recall@10 / recall@200 against the exact scan.
 fn measure_ann(matrix: &[f32], dimension: usize, queries: &[Vec<f32>], data: &str) -> Value {
-    use cairn_core::vector::{IvfIndex, IvfParams, recall_at, top_k};
+    use cairn_core::vector::{IvfIndex, IvfParams, QuantizedRows, recall_at, top_k};
     let rows = matrix.len() / dimension;
     let clock = Instant::now();
     let index = IvfIndex::build(matrix, dimension, IvfParams::default());
@@ -637,9 +660,32 @@ fn measure_ann(matrix: &[f32], dimension: usize, queries: &[Vec<f32>], data: &st
             "search_ms": {"p50": percentile(&mut ms.clone(), 0.5), "p95": percentile(&mut ms, 0.95)},
         }));
     }
+    // The int8 first pass with exact re-scoring (the engine's default from 20k vectors).
+    let clock = Instant::now();
+    let quantized = QuantizedRows::build(matrix, dimension);
+    let quantized_build_ms = clock.elapsed().as_secs_f64() * 1000.0;
+    let mut ms = Vec::new();
+    let (mut r10, mut r200, mut same) = (0.0, 0.0, 0usize);
+    for (q, truth) in queries.iter().zip(&exact) {
+        let clock = Instant::now();
+        let found = quantized.search(matrix, q, 200);
+        ms.push(clock.elapsed().as_secs_f64() * 1000.0);
+        r10 += recall_at(&truth[..10.min(truth.len())], &found[..10.min(found.len())]);
+        r200 += recall_at(truth, &found);
+        same += usize::from(&found == truth);
+    }
+    let n = queries.len().max(1) as f64;
+    let int8 = json!({
+        "build_ms": (quantized_build_ms * 10.0).round() / 10.0,
+        "recall_at_10": (r10 / n * 1000.0).round() / 1000.0,
+        "recall_at_200": (r200 / n * 10000.0).round() / 10000.0,
+        "identical_answers": same,
+        "search_ms": {"p50": percentile(&mut ms.clone(), 0.5), "p95": percentile(&mut ms, 0.95)},
+    });
     json!({
         "data": data,
         "rows": rows,
+        "int8": int8,
         "lists": index.list_count(),
         "build_ms": (build_ms * 10.0).round() / 10.0,
         "exact_scan_ms": {"p50": percentile(&mut exact_ms.clone(), 0.5), "p95": percentile(&mut exact_ms, 0.95)},

@@ -18,7 +18,7 @@ use cairn_core::memory::Memory;
 use cairn_core::record::MemoryType;
 use cairn_core::score::Hit;
 use cairn_core::vector;
-use cairn_core::vector::{IvfIndex, IvfParams, Nearest};
+use cairn_core::vector::{IvfIndex, IvfParams, Nearest, QuantizedRows};
 use cairn_embed::{EmbedError, Embedder};
 use cairn_store::{LexicalQuery, VectorCounts, VectorMatrix, VectorSpace};
 use serde::Serialize;
@@ -69,6 +69,11 @@ pub struct SemanticConfig {
     /// index answered 2.4× faster than the exact scan but with recall@10 0.75 against it, which
     /// costs ranking quality for 3 ms (docs/retrieval.md, "Vector search").
     pub ann_min_rows: usize,
+    /// From this many stored vectors on, a long-lived process keeps an int8 copy of the
+    /// vectors and scans that first, re-scoring the best rows exactly (`usize::MAX`: never).
+    /// It answers like the exact scan (recall@200 against it is measured by the benchmark)
+    /// in a third of the time at 100k.
+    pub quantized_min_rows: usize,
 }
 
 impl Default for SemanticConfig {
@@ -85,6 +90,7 @@ impl Default for SemanticConfig {
             lexical_context_after: 0.3,
             speaker_boost: 1.1,
             ann_min_rows: usize::MAX,
+            quantized_min_rows: vector::QUANTIZED_MIN_ROWS,
         }
     }
 }
@@ -107,16 +113,21 @@ pub(crate) struct Semantic {
     cache: Option<MatrixCache>,
 }
 
-/// A loaded vector matrix and, on a large one in a long-lived process, its IVF index.
+/// A loaded vector matrix and, on a large one in a long-lived process, its int8 copy and its
+/// IVF index.
 struct MatrixCache {
     generation: u64,
     matrix: Arc<VectorMatrix>,
     /// Filled by a background thread; queries scan exactly until it is there.
     index: Arc<OnceLock<IvfIndex>>,
-    /// Semantic queries answered from this matrix (the index is built from the second on:
-    /// a one-shot CLI process never pays for it).
+    /// Likewise filled by a background thread.
+    quantized: Arc<OnceLock<QuantizedRows>>,
+    /// Semantic queries answered from this matrix (the index and the int8 copy are built from
+    /// the second on, or when a server warms its vectors: a one-shot CLI process never pays
+    /// for them).
     queries: usize,
     building: bool,
+    quantizing: bool,
 }
 
 impl MatrixCache {
@@ -125,8 +136,10 @@ impl MatrixCache {
             generation,
             matrix,
             index: Arc::new(OnceLock::new()),
+            quantized: Arc::new(OnceLock::new()),
             queries: 0,
             building: false,
+            quantizing: false,
         }
     }
 }
@@ -245,11 +258,17 @@ impl Engine {
         &self.semantic.config
     }
 
-    /// Reads the brain's vectors into memory now (a long-running server calls it once the
-    /// model is resident, so the first recall does not pay the load).
+    /// Reads the brain's vectors into memory now and, on a large brain, starts building their
+    /// int8 copy (a long-running server calls it once the model is resident, so the first
+    /// recall does not pay the load).
     pub fn warm_vectors(&mut self) -> Result<()> {
         if self.embedder_is_loaded() {
-            self.matrix()?;
+            let matrix = self.matrix()?;
+            if matrix.ids.len() >= self.semantic.config.quantized_min_rows
+                && let Some(cache) = self.semantic.cache.as_mut()
+            {
+                start_quantizing(cache);
+            }
         }
         Ok(())
     }
@@ -602,10 +621,22 @@ impl Engine {
             Some(vector) => vector,
             None => embedder.embed_query(query).map_err(|e| e.to_string())?,
         };
+        if let Some(cache) = self.semantic.cache.as_mut()
+            && Arc::ptr_eq(&cache.matrix, &matrix)
+        {
+            cache.queries += 1;
+        }
         let index = self.vector_index(&matrix);
+        let quantized = self.quantized_rows(&matrix);
         let mut want = limit.saturating_mul(4).max(limit);
         let hits = loop {
-            let nearest = nearest_rows(&matrix, index.as_deref(), &query_vector, want);
+            let nearest = nearest_rows(
+                &matrix,
+                index.as_deref(),
+                quantized.as_deref(),
+                &query_vector,
+                want,
+            );
             let ids: Vec<i64> = nearest.iter().map(|n| matrix.ids[n.row]).collect();
             let allowed: std::collections::HashSet<i64> = self
                 .store
@@ -642,7 +673,6 @@ impl Engine {
         if !Arc::ptr_eq(&cache.matrix, matrix) || matrix.ids.len() < min_rows {
             return None;
         }
-        cache.queries += 1;
         if cache.queries >= 2 && !cache.building {
             cache.building = true;
             let (matrix, slot) = (matrix.clone(), cache.index.clone());
@@ -662,6 +692,23 @@ impl Engine {
         Some(cache.index.clone())
     }
 
+    /// The int8 copy of `matrix` when it is built; starts building it in the background from
+    /// the second query on a large matrix (like the IVF index).
+    fn quantized_rows(
+        &mut self,
+        matrix: &Arc<VectorMatrix>,
+    ) -> Option<Arc<OnceLock<QuantizedRows>>> {
+        let min_rows = self.semantic.config.quantized_min_rows;
+        let cache = self.semantic.cache.as_mut()?;
+        if !Arc::ptr_eq(&cache.matrix, matrix) || matrix.ids.len() < min_rows {
+            return None;
+        }
+        if cache.queries >= 2 {
+            start_quantizing(cache);
+        }
+        Some(cache.quantized.clone())
+    }
+
     /// Builds the IVF index of the current vectors now if they are many enough (a server
     /// calls this once at start; the benchmark before measuring). Returns whether one is in
     /// use.
@@ -677,6 +724,25 @@ impl Engine {
                 IvfIndex::build(&matrix.data, matrix.dimension, IvfParams::default())
             });
             cache.building = true;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Builds the int8 copy of the current vectors now if they are many enough (the
+    /// benchmark, before measuring). Returns whether one is in use.
+    pub fn prepare_quantized_vectors(&mut self) -> Result<bool> {
+        let matrix = self.matrix()?;
+        if matrix.ids.len() < self.semantic.config.quantized_min_rows {
+            return Ok(false);
+        }
+        if let Some(cache) = self.semantic.cache.as_mut()
+            && Arc::ptr_eq(&cache.matrix, &matrix)
+        {
+            cache
+                .quantized
+                .get_or_init(|| QuantizedRows::build(&matrix.data, matrix.dimension));
+            cache.quantizing = true;
             return Ok(true);
         }
         Ok(false)
@@ -716,11 +782,30 @@ impl Engine {
     }
 }
 
+/// Starts building the int8 copy of the cached matrix on a background thread, once.
+fn start_quantizing(cache: &mut MatrixCache) {
+    if cache.quantizing {
+        return;
+    }
+    cache.quantizing = true;
+    let (matrix, slot) = (cache.matrix.clone(), cache.quantized.clone());
+    let spawned = std::thread::Builder::new()
+        .name("cairn-int8".into())
+        .spawn(move || {
+            let _ = slot.set(QuantizedRows::build(&matrix.data, matrix.dimension));
+        });
+    if spawned.is_err() {
+        cache.quantizing = false;
+    }
+}
+
 /// The `want` nearest rows: from the IVF index when it is built and `want` is a small part of
-/// the matrix, else (or when the probed lists hold too few rows) by the exact scan.
+/// the matrix, else from the int8 copy when it is built (exact similarities, see
+/// `QuantizedRows`), else (or when the probed lists hold too few rows) by the exact scan.
 fn nearest_rows(
     matrix: &VectorMatrix,
     index: Option<&OnceLock<IvfIndex>>,
+    quantized: Option<&OnceLock<QuantizedRows>>,
     query: &[f32],
     want: usize,
 ) -> Vec<Nearest> {
@@ -732,6 +817,12 @@ fn nearest_rows(
         if found.len() == want {
             return found;
         }
+    }
+    if let Some(rows) = quantized.and_then(OnceLock::get)
+        && rows.rows() == matrix.ids.len()
+        && want.saturating_mul(8) <= rows.rows()
+    {
+        return rows.search(&matrix.data, query, want);
     }
     vector::top_k(&matrix.data, query, want)
 }
