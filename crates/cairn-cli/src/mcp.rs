@@ -22,7 +22,21 @@ pub fn run_mcp(args: &Cli) -> Result<ExitCode> {
     // Recall is hybrid once the model has loaded in the background (lexical-only until then,
     // and said so); writes embed their record when the model is there, else stay pending.
     let loader = crate::semantic_cmd::embedder_loader(args.model_dir.as_deref());
-    cairn_mcp::serve(cairn_mcp::ServerOptions { db, context }, Some(loader))
-        .map_err(|message| anyhow::anyhow!(message))?;
+    let mut options = cairn_mcp::ServerOptions::new(db, context);
+    if let Ok(value) = std::env::var("CAIRN_MCP_INDEX_SECS") {
+        options.index_interval = value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|secs| secs.is_finite() && *secs >= 0.05)
+            .map(std::time::Duration::from_secs_f64)
+            .with_context(|| {
+                format!(
+                    "CAIRN_MCP_INDEX_SECS={value:?}: expected seconds between background indexing passes, at least 0.05 (default {})",
+                    cairn_mcp::INDEX_INTERVAL.as_secs()
+                )
+            })?;
+    }
+    cairn_mcp::serve(options, Some(loader)).map_err(|message| anyhow::anyhow!(message))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -363,7 +363,10 @@ fn remember_recall_and_the_rest_over_stdio() {
 fn recall_turns_hybrid_once_the_model_has_loaded_in_the_background() {
     // The default local model, as installed by scripts/setup.sh (fails, never skips, if not).
     let brain = Brain::new();
-    let mut server = Server::start(&brain, &[("CAIRN_EMBEDDER", "local")]);
+    let mut server = Server::start(
+        &brain,
+        &[("CAIRN_EMBEDDER", "local"), ("CAIRN_MCP_INDEX_SECS", "0.2")],
+    );
     server.initialize("2025-11-25");
     for (id, body) in [
         (1, "Pepper the beagle chewed the running shoes"),
@@ -415,6 +418,40 @@ fn recall_turns_hybrid_once_the_model_has_loaded_in_the_background() {
     let bad = server.call(401, "recall", json!({"query": "beagle", "mode": "psychic"}));
     assert_eq!(bad["result"]["isError"], true, "{bad}");
     assert!(text_of(&bad).contains("unknown mode"), "{bad}");
+
+    // Another process writes without a model (as hooks do): the record stays pending until
+    // the server's background indexer embeds it, then meaning alone finds it.
+    brain
+        .cmd()
+        .env("CAIRN_EMBEDDER", "none")
+        .args([
+            "remember",
+            "--type",
+            "note",
+            "--body",
+            "The boiler in the cellar leaks oil",
+        ])
+        .assert()
+        .success();
+    let mut found = Value::Null;
+    for attempt in 0..300 {
+        found = server.call(
+            500 + attempt,
+            "recall",
+            json!({"query": "our furnace is dripping", "mode": "semantic"}),
+        );
+        let first = &found["result"]["structuredContent"]["results"][0];
+        if first["body"].as_str().is_some_and(|b| b.contains("boiler")) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        found["result"]["structuredContent"]["results"][0]["body"]
+            .as_str()
+            .is_some_and(|b| b.contains("boiler")),
+        "the server never embedded the record another process wrote: {found}"
+    );
     server.stop();
 }
 

@@ -206,6 +206,38 @@ impl QuantizedRows {
         }
     }
 
+    /// The int8 copy of `matrix` that reuses `previous`'s codes where a row did not change:
+    /// `sources[row]` is the row of the previous matrix that `row` repeats, `None` for a new
+    /// or changed row (quantized afresh). The same as `build` when the sources are right.
+    pub fn rebuild(
+        previous: &QuantizedRows,
+        sources: &[Option<usize>],
+        matrix: &[f32],
+        dimension: usize,
+    ) -> QuantizedRows {
+        if dimension == 0 || previous.dimension != dimension {
+            return QuantizedRows::build(matrix, dimension);
+        }
+        let rows = matrix.len() / dimension;
+        let mut codes = Vec::with_capacity(rows * dimension);
+        let mut scales = Vec::with_capacity(rows);
+        for (row, vector) in matrix.chunks_exact(dimension).enumerate() {
+            match sources.get(row).copied().flatten() {
+                Some(old) if old < previous.rows() => {
+                    codes
+                        .extend_from_slice(&previous.codes[old * dimension..(old + 1) * dimension]);
+                    scales.push(previous.scales[old]);
+                }
+                _ => scales.push(quantize_into(vector, &mut codes).unwrap_or(f32::NAN)),
+            }
+        }
+        QuantizedRows {
+            dimension,
+            codes,
+            scales,
+        }
+    }
+
     /// Rows it was built over.
     pub fn rows(&self) -> usize {
         self.scales.len()
@@ -724,6 +756,25 @@ mod tests {
                 assert_eq!(found, exact, "seed {seed} k {k}");
             }
         }
+    }
+
+    #[test]
+    fn a_rebuilt_int8_copy_equals_a_fresh_one() {
+        let dimension = 16;
+        let before = clustered(5, 300, dimension, 6);
+        let previous = QuantizedRows::build(&before, dimension);
+        // Drop row 0, change row 10, keep the rest, append two new rows.
+        let mut after = before[dimension..].to_vec();
+        let changed = clustered(77, 1, dimension, 1);
+        after[9 * dimension..10 * dimension].copy_from_slice(&changed);
+        after.extend(clustered(78, 2, dimension, 2));
+        let mut sources: Vec<Option<usize>> = (1..300).map(Some).collect();
+        sources[9] = None;
+        sources.extend([None, None]);
+        let rebuilt = QuantizedRows::rebuild(&previous, &sources, &after, dimension);
+        let fresh = QuantizedRows::build(&after, dimension);
+        assert_eq!(rebuilt.codes, fresh.codes);
+        assert_eq!(rebuilt.scales, fresh.scales);
     }
 
     #[test]

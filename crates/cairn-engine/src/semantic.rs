@@ -117,6 +117,8 @@ pub(crate) struct Semantic {
 /// IVF index.
 struct MatrixCache {
     generation: u64,
+    /// The vector space the matrix was read under (a model switch reloads it whole).
+    space: Option<VectorSpace>,
     matrix: Arc<VectorMatrix>,
     /// Filled by a background thread; queries scan exactly until it is there.
     index: Arc<OnceLock<IvfIndex>>,
@@ -131,9 +133,10 @@ struct MatrixCache {
 }
 
 impl MatrixCache {
-    fn new(generation: u64, matrix: Arc<VectorMatrix>) -> MatrixCache {
+    fn new(generation: u64, space: Option<VectorSpace>, matrix: Arc<VectorMatrix>) -> MatrixCache {
         MatrixCache {
             generation,
+            space,
             matrix,
             index: Arc::new(OnceLock::new()),
             quantized: Arc::new(OnceLock::new()),
@@ -762,7 +765,9 @@ impl Engine {
         Ok(Arc::new(reader.load_vectors(dimension)?))
     }
 
-    /// The vectors, loaded once and reloaded only after the brain changed.
+    /// The vectors, loaded once and, after the brain changed, brought up to date: when only
+    /// some rows changed (a hook captured turns, the background pass embedded a batch) the
+    /// unchanged rows and their int8 codes are reused and only the changed vectors are read.
     fn matrix(&mut self) -> cairn_store::Result<Arc<VectorMatrix>> {
         let generation = self.store_generation();
         if let Some(cache) = &self.semantic.cache
@@ -770,15 +775,99 @@ impl Engine {
         {
             return Ok(cache.matrix.clone());
         }
+        let space = self.store.reader().vector_space()?;
+        if let Some(previous) = self.semantic.cache.take()
+            && previous.space == space
+            && let Some(cache) = self.refreshed(previous, generation)?
+        {
+            let matrix = cache.matrix.clone();
+            self.semantic.cache = Some(cache);
+            return Ok(matrix);
+        }
         let matrix = self.load_matrix()?;
-        self.semantic.cache = Some(MatrixCache::new(generation, matrix.clone()));
+        self.semantic.cache = Some(MatrixCache::new(generation, space, matrix.clone()));
         Ok(matrix)
+    }
+
+    /// `previous` brought up to `generation` by reading only the vectors that changed;
+    /// `None` when so many changed that a full load is as cheap.
+    fn refreshed(
+        &self,
+        mut previous: MatrixCache,
+        generation: u64,
+    ) -> cairn_store::Result<Option<MatrixCache>> {
+        let reader = self.store.reader();
+        let current = reader.vector_fingerprints()?;
+        let old = previous.matrix.clone();
+        let unchanged = current.len() == old.ids.len()
+            && current
+                .iter()
+                .zip(old.ids.iter().zip(&old.fingerprints))
+                .all(|(&(id, print), (&old_id, &old_print))| id == old_id && print == old_print);
+        if unchanged {
+            previous.generation = generation;
+            return Ok(Some(previous));
+        }
+        // Which old row each current row repeats (both lists ascend by id).
+        let mut sources: Vec<Option<usize>> = Vec::with_capacity(current.len());
+        let mut old_row = 0;
+        for &(id, print) in &current {
+            while old_row < old.ids.len() && old.ids[old_row] < id {
+                old_row += 1;
+            }
+            let same = old_row < old.ids.len()
+                && old.ids[old_row] == id
+                && old.fingerprints[old_row] == print;
+            sources.push(same.then_some(old_row));
+        }
+        let changed = sources.iter().filter(|source| source.is_none()).count();
+        if changed > current.len() / 4 {
+            return Ok(None);
+        }
+        let dimension = old.dimension;
+        let mut matrix = VectorMatrix {
+            dimension,
+            ids: Vec::with_capacity(current.len()),
+            data: Vec::with_capacity(current.len() * dimension),
+            fingerprints: Vec::with_capacity(current.len()),
+            skipped: 0,
+        };
+        let mut kept_sources = Vec::with_capacity(current.len());
+        for (&(id, print), source) in current.iter().zip(&sources) {
+            match source {
+                Some(row) => matrix
+                    .data
+                    .extend_from_slice(&old.data[row * dimension..(row + 1) * dimension]),
+                None => match reader.vector_of(id, dimension)? {
+                    Some(vector) => matrix.data.extend_from_slice(&vector),
+                    None => {
+                        matrix.skipped += 1;
+                        continue;
+                    }
+                },
+            }
+            matrix.ids.push(id);
+            matrix.fingerprints.push(print);
+            kept_sources.push(*source);
+        }
+        let mut cache = MatrixCache::new(generation, previous.space.clone(), Arc::new(matrix));
+        // A long-lived process keeps what it had: its query count, and the int8 copy
+        // (updated row by row). The IVF index is rebuilt in the background.
+        cache.queries = previous.queries;
+        if let Some(codes) = previous.quantized.get() {
+            let rebuilt =
+                QuantizedRows::rebuild(codes, &kept_sources, &cache.matrix.data, dimension);
+            let _ = cache.quantized.set(rebuilt);
+            cache.quantizing = true;
+        }
+        Ok(Some(cache))
     }
 
     /// Keeps a matrix loaded alongside the model (see `semantic_candidates`).
     fn remember_matrix(&mut self, matrix: Arc<VectorMatrix>) {
         let generation = self.store_generation();
-        self.semantic.cache = Some(MatrixCache::new(generation, matrix));
+        let space = self.store.reader().vector_space().ok().flatten();
+        self.semantic.cache = Some(MatrixCache::new(generation, space, matrix));
     }
 }
 

@@ -300,6 +300,63 @@ fn the_int8_first_pass_answers_exactly_like_the_exact_scan() {
     }
 }
 
+/// A long-lived engine (the MCP server) brings its loaded vectors up to date after another
+/// process wrote: a changed record is found by its new text only, a hard-forgotten one not
+/// at all, a new one at once, and the int8 copy follows.
+#[test]
+fn a_long_lived_engine_sees_vectors_that_another_process_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = topical_brain(dir.path());
+    server.set_semantic_config(SemanticConfig {
+        quantized_min_rows: 500,
+        ..SemanticConfig::default()
+    });
+    assert!(server.prepare_quantized_vectors().unwrap());
+    let before = semantic_ids(&mut server, "consumer lag");
+    assert_eq!(before.len(), 10);
+
+    let mut other = engine(dir.path());
+    other.set_embedder(Box::new(HashEmbedder::new(48)));
+    let changed = before[0];
+    let update = cairn_engine::UpdateRequest {
+        body: Some("walrus tusk glacier".into()),
+        ..Default::default()
+    };
+    other.update(changed, &update).unwrap();
+    let gone = before[1];
+    other.forget(gone, true).unwrap();
+    let added = remember(
+        &mut other,
+        MemoryType::Note,
+        None,
+        "consumer lag consumer lag",
+    );
+    other.index_pending(None, &mut |_, _| {}).unwrap();
+
+    for _ in 0..3 {
+        let after = semantic_ids(&mut server, "consumer lag");
+        assert_eq!(after.first(), Some(&added), "{after:?}");
+        assert!(
+            !after.contains(&changed) && !after.contains(&gone),
+            "{after:?}"
+        );
+        assert_eq!(
+            semantic_ids(&mut server, "walrus tusk glacier").first(),
+            Some(&changed)
+        );
+    }
+    // The same answers as a fresh engine that loads every vector.
+    let mut fresh = engine(dir.path());
+    fresh.set_embedder(Box::new(HashEmbedder::new(48)));
+    for query in TOPICAL_QUERIES {
+        assert_eq!(
+            semantic_ids(&mut server, query),
+            semantic_ids(&mut fresh, query),
+            "{query}"
+        );
+    }
+}
+
 /// Above `ann_min_rows` a long-lived engine searches an IVF index instead of every vector; on
 /// a seeded brain its semantic answers agree with the exact scan's (recall@10 of the index is
 /// measured at 100k by `cairn-bench-semantic`; here a generous bound). 2,400 rows: the index
