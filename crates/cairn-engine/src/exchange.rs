@@ -340,7 +340,6 @@ impl Engine {
                     tx.update_memory(
                         &memory,
                         norm.as_deref(),
-                        &cairn_core::minhash::signature(&memory.body),
                         &previous,
                         "import-link",
                         "import",
@@ -519,7 +518,6 @@ struct StagedMemory {
     line: MemoryLine,
     memory: Memory,
     title_norm: Option<String>,
-    signature: cairn_core::minhash::Signature,
     redacted: Vec<String>,
 }
 
@@ -644,7 +642,6 @@ fn stage_memory(
         line,
         memory,
         title_norm: prepared.title_norm,
-        signature: prepared.signature,
         redacted: prepared.redacted,
     })
 }
@@ -662,7 +659,6 @@ fn import_memory(
         line,
         mut memory,
         title_norm,
-        signature,
         redacted,
     } = staged;
     let reader = tx.reader();
@@ -698,7 +694,6 @@ fn import_memory(
         tx.update_memory(
             &updated,
             title_norm.as_deref(),
-            &signature,
             &existing,
             "import",
             actor,
@@ -741,7 +736,7 @@ fn import_memory(
     memory.id = if keep_id { wanted_id.unwrap_or(0) } else { 0 };
     memory.supersedes = line.supersedes;
     memory.superseded_by = line.superseded_by;
-    let new_id = tx.insert_memory(&memory, title_norm.as_deref(), &signature)?;
+    let new_id = tx.insert_memory(&memory, title_norm.as_deref())?;
     if let Some(old_id) = wanted_id {
         id_map.insert(old_id, new_id);
     }

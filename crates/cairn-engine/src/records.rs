@@ -4,7 +4,6 @@
 use crate::remember::{clean_tags, log_event};
 use crate::{Engine, EngineError, Result};
 use cairn_core::memory::Memory;
-use cairn_core::minhash;
 use cairn_core::record::{Confidence, MemoryType, Status};
 use cairn_core::time::{format_ts, parse_time_ahead};
 use cairn_core::{secrets, text};
@@ -156,7 +155,6 @@ impl Engine {
                 tx.update_memory(
                     &updated,
                     norm.as_deref(),
-                    &minhash::signature(&updated.body),
                     &previous,
                     "update",
                     &actor,
@@ -214,7 +212,7 @@ impl Engine {
                     unlinked.supersedes = None;
                     unlinked.updated_at = now.clone();
                     let norm = unlinked.title.as_deref().map(text::normalize_title);
-                    tx.update_memory(&unlinked, norm.as_deref(), &minhash::signature(&unlinked.body), &successor, "unlink", &actor)?;
+                    tx.update_memory(&unlinked, norm.as_deref(), &successor, "unlink", &actor)?;
                 }
                 tx.delete_memory(&previous, &now, &actor)?;
                 crate::graph::write::unlink_record(tx, id, &now, &actor)?;
@@ -230,7 +228,7 @@ impl Engine {
             archived.retired_at = Some(now.clone());
             archived.updated_at = now.clone();
             let norm = archived.title.as_deref().map(text::normalize_title);
-            tx.update_memory(&archived, norm.as_deref(), &minhash::signature(&archived.body), &previous, "forget", &actor)?;
+            tx.update_memory(&archived, norm.as_deref(), &previous, "forget", &actor)?;
             tx.resolve_conflicts(id, &now)?;
             log_event(tx, "forget", &archived, &now, json!({"previous_status": previous.status.as_str()}))?;
             Ok(archived)
@@ -264,7 +262,6 @@ impl Engine {
             tx.update_memory(
                 &restored,
                 norm.as_deref(),
-                &minhash::signature(&restored.body),
                 &previous,
                 "restore",
                 &actor,
@@ -300,7 +297,6 @@ impl Engine {
             tx.update_memory(
                 &verified,
                 norm.as_deref(),
-                &minhash::signature(&verified.body),
                 &previous,
                 "verify",
                 &actor,

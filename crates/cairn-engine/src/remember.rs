@@ -480,7 +480,6 @@ pub(crate) fn remember_in(
             existing,
             memory,
             &title_norm,
-            &signature,
             now,
             actor,
             outcome_for(&redacted, &warnings),
@@ -499,7 +498,6 @@ pub(crate) fn remember_in(
             existing,
             memory,
             &title_norm,
-            &signature,
             now,
             actor,
             outcome_for(&redacted, &warnings),
@@ -561,7 +559,6 @@ pub(crate) fn remember_in(
                         existing,
                         merged,
                         &title_norm,
-                        &signature,
                         now,
                         actor,
                         outcome_for(&redacted, &warnings),
@@ -609,7 +606,7 @@ pub(crate) fn remember_in(
     };
 
     // Steps 6–9: insert, retire the superseded record, log.
-    let id = tx.insert_memory(&memory, title_norm.as_deref(), &signature)?;
+    let id = tx.insert_memory(&memory, title_norm.as_deref())?;
     memory.id = id;
     if let Some(old) = superseded {
         let mut retired = old.clone();
@@ -619,12 +616,10 @@ pub(crate) fn remember_in(
             retired.retired_at = Some(now_text.clone());
         }
         retired.updated_at = now_text.clone();
-        let old_signature = minhash::signature(&old.body);
         let old_norm = old.title.as_deref().map(text::normalize_title);
         tx.update_memory(
             &retired,
             old_norm.as_deref(),
-            &old_signature,
             &old,
             "supersede",
             actor,
@@ -713,7 +708,6 @@ fn update_existing(
     existing: Memory,
     incoming: Memory,
     title_norm: &Option<String>,
-    signature: &Signature,
     now: DateTime<Utc>,
     actor: &str,
     base: OutcomeBase,
@@ -762,7 +756,6 @@ fn update_existing(
     tx.update_memory(
         &updated,
         norm.as_deref(),
-        signature,
         &existing,
         "update",
         actor,

@@ -122,14 +122,6 @@ pub struct Stats {
     pub body_bytes: i64,
 }
 
-/// The signature as stored: only an active record keeps one (512 bytes, more than a typical
-/// captured body). Near-duplicate checks (the write path, dream's merge and forget phases) only
-/// ever compare active records; a record becomes active again only through a write that passes
-/// its signature (`restore`, `update`), which stores it anew.
-fn stored_signature(memory: &Memory, signature: &Signature) -> Option<Vec<u8>> {
-    (memory.status == cairn_core::record::Status::Active).then(|| signature.to_bytes())
-}
-
 impl WriteTx<'_> {
     fn map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         move |e| StoreError::from_sqlite(e, self.path)
@@ -137,12 +129,7 @@ impl WriteTx<'_> {
 
     /// Inserts a record (its `id` is used when positive and free, else a new one is assigned)
     /// and returns the id.
-    pub fn insert_memory(
-        &self,
-        memory: &Memory,
-        title_norm: Option<&str>,
-        signature: &Signature,
-    ) -> Result<i64> {
+    pub fn insert_memory(&self, memory: &Memory, title_norm: Option<&str>) -> Result<i64> {
         let explicit_id = (memory.id > 0).then_some(memory.id);
         let tags = memory.tags.join(" ");
         self.tx
@@ -150,9 +137,9 @@ impl WriteTx<'_> {
                 "INSERT INTO memories (id, project, scope, type, title, title_norm, body, summary, tags, importance, \
                  confidence, trust, trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, \
                  status, supersedes, superseded_by, external_id, created_at, updated_at, last_accessed_at, \
-                 valid_from, use_count, content_hash, minhash, retired_at) \
+                 valid_from, use_count, content_hash, retired_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
+                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
             )
             .and_then(|mut statement| {
                 statement.execute(params![
@@ -185,7 +172,6 @@ impl WriteTx<'_> {
                     memory.valid_from,
                     memory.use_count,
                     memory.content_hash,
-                    stored_signature(memory, signature),
                     memory.retired_at,
                 ])
             })
@@ -209,7 +195,6 @@ impl WriteTx<'_> {
         &self,
         memory: &Memory,
         title_norm: Option<&str>,
-        signature: &Signature,
         previous: &Memory,
         op: &str,
         actor: &str,
@@ -222,7 +207,7 @@ impl WriteTx<'_> {
                  sensitivity = ?14, source = ?15, commit_rev = ?16, review_at = ?17, expires_at = ?18, pinned = ?19, \
                  status = ?20, supersedes = ?21, superseded_by = ?22, external_id = ?23, created_at = ?24, \
                  updated_at = ?25, last_accessed_at = ?26, valid_from = ?27, use_count = ?28, content_hash = ?29, \
-                 minhash = ?30, retired_at = ?31 WHERE id = ?1",
+                 retired_at = ?30 WHERE id = ?1",
             )
             .and_then(|mut statement| {
                 statement.execute(params![
@@ -255,7 +240,6 @@ impl WriteTx<'_> {
                     memory.valid_from,
                     memory.use_count,
                     memory.content_hash,
-                    stored_signature(memory, signature),
                     memory.retired_at,
                 ])
             })
@@ -358,22 +342,6 @@ impl WriteTx<'_> {
             .execute(
                 "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 params![key, value],
-            )
-            .map_err(self.map())?;
-        Ok(())
-    }
-
-    /// Rewrites a record's derived columns (signature, normalized title) without touching history.
-    pub fn rewrite_index_rows(
-        &self,
-        memory: &Memory,
-        title_norm: Option<&str>,
-        signature: &Signature,
-    ) -> Result<()> {
-        self.tx
-            .execute(
-                "UPDATE memories SET minhash = ?2, title_norm = ?3 WHERE id = ?1",
-                params![memory.id, stored_signature(memory, signature), title_norm],
             )
             .map_err(self.map())?;
         Ok(())
@@ -485,28 +453,25 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
-    /// Active records among `ids`, each with its stored MinHash signature.
+    /// Active records among `ids`, each with its MinHash signature, computed from the body
+    /// (signatures are not stored since schema v8: 512 bytes a row, more than a typical
+    /// captured body, against tens of microseconds to compute one).
     pub fn with_signatures(&self, ids: &[i64]) -> Result<Vec<(Memory, Signature)>> {
-        let mut with_signature = self
+        let mut active = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {MEMORY_COLUMNS}, minhash FROM memories WHERE id = ?1 AND status = 'active'"
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?1 AND status = 'active'"
             ))
             .map_err(self.map())?;
         let mut found = Vec::new();
         for id in ids {
-            let row = with_signature
-                .query_row([id], |row| {
-                    let memory = memory_from_row(row)?;
-                    let bytes: Option<Vec<u8>> = row.get(29)?;
-                    Ok((memory, bytes))
-                })
+            if let Some(memory) = active
+                .query_row([id], memory_from_row)
                 .optional()
-                .map_err(self.map())?;
-            if let Some((memory, Some(bytes))) = row
-                && let Some(sig) = Signature::from_bytes(&bytes)
+                .map_err(self.map())?
             {
-                found.push((memory, sig));
+                let signature = cairn_core::minhash::signature(&memory.body);
+                found.push((memory, signature));
             }
         }
         Ok(found)
@@ -675,18 +640,6 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
-    pub fn ids_without_signature(&self) -> Result<Vec<i64>> {
-        let mut statement = self
-            .conn
-            .prepare("SELECT id FROM memories WHERE status = 'active' AND (minhash IS NULL OR length(minhash) != 512) ORDER BY id")
-            .map_err(self.map())?;
-        let rows = statement
-            .query_map([], |row| row.get::<_, i64>(0))
-            .map_err(self.map())?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(self.map())
-    }
-
     pub fn meta(&self, key: &str) -> Result<Option<String>> {
         self.conn
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| {
@@ -735,7 +688,7 @@ impl Reader<'_> {
         })
     }
 
-    /// Records against their derived data: FTS rows, MinHash signatures, supersession links.
+    /// Records against their derived data: FTS rows, supersession links.
     pub fn index_gaps(&self) -> Result<IndexGaps> {
         let count = |sql: &str| -> Result<i64> {
             self.conn
@@ -745,9 +698,6 @@ impl Reader<'_> {
         Ok(IndexGaps {
             records: count("SELECT count(*) FROM memories")?,
             fts_rows: count("SELECT count(*) FROM memories_fts_docsize")?,
-            without_signature: count(
-                "SELECT count(*) FROM memories WHERE status = 'active' AND (minhash IS NULL OR length(minhash) != 512)",
-            )?,
             dangling_links: count(
                 "SELECT count(*) FROM memories m WHERE (m.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.supersedes)) \
                  OR (m.superseded_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.superseded_by))",
@@ -761,7 +711,6 @@ impl Reader<'_> {
 pub struct IndexGaps {
     pub records: i64,
     pub fts_rows: i64,
-    pub without_signature: i64,
     pub dangling_links: i64,
 }
 

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -16,6 +16,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_LIFECYCLE,
     MIGRATION_SIGNATURES_OF_ACTIVE,
     MIGRATION_FTS_DIRECT_INSERT,
+    MIGRATION_SIZE,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -390,6 +391,20 @@ BEGIN
 END;
 "#;
 
+/// Size (issue 6): a month of daily captures made the file 20× the live text.
+///
+/// * MinHash signatures are no longer stored (512 bytes a row, more than a typical captured
+///   body): the write path computes the few it compares from the candidates' bodies, a dream
+///   computes them all from the snapshot's bodies (seconds at 100,000 records).
+///
+/// Self-contained and lossless: it only drops a derived column. The space it frees inside
+/// pages leaves the file with the next `VACUUM` (`vacuum_due` tells `doctor --repair`).
+const MIGRATION_SIZE: &str = r#"
+ALTER TABLE memories DROP COLUMN minhash;
+INSERT INTO meta (key, value) VALUES ('vacuum_due', 'schema v8 dropped stored signatures')
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,7 +477,7 @@ mod tests {
         let kept = everything_but_signatures(&conn);
         assert_eq!(kept.len(), 3 + 3 + 3 + 3);
 
-        apply(&conn, before_v6, MIGRATIONS.len());
+        apply(&conn, before_v6, 7);
         assert_eq!(everything_but_signatures(&conn), kept);
         let signatures = dump(
             &conn,

@@ -7,7 +7,6 @@ use crate::remember::log_event;
 use crate::{Engine, EngineError, Result};
 use cairn_core::lifecycle::{DecayInput, DecayVerdict, confidence_half_life, decay_verdict};
 use cairn_core::memory::Memory;
-use cairn_core::minhash;
 use cairn_core::record::{Confidence, MemoryType, Status};
 use cairn_core::text;
 use cairn_core::time::format_ts;
@@ -151,7 +150,6 @@ pub(crate) fn apply_decay(
     tx.update_memory(
         &changed,
         norm.as_deref(),
-        &minhash::signature(&changed.body),
         previous,
         "decay",
         actor,
@@ -180,7 +178,7 @@ impl Engine {
     /// What decay would do to every active record at `now`, from light rows.
     pub(crate) fn decay_plan(&self) -> Result<(DecayReport, Vec<(LifecycleRow, DecayVerdict)>)> {
         let now = self.now();
-        let rows = self.store.reader().lifecycle_rows()?;
+        let rows = self.store.reader().lifecycle_rows(false)?;
         let mut report = DecayReport {
             dry_run: true,
             examined: rows.len(),

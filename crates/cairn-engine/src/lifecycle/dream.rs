@@ -22,7 +22,7 @@ use cairn_core::memory::Memory;
 use cairn_core::minhash::Signature;
 use cairn_core::record::{Confidence, MemoryType, Status, Tier, Trust};
 use cairn_core::time::format_ts;
-use cairn_core::{minhash, query, text};
+use cairn_core::{query, text};
 use cairn_store::{DreamRunRow, LexicalQuery, LifecycleRow, ProposalRow, WriteTx};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -440,7 +440,7 @@ impl Engine {
     /// The phases, run on the snapshot engine.
     fn dream_phases(&self, options: &DreamOptions) -> Result<Findings> {
         let reader = self.store.reader();
-        let rows = reader.lifecycle_rows()?;
+        let rows = reader.lifecycle_rows(true)?;
         let inbound = reader.inbound_link_counts()?;
         let fingerprint = format!(
             "{}:{}",
@@ -1149,7 +1149,6 @@ fn archive(
     tx.update_memory(
         &archived,
         norm.as_deref(),
-        &minhash::signature(&archived.body),
         previous,
         op,
         context.actor,
