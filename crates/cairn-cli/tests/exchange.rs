@@ -189,7 +189,11 @@ fn doctor_reports_ok_and_repair_is_idempotent() {
     let report = brain.json(&["doctor"], 0);
     assert_eq!(report["ok"], true);
     // break the derived index behind cairn's back, then repair twice
-    let status = std::process::Command::new("sqlite3").arg(&brain.db).arg("INSERT INTO memories_fts(memories_fts) VALUES('delete-all');").status().unwrap();
+    let status = std::process::Command::new("sqlite3")
+        .arg(&brain.db)
+        .arg("INSERT INTO memories_fts(memories_fts) VALUES('delete-all');")
+        .status()
+        .unwrap();
     assert!(status.success());
     let broken = brain.json(&["doctor"], 1);
     assert_eq!(broken["ok"], false);

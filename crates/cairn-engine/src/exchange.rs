@@ -337,13 +337,7 @@ impl Engine {
                         .title
                         .as_deref()
                         .map(cairn_core::text::normalize_title);
-                    tx.update_memory(
-                        &memory,
-                        norm.as_deref(),
-                        &previous,
-                        "import-link",
-                        "import",
-                    )?;
+                    tx.update_memory(&memory, norm.as_deref(), &previous, "import-link", "import")?;
                 }
             }
             let (graph_lines, events): (Vec<&Value>, Vec<&Value>) = pending_events
@@ -691,13 +685,7 @@ fn import_memory(
         updated.summary = memory.summary.clone();
         updated.tags = memory.tags.clone();
         updated.updated_at = format_ts(now);
-        tx.update_memory(
-            &updated,
-            title_norm.as_deref(),
-            &existing,
-            "import",
-            actor,
-        )?;
+        tx.update_memory(&updated, title_norm.as_deref(), &existing, "import", actor)?;
         log_event(
             tx,
             "update",

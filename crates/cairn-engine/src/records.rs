@@ -152,13 +152,7 @@ impl Engine {
                 }
                 updated.updated_at = now.clone();
                 let norm = updated.title.as_deref().map(text::normalize_title);
-                tx.update_memory(
-                    &updated,
-                    norm.as_deref(),
-                    &previous,
-                    "update",
-                    &actor,
-                )?;
+                tx.update_memory(&updated, norm.as_deref(), &previous, "update", &actor)?;
                 log_event(
                     tx,
                     "update",
@@ -259,13 +253,7 @@ impl Engine {
             // Bringing a record back is an access: decay must not archive it again at once.
             restored.last_accessed_at = Some(now.clone());
             let norm = restored.title.as_deref().map(text::normalize_title);
-            tx.update_memory(
-                &restored,
-                norm.as_deref(),
-                &previous,
-                "restore",
-                &actor,
-            )?;
+            tx.update_memory(&restored, norm.as_deref(), &previous, "restore", &actor)?;
             log_event(tx, "restore", &restored, &now, json!({}))?;
             Ok(restored)
         })
@@ -294,13 +282,7 @@ impl Engine {
             // A re-check is an access: decay's clock starts again (DESIGN §8).
             verified.last_accessed_at = Some(now.clone());
             let norm = verified.title.as_deref().map(text::normalize_title);
-            tx.update_memory(
-                &verified,
-                norm.as_deref(),
-                &previous,
-                "verify",
-                &actor,
-            )?;
+            tx.update_memory(&verified, norm.as_deref(), &previous, "verify", &actor)?;
             log_event(tx, "verify", &verified, &now, json!({"source": source}))?;
             Ok(verified)
         })

@@ -617,13 +617,7 @@ pub(crate) fn remember_in(
         }
         retired.updated_at = now_text.clone();
         let old_norm = old.title.as_deref().map(text::normalize_title);
-        tx.update_memory(
-            &retired,
-            old_norm.as_deref(),
-            &old,
-            "supersede",
-            actor,
-        )?;
+        tx.update_memory(&retired, old_norm.as_deref(), &old, "supersede", actor)?;
         tx.resolve_conflicts(old.id, &now_text)?;
     }
     for (other, reason) in &conflicts {
@@ -753,13 +747,7 @@ fn update_existing(
         .as_deref()
         .map(text::normalize_title)
         .or(title_norm.clone());
-    tx.update_memory(
-        &updated,
-        norm.as_deref(),
-        &existing,
-        "update",
-        actor,
-    )?;
+    tx.update_memory(&updated, norm.as_deref(), &existing, "update", actor)?;
     let receipt = log_event(
         tx,
         "update",

@@ -8,6 +8,7 @@
 mod agent;
 mod error;
 mod graph;
+mod history;
 mod lifecycle;
 mod records;
 mod schema;

@@ -1,7 +1,7 @@
 //! Records, history, events, conflicts and declared scopes: plain reads and writes, no policy.
 //! The write path's rules (dedup, supersession, stamping) live in the engine.
 
-use crate::{Reader, Result, StoreError, WriteTx};
+use crate::{Reader, Result, StoreError, WriteTx, history};
 use cairn_core::memory::Memory;
 use cairn_core::minhash::Signature;
 use rusqlite::{OptionalExtension, Row, params};
@@ -20,6 +20,11 @@ where
     text.parse::<T>().map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
     })
+}
+
+/// A record as the JSON object history stores and hands out.
+fn record_json(memory: &Memory) -> serde_json::Value {
+    serde_json::to_value(memory).expect("a record always serializes")
 }
 
 fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
@@ -199,7 +204,6 @@ impl WriteTx<'_> {
         op: &str,
         actor: &str,
     ) -> Result<()> {
-        self.append_history(previous, &memory.updated_at, op, actor)?;
         self.tx
             .prepare_cached(
                 "UPDATE memories SET project = ?2, scope = ?3, type = ?4, title = ?5, title_norm = ?6, body = ?7, \
@@ -244,17 +248,40 @@ impl WriteTx<'_> {
                 ])
             })
             .map_err(self.map())?;
-        Ok(())
+        // The version is the reverse delta against the row as stored now (read back, so the
+        // walk in `Reader::history` starts from exactly what a later read sees).
+        match self.reader().get(memory.id)? {
+            Some(written) => {
+                let delta = history::reverse_delta(&record_json(previous), &record_json(&written));
+                self.append_history(previous.id, &delta, true, &memory.updated_at, op, actor)
+            }
+            None => self.append_history(
+                previous.id,
+                &record_json(previous),
+                false,
+                &memory.updated_at,
+                op,
+                actor,
+            ),
+        }
     }
 
-    fn append_history(&self, previous: &Memory, at: &str, op: &str, actor: &str) -> Result<()> {
-        let snapshot = serde_json::to_string(previous).expect("a record always serializes");
+    fn append_history(
+        &self,
+        memory_id: i64,
+        snapshot: &serde_json::Value,
+        is_delta: bool,
+        at: &str,
+        op: &str,
+        actor: &str,
+    ) -> Result<()> {
+        let snapshot = cairn_core::receipt::canonical_json(snapshot);
         self.tx
             .prepare_cached(
-                "INSERT INTO history (memory_id, version, at, op, actor, snapshot) \
-                 VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM history WHERE memory_id = ?1), ?2, ?3, ?4, ?5)",
+                "INSERT INTO history (memory_id, version, at, op, actor, snapshot, delta) \
+                 VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM history WHERE memory_id = ?1), ?2, ?3, ?4, ?5, ?6)",
             )
-            .and_then(|mut s| s.execute(params![previous.id, at, op, actor, snapshot]))
+            .and_then(|mut s| s.execute(params![memory_id, at, op, actor, snapshot, is_delta]))
             .map_err(self.map())?;
         Ok(())
     }
@@ -273,7 +300,15 @@ impl WriteTx<'_> {
 
     /// Deletes a record for good, with its history kept as the last word (`forget --hard`).
     pub fn delete_memory(&self, previous: &Memory, at: &str, actor: &str) -> Result<()> {
-        self.append_history(previous, at, "delete", actor)?;
+        // A full snapshot: with no row left, the deltas before it walk back from this one.
+        self.append_history(
+            previous.id,
+            &record_json(previous),
+            false,
+            at,
+            "delete",
+            actor,
+        )?;
         self.tx
             .execute("DELETE FROM memories WHERE id = ?1", [previous.id])
             .map_err(self.map())?;
@@ -351,7 +386,7 @@ impl WriteTx<'_> {
     pub fn insert_history_row(&self, memory_id: i64, row: &HistoryRow) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO history (memory_id, version, at, op, actor, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO history (memory_id, version, at, op, actor, snapshot, delta) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
                 params![memory_id, row.version, row.at, row.op, row.actor, row.snapshot.to_string()],
             )
             .map_err(self.map())?;
@@ -535,26 +570,51 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
+    /// Every earlier version of a record, oldest first, each a full snapshot (versions stored
+    /// as reverse deltas are walked back from the current record, see `history.rs`).
     pub fn history(&self, id: i64) -> Result<Vec<HistoryRow>> {
         let mut statement = self
             .conn
-            .prepare_cached("SELECT version, at, op, actor, snapshot FROM history WHERE memory_id = ?1 ORDER BY version")
+            .prepare_cached(
+                "SELECT version, at, op, actor, snapshot, delta FROM history WHERE memory_id = ?1 ORDER BY version",
+            )
             .map_err(self.map())?;
         let rows = statement
             .query_map([id], |row| {
                 let snapshot: String = row.get(4)?;
-                Ok(HistoryRow {
-                    version: row.get(0)?,
-                    at: row.get(1)?,
-                    op: row.get(2)?,
-                    actor: row.get(3)?,
-                    snapshot: serde_json::from_str(&snapshot)
-                        .unwrap_or(serde_json::Value::String(snapshot)),
-                })
+                let is_delta: bool = row.get(5)?;
+                Ok((
+                    HistoryRow {
+                        version: row.get(0)?,
+                        at: row.get(1)?,
+                        op: row.get(2)?,
+                        actor: row.get(3)?,
+                        snapshot: serde_json::Value::Null,
+                    },
+                    history::StoredVersion {
+                        snapshot: serde_json::from_str(&snapshot)
+                            .unwrap_or(serde_json::Value::String(snapshot)),
+                        is_delta,
+                    },
+                ))
             })
             .map_err(self.map())?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(self.map())
+        let (mut rows, stored): (Vec<HistoryRow>, Vec<history::StoredVersion>) = rows
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())?
+            .into_iter()
+            .unzip();
+        if stored.iter().any(|version| version.is_delta) {
+            let current = self.get(id)?.map(|memory| record_json(&memory));
+            for (row, snapshot) in rows.iter_mut().zip(history::snapshots(stored, current)) {
+                row.snapshot = snapshot;
+            }
+        } else {
+            for (row, version) in rows.iter_mut().zip(stored) {
+                row.snapshot = version.snapshot;
+            }
+        }
+        Ok(rows)
     }
 
     /// Events, oldest first; `memory_id` narrows to one record; `limit` 0 means all (newest kept).

@@ -396,11 +396,16 @@ END;
 /// * MinHash signatures are no longer stored (512 bytes a row, more than a typical captured
 ///   body): the write path computes the few it compares from the candidates' bodies, a dream
 ///   computes them all from the snapshot's bodies (seconds at 100,000 records).
+/// * A history version stores only the previous values of the fields its change changed
+///   (`delta = 1`, a reverse delta against the record as that change wrote it) instead of the
+///   whole record; readers still get full snapshots (`history.rs`). Rows written before v8
+///   stay full snapshots (`delta = 0`).
 ///
 /// Self-contained and lossless: it only drops a derived column. The space it frees inside
 /// pages leaves the file with the next `VACUUM` (`vacuum_due` tells `doctor --repair`).
 const MIGRATION_SIZE: &str = r#"
 ALTER TABLE memories DROP COLUMN minhash;
+ALTER TABLE history ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
 INSERT INTO meta (key, value) VALUES ('vacuum_due', 'schema v8 dropped stored signatures')
     ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 "#;

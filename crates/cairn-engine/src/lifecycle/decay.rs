@@ -147,13 +147,7 @@ pub(crate) fn apply_decay(
     }
     changed.updated_at = now.to_string();
     let norm = changed.title.as_deref().map(text::normalize_title);
-    tx.update_memory(
-        &changed,
-        norm.as_deref(),
-        previous,
-        "decay",
-        actor,
-    )?;
+    tx.update_memory(&changed, norm.as_deref(), previous, "decay", actor)?;
     if changed.status == Status::Archived {
         tx.resolve_conflicts(previous.id, now)?;
     }

@@ -1146,13 +1146,7 @@ fn archive(
     archived.retired_at = Some(context.now_text.to_string());
     archived.updated_at = context.now_text.to_string();
     let norm = archived.title.as_deref().map(text::normalize_title);
-    tx.update_memory(
-        &archived,
-        norm.as_deref(),
-        previous,
-        op,
-        context.actor,
-    )?;
+    tx.update_memory(&archived, norm.as_deref(), previous, op, context.actor)?;
     tx.resolve_conflicts(previous.id, context.now_text)?;
     log_event(tx, op, &archived, context.now_text, detail)?;
     Ok(())
