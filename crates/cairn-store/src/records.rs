@@ -22,6 +22,81 @@ where
     })
 }
 
+/// `packed` bits: which of the event's own columns were left out of its stored detail.
+const PACKED_OP: i64 = 1;
+const PACKED_AT: i64 = 2;
+const PACKED_ID: i64 = 4;
+
+/// The event columns `event_from_row` reads; the receipt as hex whichever way it is stored.
+pub(crate) const EVENT_COLUMNS: &str = "id, at, op, memory_id, project, detail, \
+     CASE WHEN typeof(receipt) = 'blob' THEN lower(hex(receipt)) ELSE receipt END, packed";
+
+/// The detail without the keys equal to the event's columns, and which were left out.
+fn pack_detail(event: &NewEvent<'_>) -> (serde_json::Value, i64) {
+    let mut detail = event.detail.clone();
+    let mut packed = 0;
+    if let Some(fields) = detail.as_object_mut() {
+        let mut strip = |key: &str, column: serde_json::Value, bit: i64| {
+            if fields.get(key) == Some(&column) {
+                fields.remove(key);
+                packed |= bit;
+            }
+        };
+        strip("op", event.op.into(), PACKED_OP);
+        strip("at", event.at.into(), PACKED_AT);
+        if let Some(id) = event.memory_id {
+            strip("id", id.into(), PACKED_ID);
+        }
+    }
+    (detail, packed)
+}
+
+/// A receipt as stored: the 32 bytes of a lowercase hex SHA-256, anything else (an imported
+/// receipt of another form) as its text.
+fn receipt_value(receipt: &str) -> rusqlite::types::Value {
+    let is_lower_hex = receipt.len() == 64
+        && receipt
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    match hex::decode(receipt) {
+        Ok(bytes) if is_lower_hex => rusqlite::types::Value::Blob(bytes),
+        _ => rusqlite::types::Value::Text(receipt.to_string()),
+    }
+}
+
+/// An event row read with [`EVENT_COLUMNS`], its detail whole again.
+pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<EventRow> {
+    let project: String = row.get(4)?;
+    let detail: String = row.get(5)?;
+    let packed: i64 = row.get(7)?;
+    let at: String = row.get(1)?;
+    let op: String = row.get(2)?;
+    let memory_id: Option<i64> = row.get(3)?;
+    let mut detail = serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail));
+    if let Some(fields) = detail.as_object_mut() {
+        if packed & PACKED_OP != 0 {
+            fields.insert("op".into(), op.clone().into());
+        }
+        if packed & PACKED_AT != 0 {
+            fields.insert("at".into(), at.clone().into());
+        }
+        if packed & PACKED_ID != 0
+            && let Some(id) = memory_id
+        {
+            fields.insert("id".into(), id.into());
+        }
+    }
+    Ok(EventRow {
+        id: row.get(0)?,
+        at,
+        op,
+        memory_id,
+        project: (!project.is_empty()).then_some(project),
+        detail,
+        receipt: row.get(6)?,
+    })
+}
+
 /// A record as the JSON object history stores and hands out.
 fn record_json(memory: &Memory) -> serde_json::Value {
     serde_json::to_value(memory).expect("a record always serializes")
@@ -315,15 +390,28 @@ impl WriteTx<'_> {
         Ok(())
     }
 
-    /// Appends an event and returns its id.
+    /// Appends an event and returns its id. The detail is stored without the keys its own
+    /// columns already hold (`op`, `at`, and `id` when it is the record's id: `packed` says
+    /// which), and a hex SHA-256 receipt as its 32 bytes; `EventRow` gives both back as they
+    /// were, so the receipt still checks against the canonical JSON of the detail.
     pub fn append_event(&self, event: &NewEvent<'_>, receipt: &str) -> Result<i64> {
-        let detail = cairn_core::receipt::canonical_json(event.detail);
+        let (detail, packed) = pack_detail(event);
+        let detail = cairn_core::receipt::canonical_json(&detail);
+        let receipt = receipt_value(receipt);
         self.tx
             .prepare_cached(
-                "INSERT INTO events (at, op, memory_id, project, detail, receipt) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO events (at, op, memory_id, project, detail, receipt, packed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .and_then(|mut s| {
-                s.execute(params![event.at, event.op, event.memory_id, event.project.unwrap_or(""), detail, receipt])
+                s.execute(params![
+                    event.at,
+                    event.op,
+                    event.memory_id,
+                    event.project.unwrap_or(""),
+                    detail,
+                    receipt,
+                    packed
+                ])
             })
             .map_err(self.map())?;
         Ok(self.tx.last_insert_rowid())
@@ -625,25 +713,12 @@ impl Reader<'_> {
             String::new()
         };
         let sql = format!(
-            "SELECT * FROM (SELECT id, at, op, memory_id, project, detail, receipt FROM events \
+            "SELECT * FROM (SELECT {EVENT_COLUMNS} FROM events \
              WHERE (?1 IS NULL OR memory_id = ?1) ORDER BY id DESC {limit_sql}) ORDER BY id"
         );
         let mut statement = self.conn.prepare(&sql).map_err(self.map())?;
         let rows = statement
-            .query_map([memory_id], |row| {
-                let project: String = row.get(4)?;
-                let detail: String = row.get(5)?;
-                Ok(EventRow {
-                    id: row.get(0)?,
-                    at: row.get(1)?,
-                    op: row.get(2)?,
-                    memory_id: row.get(3)?,
-                    project: (!project.is_empty()).then_some(project),
-                    detail: serde_json::from_str(&detail)
-                        .unwrap_or(serde_json::Value::String(detail)),
-                    receipt: row.get(6)?,
-                })
-            })
+            .query_map([memory_id], event_from_row)
             .map_err(self.map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.map())

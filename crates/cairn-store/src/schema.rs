@@ -400,12 +400,20 @@ END;
 ///   (`delta = 1`, a reverse delta against the record as that change wrote it) instead of the
 ///   whole record; readers still get full snapshots (`history.rs`). Rows written before v8
 ///   stay full snapshots (`delta = 0`).
+/// * An event's detail is stored without the keys its columns already hold (`op`, `at`, the
+///   record's `id`: bits 1, 2, 4 of `packed`) and its receipt as the 32 bytes of the SHA-256
+///   instead of 64 hex characters; readers get both back as they were. Existing receipts are
+///   converted here (only lowercase hex, which converts back byte for byte); existing details
+///   stay as they are (`packed = 0`).
 ///
 /// Self-contained and lossless: it only drops a derived column. The space it frees inside
 /// pages leaves the file with the next `VACUUM` (`vacuum_due` tells `doctor --repair`).
 const MIGRATION_SIZE: &str = r#"
 ALTER TABLE memories DROP COLUMN minhash;
 ALTER TABLE history ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
+UPDATE events SET receipt = unhex(receipt)
+    WHERE typeof(receipt) = 'text' AND length(receipt) = 64 AND receipt NOT GLOB '*[^0-9a-f]*';
 INSERT INTO meta (key, value) VALUES ('vacuum_due', 'schema v8 dropped stored signatures')
     ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 "#;
