@@ -19,6 +19,8 @@ use serde_json::json;
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct DecayChange {
     pub id: i64,
+    /// For people reading it; not stored with a dream's proposal (shown from the live record).
+    #[serde(default)]
     pub label: String,
     /// `expired`, `archive` or `demote`.
     pub action: String,
