@@ -526,6 +526,26 @@ pub(crate) fn remember_in(
         ));
     }
 
+    // Step 3b: a capture repeating the exact text of a record a dream merged away → NOOP on
+    // the record it was merged into (T2: one row per content hash and scope; the archived one
+    // keeps the wording, `cairn restore` brings it back).
+    if request.capture
+        && memory.external_id.is_none()
+        && let Some(survivor) = merged_survivor(&reader, &memory.content_hash, &partition)?
+    {
+        tx.touch(&[survivor.id], &now_text)?;
+        return Ok(outcome(
+            RememberStatus::Noop,
+            Some(survivor.id),
+            Some(survivor.id),
+            format!(
+                "already captured: the same text was merged into #{}; nothing changed",
+                survivor.id
+            ),
+            warnings,
+        ));
+    }
+
     // Records sharing the most words: candidates for steps 4 and 5, searched once.
     let near_duplicate_check =
         superseded.is_none() && !request.allow_duplicate && memory.external_id.is_none();
@@ -879,6 +899,35 @@ fn find_contradictions(
         }
     }
     Ok(found)
+}
+
+/// The active record that an archived record with this content hash (same partition) was
+/// merged into, following merges of merges.
+fn merged_survivor(
+    reader: &cairn_store::Reader<'_>,
+    content_hash: &str,
+    partition: &cairn_core::memory::Partition,
+) -> Result<Option<Memory>> {
+    const MAX_HOPS: usize = 32;
+    for archived in reader.find_by_hash_any_status(content_hash)? {
+        if archived.status != Status::Archived || &archived.partition() != partition {
+            continue;
+        }
+        let mut id = archived.id;
+        for _ in 0..MAX_HOPS {
+            let Some(next) = reader.merged_into(id)? else {
+                break;
+            };
+            match reader.get(next)? {
+                Some(survivor) if survivor.status == Status::Active => {
+                    return Ok((&survivor.partition() == partition).then_some(survivor));
+                }
+                Some(survivor) if survivor.status == Status::Archived => id = survivor.id,
+                _ => break,
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Appends an event for `memory` and returns its receipt.

@@ -576,6 +576,21 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
+    /// The record a dream merged `id` into (its latest `merge` event's `merged_into`), if any.
+    pub fn merged_into(&self, id: i64) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached(
+                "SELECT json_extract(detail, '$.extra.merged_into') FROM events \
+                 WHERE memory_id = ?1 AND op = 'merge' ORDER BY id DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row([id], |row| row.get::<_, Option<i64>>(0))
+                    .optional()
+            })
+            .map(Option::flatten)
+            .map_err(self.map())
+    }
+
     /// Active records among `ids`, each with its MinHash signature, computed from the body
     /// (signatures are not stored since schema v8: 512 bytes a row, more than a typical
     /// captured body, against tens of microseconds to compute one).
