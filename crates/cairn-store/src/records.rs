@@ -10,7 +10,7 @@ use serde::Serialize;
 const MEMORY_COLUMNS: &str = "id, project, scope, type, title, body, summary, tags, importance, confidence, trust, \
      trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, status, supersedes, \
      superseded_by, external_id, created_at, updated_at, last_accessed_at, valid_from, use_count, \
-     content_hash, retired_at";
+     CASE WHEN typeof(content_hash) = 'blob' THEN lower(hex(content_hash)) ELSE content_hash END, retired_at";
 
 fn parse_column<T: std::str::FromStr>(row: &Row<'_>, index: usize) -> rusqlite::Result<T>
 where
@@ -51,16 +51,17 @@ fn pack_detail(event: &NewEvent<'_>) -> (serde_json::Value, i64) {
     (detail, packed)
 }
 
-/// A receipt as stored: the 32 bytes of a lowercase hex SHA-256, anything else (an imported
-/// receipt of another form) as its text.
-fn receipt_value(receipt: &str) -> rusqlite::types::Value {
-    let is_lower_hex = receipt.len() == 64
-        && receipt
+/// A SHA-256 (a receipt, a content hash) as stored since schema v8: the 32 bytes of a
+/// lowercase hex digest, anything else (an imported value of another form) as its text.
+/// Readers turn a blob back into lowercase hex, so the round trip is exact.
+pub(crate) fn sha256_value(hash: &str) -> rusqlite::types::Value {
+    let is_lower_hex = hash.len() == 64
+        && hash
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    match hex::decode(receipt) {
+    match hex::decode(hash) {
         Ok(bytes) if is_lower_hex => rusqlite::types::Value::Blob(bytes),
-        _ => rusqlite::types::Value::Text(receipt.to_string()),
+        _ => rusqlite::types::Value::Text(hash.to_string()),
     }
 }
 
@@ -251,7 +252,7 @@ impl WriteTx<'_> {
                     memory.last_accessed_at,
                     memory.valid_from,
                     memory.use_count,
-                    memory.content_hash,
+                    sha256_value(&memory.content_hash),
                     memory.retired_at,
                 ])
             })
@@ -318,7 +319,7 @@ impl WriteTx<'_> {
                     memory.last_accessed_at,
                     memory.valid_from,
                     memory.use_count,
-                    memory.content_hash,
+                    sha256_value(&memory.content_hash),
                     memory.retired_at,
                 ])
             })
@@ -397,7 +398,7 @@ impl WriteTx<'_> {
     pub fn append_event(&self, event: &NewEvent<'_>, receipt: &str) -> Result<i64> {
         let (detail, packed) = pack_detail(event);
         let detail = cairn_core::receipt::canonical_json(&detail);
-        let receipt = receipt_value(receipt);
+        let receipt = sha256_value(receipt);
         self.tx
             .prepare_cached(
                 "INSERT INTO events (at, op, memory_id, project, detail, receipt, packed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -555,7 +556,7 @@ impl Reader<'_> {
             ))
             .map_err(self.map())?;
         let rows = statement
-            .query_map([content_hash], memory_from_row)
+            .query_map([sha256_value(content_hash)], memory_from_row)
             .map_err(self.map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.map())
@@ -570,7 +571,7 @@ impl Reader<'_> {
             ))
             .map_err(self.map())?;
         let rows = statement
-            .query_map([content_hash], memory_from_row)
+            .query_map([sha256_value(content_hash)], memory_from_row)
             .map_err(self.map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.map())

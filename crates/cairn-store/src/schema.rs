@@ -405,6 +405,8 @@ END;
 ///   instead of 64 hex characters; readers get both back as they were. Existing receipts are
 ///   converted here (only lowercase hex, which converts back byte for byte); existing details
 ///   stay as they are (`packed = 0`).
+/// * A record's content hash is stored as its 32 bytes too (in the row and in the
+///   `memories_hash` index); readers get the hex back.
 ///
 /// Self-contained and lossless: it only drops a derived column. The space it frees inside
 /// pages leaves the file with the next `VACUUM` (`vacuum_due` tells `doctor --repair`).
@@ -412,6 +414,8 @@ const MIGRATION_SIZE: &str = r#"
 ALTER TABLE memories DROP COLUMN minhash;
 ALTER TABLE history ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
+UPDATE memories SET content_hash = unhex(content_hash)
+    WHERE typeof(content_hash) = 'text' AND length(content_hash) = 64 AND content_hash NOT GLOB '*[^0-9a-f]*';
 UPDATE events SET receipt = unhex(receipt)
     WHERE typeof(receipt) = 'text' AND length(receipt) = 64 AND receipt NOT GLOB '*[^0-9a-f]*';
 INSERT INTO meta (key, value) VALUES ('vacuum_due', 'schema v8 dropped stored signatures')
