@@ -26,16 +26,27 @@ where
 const PACKED_OP: i64 = 1;
 const PACKED_AT: i64 = 2;
 const PACKED_ID: i64 = 4;
+/// The detail's `content_hash` (lowercase hex SHA-256) is in the `content_hash` column, as bytes.
+const PACKED_HASH: i64 = 8;
 
 /// The event columns `event_from_row` reads; the receipt as hex whichever way it is stored.
 pub(crate) const EVENT_COLUMNS: &str = "id, at, op, memory_id, project, detail, \
-     CASE WHEN typeof(receipt) = 'blob' THEN lower(hex(receipt)) ELSE receipt END, packed";
+     CASE WHEN typeof(receipt) = 'blob' THEN lower(hex(receipt)) ELSE receipt END, packed, lower(hex(content_hash))";
 
-/// The detail without the keys equal to the event's columns, and which were left out.
-fn pack_detail(event: &NewEvent<'_>) -> (serde_json::Value, i64) {
+/// The detail without the keys equal to the event's columns, which were left out, and the
+/// content hash moved to its column.
+fn pack_detail(event: &NewEvent<'_>) -> (serde_json::Value, i64, Option<Vec<u8>>) {
     let mut detail = event.detail.clone();
     let mut packed = 0;
+    let mut content_hash = None;
     if let Some(fields) = detail.as_object_mut() {
+        if let Some(serde_json::Value::String(hash)) = fields.get("content_hash")
+            && let rusqlite::types::Value::Blob(bytes) = sha256_value(hash)
+        {
+            content_hash = Some(bytes);
+            fields.remove("content_hash");
+            packed |= PACKED_HASH;
+        }
         let mut strip = |key: &str, column: serde_json::Value, bit: i64| {
             if fields.get(key) == Some(&column) {
                 fields.remove(key);
@@ -48,7 +59,7 @@ fn pack_detail(event: &NewEvent<'_>) -> (serde_json::Value, i64) {
             strip("id", id.into(), PACKED_ID);
         }
     }
-    (detail, packed)
+    (detail, packed, content_hash)
 }
 
 /// A SHA-256 (a receipt, a content hash) as stored since schema v8: the 32 bytes of a
@@ -70,6 +81,7 @@ pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<EventRow> {
     let project: String = row.get(4)?;
     let detail: String = row.get(5)?;
     let packed: i64 = row.get(7)?;
+    let content_hash: Option<String> = row.get(8)?;
     let at: String = row.get(1)?;
     let op: String = row.get(2)?;
     let memory_id: Option<i64> = row.get(3)?;
@@ -85,6 +97,11 @@ pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<EventRow> {
             && let Some(id) = memory_id
         {
             fields.insert("id".into(), id.into());
+        }
+        if packed & PACKED_HASH != 0
+            && let Some(hash) = content_hash
+        {
+            fields.insert("content_hash".into(), hash.into());
         }
     }
     Ok(EventRow {
@@ -393,15 +410,16 @@ impl WriteTx<'_> {
 
     /// Appends an event and returns its id. The detail is stored without the keys its own
     /// columns already hold (`op`, `at`, and `id` when it is the record's id: `packed` says
-    /// which), and a hex SHA-256 receipt as its 32 bytes; `EventRow` gives both back as they
+    /// which), its `content_hash` in a column as 32 bytes, and a hex SHA-256 receipt as its 32 bytes; `EventRow` gives both back as they
     /// were, so the receipt still checks against the canonical JSON of the detail.
     pub fn append_event(&self, event: &NewEvent<'_>, receipt: &str) -> Result<i64> {
-        let (detail, packed) = pack_detail(event);
+        let (detail, packed, content_hash) = pack_detail(event);
         let detail = cairn_core::receipt::canonical_json(&detail);
         let receipt = sha256_value(receipt);
         self.tx
             .prepare_cached(
-                "INSERT INTO events (at, op, memory_id, project, detail, receipt, packed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO events (at, op, memory_id, project, detail, receipt, packed, content_hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -411,7 +429,8 @@ impl WriteTx<'_> {
                     event.project.unwrap_or(""),
                     detail,
                     receipt,
-                    packed
+                    packed,
+                    content_hash
                 ])
             })
             .map_err(self.map())?;

@@ -401,7 +401,8 @@ END;
 ///   whole record; readers still get full snapshots (`history.rs`). Rows written before v8
 ///   stay full snapshots (`delta = 0`).
 /// * An event's detail is stored without the keys its columns already hold (`op`, `at`, the
-///   record's `id`: bits 1, 2, 4 of `packed`) and its receipt as the 32 bytes of the SHA-256
+///   record's `id`: bits 1, 2, 4 of `packed`), its `content_hash` moves to a column of 32
+///   bytes (bit 8), and its receipt as the 32 bytes of the SHA-256
 ///   instead of 64 hex characters; readers get both back as they were. Existing receipts are
 ///   converted here (only lowercase hex, which converts back byte for byte); existing details
 ///   stay as they are (`packed = 0`).
@@ -411,15 +412,18 @@ END;
 /// Self-contained and lossless: it only drops a derived column. The space it frees inside
 /// pages leaves the file with the next `VACUUM` (`vacuum_due` tells `doctor --repair`).
 const MIGRATION_SIZE: &str = r#"
+INSERT INTO meta (key, value)
+    SELECT 'vacuum_due', 'schema v8 dropped stored signatures and shortened hashes'
+    WHERE EXISTS (SELECT 1 FROM memories WHERE minhash IS NOT NULL)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 ALTER TABLE memories DROP COLUMN minhash;
 ALTER TABLE history ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN content_hash BLOB;
 UPDATE memories SET content_hash = unhex(content_hash)
     WHERE typeof(content_hash) = 'text' AND length(content_hash) = 64 AND content_hash NOT GLOB '*[^0-9a-f]*';
 UPDATE events SET receipt = unhex(receipt)
     WHERE typeof(receipt) = 'text' AND length(receipt) = 64 AND receipt NOT GLOB '*[^0-9a-f]*';
-INSERT INTO meta (key, value) VALUES ('vacuum_due', 'schema v8 dropped stored signatures')
-    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 "#;
 
 #[cfg(test)]
