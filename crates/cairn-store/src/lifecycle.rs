@@ -575,6 +575,10 @@ impl Store {
             [],
         )
         .map_err(|e| StoreError::from_sqlite(e, target))?;
+        // Rows copied from an older brain carry hex hashes and receipts: store them as the
+        // current schema does, so the content-hash lookups (exact duplicates) find them.
+        conn.execute_batch(crate::schema::HEX_TO_BYTES)
+            .map_err(|e| StoreError::from_sqlite(e, target))?;
         Ok(report)
     }
 }

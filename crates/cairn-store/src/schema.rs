@@ -391,6 +391,23 @@ BEGIN
 END;
 "#;
 
+/// Lowercase hex SHA-256 values (content hashes, receipts) as their 32 bytes: the second half
+/// of migration v8, also run on rows `recover_brain` copies from an older brain. Only
+/// lowercase hex converts, so reading the bytes back as lowercase hex gives the same text.
+macro_rules! hex_to_bytes {
+    () => {
+        "
+UPDATE memories SET content_hash = unhex(content_hash)
+    WHERE typeof(content_hash) = 'text' AND length(content_hash) = 64 AND content_hash NOT GLOB '*[^0-9a-f]*';
+UPDATE events SET receipt = unhex(receipt)
+    WHERE typeof(receipt) = 'text' AND length(receipt) = 64 AND receipt NOT GLOB '*[^0-9a-f]*';
+"
+    };
+}
+
+/// See [`hex_to_bytes!`].
+pub const HEX_TO_BYTES: &str = hex_to_bytes!();
+
 /// Size (issue 6): a month of daily captures made the file 20× the live text.
 ///
 /// * MinHash signatures are no longer stored (512 bytes a row, more than a typical captured
@@ -409,9 +426,12 @@ END;
 /// * A record's content hash is stored as its 32 bytes too (in the row and in the
 ///   `memories_hash` index); readers get the hex back.
 ///
-/// Self-contained and lossless: it only drops a derived column. The space it frees inside
-/// pages leaves the file with the next `VACUUM` (`vacuum_due` tells `doctor --repair`).
-const MIGRATION_SIZE: &str = r#"
+/// Self-contained and lossless: it drops a derived column, adds columns whose defaults say
+/// "stored the old way", and rewrites hex as bytes that read back as the same hex. The space
+/// it frees inside pages leaves the file with the next `VACUUM` (`vacuum_due` tells `doctor
+/// --repair`).
+const MIGRATION_SIZE: &str = concat!(
+    r#"
 INSERT INTO meta (key, value)
     SELECT 'vacuum_due', 'schema v8 dropped stored signatures and shortened hashes'
     WHERE EXISTS (SELECT 1 FROM memories WHERE minhash IS NOT NULL)
@@ -420,11 +440,9 @@ ALTER TABLE memories DROP COLUMN minhash;
 ALTER TABLE history ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN content_hash BLOB;
-UPDATE memories SET content_hash = unhex(content_hash)
-    WHERE typeof(content_hash) = 'text' AND length(content_hash) = 64 AND content_hash NOT GLOB '*[^0-9a-f]*';
-UPDATE events SET receipt = unhex(receipt)
-    WHERE typeof(receipt) = 'text' AND length(receipt) = 64 AND receipt NOT GLOB '*[^0-9a-f]*';
-"#;
+"#,
+    hex_to_bytes!()
+);
 
 #[cfg(test)]
 mod tests {
