@@ -174,11 +174,7 @@ fn seed_brain(path: &Path, size: usize, words: &[String]) -> Duration {
                     ));
                     let prepared = prepare(&request, Some(PROJECT.to_string()), now, None)
                         .expect("seeded text is valid");
-                    tx.insert_memory(
-                        &prepared.memory,
-                        prepared.title_norm.as_deref(),
-                        &prepared.signature,
-                    )?;
+                    tx.insert_memory(&prepared.memory, prepared.title_norm.as_deref())?;
                 }
                 Ok::<_, cairn_store::StoreError>(())
             })

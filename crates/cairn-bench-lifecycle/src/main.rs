@@ -344,6 +344,16 @@ fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
         })
         .expect("list");
     let live_text: usize = active.iter().map(|m| m.body.len()).sum();
+    // Every record the design keeps (active, archived by merges, superseded): the second
+    // denominator, so a reader sees what the file holds against all the text it must retain.
+    let retained = engine
+        .list(&ListRequest {
+            limit: 0,
+            all_projects: true,
+            ..ListRequest::default()
+        })
+        .expect("list all");
+    let retained_text: usize = retained.iter().map(|m| m.body.len()).sum();
     let items: Vec<(i64, u8, Signature)> = active
         .iter()
         .map(|m| (m.id, 0, signature(&m.body)))
@@ -357,10 +367,13 @@ fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
     let bytes_by_object = bytes_by_object(&path);
     let vacuumed = vacuumed_bytes(&path);
     let ratio = after_repair as f64 / live_text.max(1) as f64;
+    let retained_ratio = after_repair as f64 / retained_text.max(1) as f64;
     eprintln!(
-        "month: {captured} captures, {} active, live text {} KB, file {} KB ({ratio:.2}×), {surviving} duplicate pairs left",
+        "month: {captured} captures, {} active of {} records, live text {} KB, retained text {} KB, file {} KB ({ratio:.2}× live, {retained_ratio:.2}× retained), {surviving} duplicate pairs left",
         active.len(),
+        retained.len(),
         live_text / 1024,
+        retained_text / 1024,
         after_repair / 1024
     );
     dream_ms.sort_by(f64::total_cmp);
@@ -376,6 +389,9 @@ fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
         "file_bytes_before_repair": before_repair,
         "file_bytes": after_repair,
         "file_to_live_text": (ratio * 100.0).round() / 100.0,
+        "retained_records": retained.len(),
+        "retained_text_bytes": retained_text,
+        "file_to_retained_text": (retained_ratio * 100.0).round() / 100.0,
         "target_ratio": 3.0,
         "surviving_duplicate_pairs": surviving,
         "daily_dream_ms_p50": dream_ms[dream_ms.len() / 2].round(),
@@ -493,10 +509,12 @@ fn main() {
     if runs("month") {
         md.push_str(&format!(
             "| month of captures ({} captures, {} exact and {} near repeats), daily dream + accept: file / live text (active records' bodies, {} bytes) | {}× | ≤ 3× |\n\
+             | the same file / bodies of all retained records ({} records: active, archived, superseded; {} bytes) | {}× | — |\n\
              | near-duplicate pairs (≥ 0.7) surviving among active records | {} | 0 |\n\
              | (for reference) the same brain after a full `VACUUM`: file / live text | {}× | — |\n",
             month["captures"], month["exact_repeats"], month["near_repeats"], month["live_text_bytes"],
-            month["file_to_live_text"], month["surviving_duplicate_pairs"], month["file_vacuumed_to_live_text"]
+            month["file_to_live_text"], month["retained_records"], month["retained_text_bytes"],
+            month["file_to_retained_text"], month["surviving_duplicate_pairs"], month["file_vacuumed_to_live_text"]
         ));
     }
     md.push('\n');

@@ -183,13 +183,57 @@ fn recall_batch_answers_each_line_in_order() {
 }
 
 #[test]
+fn doctor_repair_vacuums_when_space_was_freed_inside_pages() {
+    let brain = Brain::new();
+    brain.remember("fact", None, "Space freed inside pages is not a free page.");
+    let status = std::process::Command::new("sqlite3")
+        .arg(&brain.db)
+        .arg("INSERT INTO meta (key, value) VALUES ('vacuum_due', 'a test freed space');")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Not a defect: doctor stays ok and says what --repair would do.
+    let report = brain.json(&["doctor"], 0);
+    assert_eq!(report["ok"], true);
+    let pages = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "free pages")
+        .unwrap()
+        .clone();
+    assert!(
+        pages["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a test freed space"),
+        "{pages}"
+    );
+    let repaired = brain.json(&["doctor", "--repair"], 0);
+    assert!(
+        repaired["repaired"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with("VACUUM")),
+        "{repaired}"
+    );
+    let again = brain.json(&["doctor", "--repair"], 0);
+    assert!(again["repaired"].as_array().unwrap().is_empty(), "{again}");
+}
+
+#[test]
 fn doctor_reports_ok_and_repair_is_idempotent() {
     let brain = Brain::new();
     brain.remember("fact", None, "Doctor checks the index.");
     let report = brain.json(&["doctor"], 0);
     assert_eq!(report["ok"], true);
     // break the derived index behind cairn's back, then repair twice
-    let status = std::process::Command::new("sqlite3").arg(&brain.db).arg("UPDATE memories SET minhash = NULL; INSERT INTO memories_fts(memories_fts) VALUES('delete-all');").status().unwrap();
+    let status = std::process::Command::new("sqlite3")
+        .arg(&brain.db)
+        .arg("INSERT INTO memories_fts(memories_fts) VALUES('delete-all');")
+        .status()
+        .unwrap();
     assert!(status.success());
     let broken = brain.json(&["doctor"], 1);
     assert_eq!(broken["ok"], false);

@@ -337,14 +337,7 @@ impl Engine {
                         .title
                         .as_deref()
                         .map(cairn_core::text::normalize_title);
-                    tx.update_memory(
-                        &memory,
-                        norm.as_deref(),
-                        &cairn_core::minhash::signature(&memory.body),
-                        &previous,
-                        "import-link",
-                        "import",
-                    )?;
+                    tx.update_memory(&memory, norm.as_deref(), &previous, "import-link", "import")?;
                 }
             }
             let (graph_lines, events): (Vec<&Value>, Vec<&Value>) = pending_events
@@ -519,7 +512,6 @@ struct StagedMemory {
     line: MemoryLine,
     memory: Memory,
     title_norm: Option<String>,
-    signature: cairn_core::minhash::Signature,
     redacted: Vec<String>,
 }
 
@@ -644,7 +636,6 @@ fn stage_memory(
         line,
         memory,
         title_norm: prepared.title_norm,
-        signature: prepared.signature,
         redacted: prepared.redacted,
     })
 }
@@ -662,7 +653,6 @@ fn import_memory(
         line,
         mut memory,
         title_norm,
-        signature,
         redacted,
     } = staged;
     let reader = tx.reader();
@@ -695,14 +685,7 @@ fn import_memory(
         updated.summary = memory.summary.clone();
         updated.tags = memory.tags.clone();
         updated.updated_at = format_ts(now);
-        tx.update_memory(
-            &updated,
-            title_norm.as_deref(),
-            &signature,
-            &existing,
-            "import",
-            actor,
-        )?;
+        tx.update_memory(&updated, title_norm.as_deref(), &existing, "import", actor)?;
         log_event(
             tx,
             "update",
@@ -741,7 +724,7 @@ fn import_memory(
     memory.id = if keep_id { wanted_id.unwrap_or(0) } else { 0 };
     memory.supersedes = line.supersedes;
     memory.superseded_by = line.superseded_by;
-    let new_id = tx.insert_memory(&memory, title_norm.as_deref(), &signature)?;
+    let new_id = tx.insert_memory(&memory, title_norm.as_deref())?;
     if let Some(old_id) = wanted_id {
         id_map.insert(old_id, new_id);
     }

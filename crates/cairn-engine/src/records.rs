@@ -4,7 +4,6 @@
 use crate::remember::{clean_tags, log_event};
 use crate::{Engine, EngineError, Result};
 use cairn_core::memory::Memory;
-use cairn_core::minhash;
 use cairn_core::record::{Confidence, MemoryType, Status};
 use cairn_core::time::{format_ts, parse_time_ahead};
 use cairn_core::{secrets, text};
@@ -153,14 +152,7 @@ impl Engine {
                 }
                 updated.updated_at = now.clone();
                 let norm = updated.title.as_deref().map(text::normalize_title);
-                tx.update_memory(
-                    &updated,
-                    norm.as_deref(),
-                    &minhash::signature(&updated.body),
-                    &previous,
-                    "update",
-                    &actor,
-                )?;
+                tx.update_memory(&updated, norm.as_deref(), &previous, "update", &actor)?;
                 log_event(
                     tx,
                     "update",
@@ -214,7 +206,7 @@ impl Engine {
                     unlinked.supersedes = None;
                     unlinked.updated_at = now.clone();
                     let norm = unlinked.title.as_deref().map(text::normalize_title);
-                    tx.update_memory(&unlinked, norm.as_deref(), &minhash::signature(&unlinked.body), &successor, "unlink", &actor)?;
+                    tx.update_memory(&unlinked, norm.as_deref(), &successor, "unlink", &actor)?;
                 }
                 tx.delete_memory(&previous, &now, &actor)?;
                 crate::graph::write::unlink_record(tx, id, &now, &actor)?;
@@ -230,7 +222,7 @@ impl Engine {
             archived.retired_at = Some(now.clone());
             archived.updated_at = now.clone();
             let norm = archived.title.as_deref().map(text::normalize_title);
-            tx.update_memory(&archived, norm.as_deref(), &minhash::signature(&archived.body), &previous, "forget", &actor)?;
+            tx.update_memory(&archived, norm.as_deref(), &previous, "forget", &actor)?;
             tx.resolve_conflicts(id, &now)?;
             log_event(tx, "forget", &archived, &now, json!({"previous_status": previous.status.as_str()}))?;
             Ok(archived)
@@ -261,14 +253,7 @@ impl Engine {
             // Bringing a record back is an access: decay must not archive it again at once.
             restored.last_accessed_at = Some(now.clone());
             let norm = restored.title.as_deref().map(text::normalize_title);
-            tx.update_memory(
-                &restored,
-                norm.as_deref(),
-                &minhash::signature(&restored.body),
-                &previous,
-                "restore",
-                &actor,
-            )?;
+            tx.update_memory(&restored, norm.as_deref(), &previous, "restore", &actor)?;
             log_event(tx, "restore", &restored, &now, json!({}))?;
             Ok(restored)
         })
@@ -297,14 +282,7 @@ impl Engine {
             // A re-check is an access: decay's clock starts again (DESIGN §8).
             verified.last_accessed_at = Some(now.clone());
             let norm = verified.title.as_deref().map(text::normalize_title);
-            tx.update_memory(
-                &verified,
-                norm.as_deref(),
-                &minhash::signature(&verified.body),
-                &previous,
-                "verify",
-                &actor,
-            )?;
+            tx.update_memory(&verified, norm.as_deref(), &previous, "verify", &actor)?;
             log_event(tx, "verify", &verified, &now, json!({"source": source}))?;
             Ok(verified)
         })

@@ -480,7 +480,6 @@ pub(crate) fn remember_in(
             existing,
             memory,
             &title_norm,
-            &signature,
             now,
             actor,
             outcome_for(&redacted, &warnings),
@@ -499,7 +498,6 @@ pub(crate) fn remember_in(
             existing,
             memory,
             &title_norm,
-            &signature,
             now,
             actor,
             outcome_for(&redacted, &warnings),
@@ -523,6 +521,26 @@ pub(crate) fn remember_in(
             format!(
                 "already stored as #{} (same text); nothing changed",
                 existing.id
+            ),
+            warnings,
+        ));
+    }
+
+    // Step 3b: a capture repeating the exact text of a record a dream merged away → NOOP on
+    // the record it was merged into (T2: one row per content hash and scope; the archived one
+    // keeps the wording, `cairn restore` brings it back).
+    if request.capture
+        && memory.external_id.is_none()
+        && let Some(survivor) = merged_survivor(&reader, &memory.content_hash, &partition)?
+    {
+        tx.touch(&[survivor.id], &now_text)?;
+        return Ok(outcome(
+            RememberStatus::Noop,
+            Some(survivor.id),
+            Some(survivor.id),
+            format!(
+                "already captured: the same text was merged into #{}; nothing changed",
+                survivor.id
             ),
             warnings,
         ));
@@ -561,7 +579,6 @@ pub(crate) fn remember_in(
                         existing,
                         merged,
                         &title_norm,
-                        &signature,
                         now,
                         actor,
                         outcome_for(&redacted, &warnings),
@@ -609,7 +626,7 @@ pub(crate) fn remember_in(
     };
 
     // Steps 6–9: insert, retire the superseded record, log.
-    let id = tx.insert_memory(&memory, title_norm.as_deref(), &signature)?;
+    let id = tx.insert_memory(&memory, title_norm.as_deref())?;
     memory.id = id;
     if let Some(old) = superseded {
         let mut retired = old.clone();
@@ -619,16 +636,8 @@ pub(crate) fn remember_in(
             retired.retired_at = Some(now_text.clone());
         }
         retired.updated_at = now_text.clone();
-        let old_signature = minhash::signature(&old.body);
         let old_norm = old.title.as_deref().map(text::normalize_title);
-        tx.update_memory(
-            &retired,
-            old_norm.as_deref(),
-            &old_signature,
-            &old,
-            "supersede",
-            actor,
-        )?;
+        tx.update_memory(&retired, old_norm.as_deref(), &old, "supersede", actor)?;
         tx.resolve_conflicts(old.id, &now_text)?;
     }
     for (other, reason) in &conflicts {
@@ -713,7 +722,6 @@ fn update_existing(
     existing: Memory,
     incoming: Memory,
     title_norm: &Option<String>,
-    signature: &Signature,
     now: DateTime<Utc>,
     actor: &str,
     base: OutcomeBase,
@@ -759,14 +767,7 @@ fn update_existing(
         .as_deref()
         .map(text::normalize_title)
         .or(title_norm.clone());
-    tx.update_memory(
-        &updated,
-        norm.as_deref(),
-        signature,
-        &existing,
-        "update",
-        actor,
-    )?;
+    tx.update_memory(&updated, norm.as_deref(), &existing, "update", actor)?;
     let receipt = log_event(
         tx,
         "update",
@@ -898,6 +899,35 @@ fn find_contradictions(
         }
     }
     Ok(found)
+}
+
+/// The active record that an archived record with this content hash (same partition) was
+/// merged into, following merges of merges.
+fn merged_survivor(
+    reader: &cairn_store::Reader<'_>,
+    content_hash: &str,
+    partition: &cairn_core::memory::Partition,
+) -> Result<Option<Memory>> {
+    const MAX_HOPS: usize = 32;
+    for archived in reader.find_by_hash_any_status(content_hash)? {
+        if archived.status != Status::Archived || &archived.partition() != partition {
+            continue;
+        }
+        let mut id = archived.id;
+        for _ in 0..MAX_HOPS {
+            let Some(next) = reader.merged_into(id)? else {
+                break;
+            };
+            match reader.get(next)? {
+                Some(survivor) if survivor.status == Status::Active => {
+                    return Ok((&survivor.partition() == partition).then_some(survivor));
+                }
+                Some(survivor) if survivor.status == Status::Archived => id = survivor.id,
+                _ => break,
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Appends an event for `memory` and returns its receipt.

@@ -434,25 +434,17 @@ impl Reader<'_> {
         let (marks, mut values) = in_list(projects, 2);
         values.insert(0, from_id.unwrap_or(0).to_string());
         let sql = format!(
-            "SELECT * FROM (SELECT id, at, op, memory_id, project, detail, receipt FROM events \
+            "SELECT * FROM (SELECT {} FROM events \
              WHERE project IN ({marks}) AND id >= CAST(?1 AS INTEGER) ORDER BY id DESC LIMIT {}) ORDER BY id",
+            crate::records::EVENT_COLUMNS,
             limit.max(1)
         );
         let mut statement = self.conn.prepare_cached(&sql).map_err(self.agent_map())?;
         let rows = statement
-            .query_map(rusqlite::params_from_iter(values), |row| {
-                let detail: String = row.get(5)?;
-                Ok(crate::EventRow {
-                    id: row.get(0)?,
-                    at: row.get(1)?,
-                    op: row.get(2)?,
-                    memory_id: row.get(3)?,
-                    project: project_of(row.get(4)?),
-                    detail: serde_json::from_str(&detail)
-                        .unwrap_or(serde_json::Value::String(detail)),
-                    receipt: row.get(6)?,
-                })
-            })
+            .query_map(
+                rusqlite::params_from_iter(values),
+                crate::records::event_from_row,
+            )
             .map_err(self.agent_map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.agent_map())

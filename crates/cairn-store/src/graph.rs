@@ -767,7 +767,8 @@ impl Reader<'_> {
     /// their content hashes, in id order.
     pub fn cluster_candidates(&self, project: &str) -> Result<Vec<(i64, String)>> {
         self.collect(
-            "SELECT id, content_hash FROM memories m WHERE status = 'active' AND (project = ?1 OR project = '') \
+            "SELECT id, CASE WHEN typeof(content_hash) = 'blob' THEN lower(hex(content_hash)) ELSE content_hash END \
+             FROM memories m WHERE status = 'active' AND (project = ?1 OR project = '') \
              AND NOT EXISTS (SELECT 1 FROM generated_records g WHERE g.memory_id = m.id) ORDER BY id",
             [project],
             |row| Ok((row.get(0)?, row.get(1)?)),

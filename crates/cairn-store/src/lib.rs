@@ -8,6 +8,7 @@
 mod agent;
 mod error;
 mod graph;
+mod history;
 mod lifecycle;
 mod records;
 mod schema;
@@ -377,6 +378,149 @@ fn tracing_free_warning(message: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::params;
+
+    /// Issue 6's schema v8 on a v7 brain with data: signatures dropped, hashes and receipts
+    /// turned into bytes; everything a reader sees is what it saw before, and new versions of
+    /// a record with full (v7) history walk back through both forms.
+    #[test]
+    fn migrating_a_v7_brain_to_v8_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("brain.db");
+        let hash = |n: u8| hex::encode([n; 32]);
+        let snapshot = serde_json::json!({
+            "id": 2, "project": "p", "scope": "global", "type": "episode", "title": null,
+            "body": "the second body", "summary": null, "tags": [], "importance": 3,
+            "confidence": "reported", "trust": "captured", "trust_zone": "private_self",
+            "sensitivity": "normal", "source": null, "commit": null, "review_at": null,
+            "expires_at": null, "pinned": false, "status": "active", "supersedes": null,
+            "superseded_by": null, "external_id": null, "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z", "last_accessed_at": null,
+            "valid_from": "2026-01-01T00:00:00Z", "use_count": 0, "content_hash": hash(2)
+        });
+        let events = [
+            (
+                1,
+                "remember",
+                serde_json::json!({"op": "remember", "id": 1, "at": "2026-01-01T00:00:00Z", "content_hash": hash(1), "status": "active", "extra": {"conflicts": []}}),
+                hash(9),
+            ),
+            (
+                2,
+                "merge",
+                serde_json::json!({"op": "merge", "id": 2, "at": "2026-01-02T00:00:00Z", "content_hash": hash(2), "status": "archived", "extra": {"merged_into": 1, "similarity": 0.7578125}}),
+                "not-a-hex-receipt".to_string(),
+            ),
+        ];
+        {
+            let conn = Connection::open(&path).unwrap();
+            for (version, migration) in schema::MIGRATIONS.iter().enumerate().take(7) {
+                conn.execute_batch(migration).unwrap();
+                conn.execute_batch(&format!("PRAGMA user_version = {}", version + 1))
+                    .unwrap();
+            }
+            for (id, status, body) in [
+                (1, "active", "the first body"),
+                (2, "archived", "the second body"),
+            ] {
+                conn.execute(
+                    "INSERT INTO memories (id, project, type, body, confidence, trust, trust_zone, sensitivity, status, \
+                     created_at, updated_at, valid_from, content_hash, minhash, retired_at) \
+                     VALUES (?1, 'p', 'episode', ?2, 'reported', 'captured', 'private_self', 'normal', ?3, \
+                     '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', ?4, ?5, ?6)",
+                    params![id, body, status, hash(id as u8), vec![7u8; 512], (status == "archived").then_some("2026-01-02T00:00:00Z")],
+                )
+                .unwrap();
+                conn.execute(
+                    "INSERT INTO memories_fts (rowid, title, summary, tags, body) VALUES (?1, NULL, NULL, '', ?2)",
+                    params![id, body],
+                )
+                .unwrap();
+            }
+            conn.execute(
+                "INSERT INTO history (memory_id, version, at, op, actor, snapshot) VALUES (2, 1, '2026-01-02T00:00:00Z', 'merge', 'me', ?1)",
+                [snapshot.to_string()],
+            )
+            .unwrap();
+            for (memory_id, op, detail, receipt) in &events {
+                conn.execute(
+                    "INSERT INTO events (at, op, memory_id, project, detail, receipt) VALUES (?1, ?2, ?3, 'p', ?4, ?5)",
+                    params![detail["at"].as_str().unwrap(), op, memory_id, detail.to_string(), receipt],
+                )
+                .unwrap();
+            }
+        }
+
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), 8);
+        let reader = store.reader();
+        assert_eq!(reader.get(1).unwrap().unwrap().content_hash, hash(1));
+        let archived = reader.get(2).unwrap().unwrap();
+        assert_eq!(archived.content_hash, hash(2));
+        assert_eq!(reader.find_by_hash_any_status(&hash(2)).unwrap()[0].id, 2);
+        assert_eq!(reader.merged_into(2).unwrap(), Some(1));
+        let history = reader.history(2).unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0].snapshot, snapshot);
+        let stored: Vec<(serde_json::Value, String)> = reader
+            .events(None, 0)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.detail, e.receipt))
+            .collect();
+        let expected: Vec<(serde_json::Value, String)> = events
+            .iter()
+            .map(|(_, _, d, r)| (d.clone(), r.clone()))
+            .collect();
+        assert_eq!(stored, expected);
+        assert!(reader.meta("vacuum_due").unwrap().is_some());
+        let found: i64 = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'second'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, 1);
+
+        // A change after the migration is a delta; the walk crosses into the v7 snapshot.
+        let mut restored = archived.clone();
+        restored.status = cairn_core::record::Status::Active;
+        restored.retired_at = None;
+        restored.updated_at = "2026-01-03T00:00:00Z".into();
+        store
+            .write(|tx| {
+                tx.touch(&[2], "2026-01-04T00:00:00Z")?;
+                let current = tx.reader().get(2)?.unwrap();
+                tx.update_memory(&restored, None, &current, "restore", "me")?;
+                tx.touch(&[2], "2026-01-05T00:00:00Z")?;
+                tx.append_event(
+                    &crate::NewEvent {
+                        at: "2026-01-03T00:00:00Z",
+                        op: "restore",
+                        memory_id: Some(2),
+                        project: Some("p"),
+                        detail: &serde_json::json!({"op": "restore", "id": 2, "at": "2026-01-03T00:00:00Z", "status": "active", "content_hash": hash(2)}),
+                    },
+                    &hash(8),
+                )
+            })
+            .unwrap();
+        let history = store.reader().history(2).unwrap();
+        assert_eq!(history.len(), 2);
+        assert_eq!(history[0].snapshot, snapshot);
+        let mut before_restore = serde_json::to_value(&archived).unwrap();
+        before_restore["use_count"] = 1.into();
+        before_restore["last_accessed_at"] = "2026-01-04T00:00:00Z".into();
+        assert_eq!(history[1].snapshot, before_restore);
+        let last = store.reader().events(Some(2), 1).unwrap().pop().unwrap();
+        assert_eq!(last.detail["id"], 2);
+        assert_eq!(last.detail["op"], "restore");
+        assert_eq!(last.detail["content_hash"], hash(2));
+        assert_eq!(last.detail.as_object().unwrap().len(), 5);
+        assert_eq!(last.receipt, hash(8));
+    }
 
     /// Short processes that each write a little never checkpoint on close; the log must still
     /// stay bounded (a write past `WAL_TRUNCATE_BYTES` truncates it) and lose nothing.

@@ -61,6 +61,7 @@ pub struct LifecycleRow {
     pub last_accessed_at: Option<String>,
     pub expires_at: Option<String>,
     pub body_bytes: usize,
+    /// The body's MinHash signature, when asked for (`lifecycle_rows(true)`).
     pub signature: Option<Signature>,
     pub generated: bool,
 }
@@ -335,22 +336,23 @@ impl Reader<'_> {
             .map_err(self.lifecycle_map())
     }
 
-    /// Every active record, light (no body), in id order.
-    pub fn lifecycle_rows(&self) -> Result<Vec<LifecycleRow>> {
+    /// Every active record, light (no body), in id order; with `signatures`, each with the
+    /// MinHash signature of its body (computed here: signatures are not stored since schema v8).
+    pub fn lifecycle_rows(&self, signatures: bool) -> Result<Vec<LifecycleRow>> {
         let mut statement = self
             .conn
             .prepare(
                 "SELECT m.id, m.project, m.scope, m.trust_zone, m.sensitivity, m.type, m.title, m.pinned, m.importance, \
                  m.confidence, m.created_at, m.updated_at, m.last_accessed_at, m.expires_at, length(CAST(m.body AS BLOB)), \
-                 m.minhash, EXISTS (SELECT 1 FROM generated_records g WHERE g.memory_id = m.id), substr(m.body, 1, 80), \
+                 CASE WHEN ?1 THEN m.body END, EXISTS (SELECT 1 FROM generated_records g WHERE g.memory_id = m.id), substr(m.body, 1, 80), \
                  (SELECT COALESCE(MAX(h.version), 0) FROM history h WHERE h.memory_id = m.id) \
                  FROM memories m WHERE m.status = 'active' ORDER BY m.id",
             )
             .map_err(self.lifecycle_map())?;
         let rows = statement
-            .query_map([], |row| {
+            .query_map([signatures], |row| {
                 let project: String = row.get(1)?;
-                let signature: Option<Vec<u8>> = row.get(15)?;
+                let body: Option<String> = row.get(15)?;
                 Ok(LifecycleRow {
                     id: row.get(0)?,
                     project: (!project.is_empty()).then_some(project),
@@ -367,7 +369,7 @@ impl Reader<'_> {
                     last_accessed_at: row.get(12)?,
                     expires_at: row.get(13)?,
                     body_bytes: row.get::<_, i64>(14)?.max(0) as usize,
-                    signature: signature.as_deref().and_then(Signature::from_bytes),
+                    signature: body.as_deref().map(cairn_core::minhash::signature),
                     generated: row.get(16)?,
                     opening: row.get(17)?,
                     version: row.get(18)?,
@@ -573,6 +575,10 @@ impl Store {
             [],
         )
         .map_err(|e| StoreError::from_sqlite(e, target))?;
+        // Rows copied from an older brain carry hex hashes and receipts: store them as the
+        // current schema does, so the content-hash lookups (exact duplicates) find them.
+        conn.execute_batch(crate::schema::HEX_TO_BYTES)
+            .map_err(|e| StoreError::from_sqlite(e, target))?;
         Ok(report)
     }
 }

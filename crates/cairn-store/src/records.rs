@@ -1,7 +1,7 @@
 //! Records, history, events, conflicts and declared scopes: plain reads and writes, no policy.
 //! The write path's rules (dedup, supersession, stamping) live in the engine.
 
-use crate::{Reader, Result, StoreError, WriteTx};
+use crate::{Reader, Result, StoreError, WriteTx, history};
 use cairn_core::memory::Memory;
 use cairn_core::minhash::Signature;
 use rusqlite::{OptionalExtension, Row, params};
@@ -10,7 +10,7 @@ use serde::Serialize;
 const MEMORY_COLUMNS: &str = "id, project, scope, type, title, body, summary, tags, importance, confidence, trust, \
      trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, status, supersedes, \
      superseded_by, external_id, created_at, updated_at, last_accessed_at, valid_from, use_count, \
-     content_hash, retired_at";
+     CASE WHEN typeof(content_hash) = 'blob' THEN lower(hex(content_hash)) ELSE content_hash END, retired_at";
 
 fn parse_column<T: std::str::FromStr>(row: &Row<'_>, index: usize) -> rusqlite::Result<T>
 where
@@ -20,6 +20,104 @@ where
     text.parse::<T>().map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
     })
+}
+
+/// `packed` bits: which of the event's own columns were left out of its stored detail.
+const PACKED_OP: i64 = 1;
+const PACKED_AT: i64 = 2;
+const PACKED_ID: i64 = 4;
+/// The detail's `content_hash` (lowercase hex SHA-256) is in the `content_hash` column, as bytes.
+const PACKED_HASH: i64 = 8;
+
+/// The event columns `event_from_row` reads; the receipt as hex whichever way it is stored.
+pub(crate) const EVENT_COLUMNS: &str = "id, at, op, memory_id, project, detail, \
+     CASE WHEN typeof(receipt) = 'blob' THEN lower(hex(receipt)) ELSE receipt END, packed, lower(hex(content_hash))";
+
+/// The detail without the keys equal to the event's columns, which were left out, and the
+/// content hash moved to its column.
+fn pack_detail(event: &NewEvent<'_>) -> (serde_json::Value, i64, Option<Vec<u8>>) {
+    let mut detail = event.detail.clone();
+    let mut packed = 0;
+    let mut content_hash = None;
+    if let Some(fields) = detail.as_object_mut() {
+        if let Some(serde_json::Value::String(hash)) = fields.get("content_hash")
+            && let rusqlite::types::Value::Blob(bytes) = sha256_value(hash)
+        {
+            content_hash = Some(bytes);
+            fields.remove("content_hash");
+            packed |= PACKED_HASH;
+        }
+        let mut strip = |key: &str, column: serde_json::Value, bit: i64| {
+            if fields.get(key) == Some(&column) {
+                fields.remove(key);
+                packed |= bit;
+            }
+        };
+        strip("op", event.op.into(), PACKED_OP);
+        strip("at", event.at.into(), PACKED_AT);
+        if let Some(id) = event.memory_id {
+            strip("id", id.into(), PACKED_ID);
+        }
+    }
+    (detail, packed, content_hash)
+}
+
+/// A SHA-256 (a receipt, a content hash) as stored since schema v8: the 32 bytes of a
+/// lowercase hex digest, anything else (an imported value of another form) as its text.
+/// Readers turn a blob back into lowercase hex, so the round trip is exact.
+pub(crate) fn sha256_value(hash: &str) -> rusqlite::types::Value {
+    let is_lower_hex = hash.len() == 64
+        && hash
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    match hex::decode(hash) {
+        Ok(bytes) if is_lower_hex => rusqlite::types::Value::Blob(bytes),
+        _ => rusqlite::types::Value::Text(hash.to_string()),
+    }
+}
+
+/// An event row read with [`EVENT_COLUMNS`], its detail whole again.
+pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<EventRow> {
+    let project: String = row.get(4)?;
+    let detail: String = row.get(5)?;
+    let packed: i64 = row.get(7)?;
+    let content_hash: Option<String> = row.get(8)?;
+    let at: String = row.get(1)?;
+    let op: String = row.get(2)?;
+    let memory_id: Option<i64> = row.get(3)?;
+    let mut detail = serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail));
+    if let Some(fields) = detail.as_object_mut() {
+        if packed & PACKED_OP != 0 {
+            fields.insert("op".into(), op.clone().into());
+        }
+        if packed & PACKED_AT != 0 {
+            fields.insert("at".into(), at.clone().into());
+        }
+        if packed & PACKED_ID != 0
+            && let Some(id) = memory_id
+        {
+            fields.insert("id".into(), id.into());
+        }
+        if packed & PACKED_HASH != 0
+            && let Some(hash) = content_hash
+        {
+            fields.insert("content_hash".into(), hash.into());
+        }
+    }
+    Ok(EventRow {
+        id: row.get(0)?,
+        at,
+        op,
+        memory_id,
+        project: (!project.is_empty()).then_some(project),
+        detail,
+        receipt: row.get(6)?,
+    })
+}
+
+/// A record as the JSON object history stores and hands out.
+fn record_json(memory: &Memory) -> serde_json::Value {
+    serde_json::to_value(memory).expect("a record always serializes")
 }
 
 fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
@@ -122,14 +220,6 @@ pub struct Stats {
     pub body_bytes: i64,
 }
 
-/// The signature as stored: only an active record keeps one (512 bytes, more than a typical
-/// captured body). Near-duplicate checks (the write path, dream's merge and forget phases) only
-/// ever compare active records; a record becomes active again only through a write that passes
-/// its signature (`restore`, `update`), which stores it anew.
-fn stored_signature(memory: &Memory, signature: &Signature) -> Option<Vec<u8>> {
-    (memory.status == cairn_core::record::Status::Active).then(|| signature.to_bytes())
-}
-
 impl WriteTx<'_> {
     fn map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         move |e| StoreError::from_sqlite(e, self.path)
@@ -137,12 +227,7 @@ impl WriteTx<'_> {
 
     /// Inserts a record (its `id` is used when positive and free, else a new one is assigned)
     /// and returns the id.
-    pub fn insert_memory(
-        &self,
-        memory: &Memory,
-        title_norm: Option<&str>,
-        signature: &Signature,
-    ) -> Result<i64> {
+    pub fn insert_memory(&self, memory: &Memory, title_norm: Option<&str>) -> Result<i64> {
         let explicit_id = (memory.id > 0).then_some(memory.id);
         let tags = memory.tags.join(" ");
         self.tx
@@ -150,9 +235,9 @@ impl WriteTx<'_> {
                 "INSERT INTO memories (id, project, scope, type, title, title_norm, body, summary, tags, importance, \
                  confidence, trust, trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, \
                  status, supersedes, superseded_by, external_id, created_at, updated_at, last_accessed_at, \
-                 valid_from, use_count, content_hash, minhash, retired_at) \
+                 valid_from, use_count, content_hash, retired_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
+                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
             )
             .and_then(|mut statement| {
                 statement.execute(params![
@@ -184,8 +269,7 @@ impl WriteTx<'_> {
                     memory.last_accessed_at,
                     memory.valid_from,
                     memory.use_count,
-                    memory.content_hash,
-                    stored_signature(memory, signature),
+                    sha256_value(&memory.content_hash),
                     memory.retired_at,
                 ])
             })
@@ -209,12 +293,10 @@ impl WriteTx<'_> {
         &self,
         memory: &Memory,
         title_norm: Option<&str>,
-        signature: &Signature,
         previous: &Memory,
         op: &str,
         actor: &str,
     ) -> Result<()> {
-        self.append_history(previous, &memory.updated_at, op, actor)?;
         self.tx
             .prepare_cached(
                 "UPDATE memories SET project = ?2, scope = ?3, type = ?4, title = ?5, title_norm = ?6, body = ?7, \
@@ -222,7 +304,7 @@ impl WriteTx<'_> {
                  sensitivity = ?14, source = ?15, commit_rev = ?16, review_at = ?17, expires_at = ?18, pinned = ?19, \
                  status = ?20, supersedes = ?21, superseded_by = ?22, external_id = ?23, created_at = ?24, \
                  updated_at = ?25, last_accessed_at = ?26, valid_from = ?27, use_count = ?28, content_hash = ?29, \
-                 minhash = ?30, retired_at = ?31 WHERE id = ?1",
+                 retired_at = ?30 WHERE id = ?1",
             )
             .and_then(|mut statement| {
                 statement.execute(params![
@@ -254,23 +336,45 @@ impl WriteTx<'_> {
                     memory.last_accessed_at,
                     memory.valid_from,
                     memory.use_count,
-                    memory.content_hash,
-                    stored_signature(memory, signature),
+                    sha256_value(&memory.content_hash),
                     memory.retired_at,
                 ])
             })
             .map_err(self.map())?;
-        Ok(())
+        // The version is the reverse delta against the row as stored now (read back, so the
+        // walk in `Reader::history` starts from exactly what a later read sees).
+        match self.reader().get(memory.id)? {
+            Some(written) => {
+                let delta = history::reverse_delta(&record_json(previous), &record_json(&written));
+                self.append_history(previous.id, &delta, true, &memory.updated_at, op, actor)
+            }
+            None => self.append_history(
+                previous.id,
+                &record_json(previous),
+                false,
+                &memory.updated_at,
+                op,
+                actor,
+            ),
+        }
     }
 
-    fn append_history(&self, previous: &Memory, at: &str, op: &str, actor: &str) -> Result<()> {
-        let snapshot = serde_json::to_string(previous).expect("a record always serializes");
+    fn append_history(
+        &self,
+        memory_id: i64,
+        snapshot: &serde_json::Value,
+        is_delta: bool,
+        at: &str,
+        op: &str,
+        actor: &str,
+    ) -> Result<()> {
+        let snapshot = cairn_core::receipt::canonical_json(snapshot);
         self.tx
             .prepare_cached(
-                "INSERT INTO history (memory_id, version, at, op, actor, snapshot) \
-                 VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM history WHERE memory_id = ?1), ?2, ?3, ?4, ?5)",
+                "INSERT INTO history (memory_id, version, at, op, actor, snapshot, delta) \
+                 VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM history WHERE memory_id = ?1), ?2, ?3, ?4, ?5, ?6)",
             )
-            .and_then(|mut s| s.execute(params![previous.id, at, op, actor, snapshot]))
+            .and_then(|mut s| s.execute(params![memory_id, at, op, actor, snapshot, is_delta]))
             .map_err(self.map())?;
         Ok(())
     }
@@ -289,22 +393,45 @@ impl WriteTx<'_> {
 
     /// Deletes a record for good, with its history kept as the last word (`forget --hard`).
     pub fn delete_memory(&self, previous: &Memory, at: &str, actor: &str) -> Result<()> {
-        self.append_history(previous, at, "delete", actor)?;
+        // A full snapshot: with no row left, the deltas before it walk back from this one.
+        self.append_history(
+            previous.id,
+            &record_json(previous),
+            false,
+            at,
+            "delete",
+            actor,
+        )?;
         self.tx
             .execute("DELETE FROM memories WHERE id = ?1", [previous.id])
             .map_err(self.map())?;
         Ok(())
     }
 
-    /// Appends an event and returns its id.
+    /// Appends an event and returns its id. The detail is stored without the keys its own
+    /// columns already hold (`op`, `at`, and `id` when it is the record's id: `packed` says
+    /// which), its `content_hash` in a column as 32 bytes, and a hex SHA-256 receipt as its 32 bytes; `EventRow` gives both back as they
+    /// were, so the receipt still checks against the canonical JSON of the detail.
     pub fn append_event(&self, event: &NewEvent<'_>, receipt: &str) -> Result<i64> {
-        let detail = cairn_core::receipt::canonical_json(event.detail);
+        let (detail, packed, content_hash) = pack_detail(event);
+        let detail = cairn_core::receipt::canonical_json(&detail);
+        let receipt = sha256_value(receipt);
         self.tx
             .prepare_cached(
-                "INSERT INTO events (at, op, memory_id, project, detail, receipt) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO events (at, op, memory_id, project, detail, receipt, packed, content_hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .and_then(|mut s| {
-                s.execute(params![event.at, event.op, event.memory_id, event.project.unwrap_or(""), detail, receipt])
+                s.execute(params![
+                    event.at,
+                    event.op,
+                    event.memory_id,
+                    event.project.unwrap_or(""),
+                    detail,
+                    receipt,
+                    packed,
+                    content_hash
+                ])
             })
             .map_err(self.map())?;
         Ok(self.tx.last_insert_rowid())
@@ -363,27 +490,11 @@ impl WriteTx<'_> {
         Ok(())
     }
 
-    /// Rewrites a record's derived columns (signature, normalized title) without touching history.
-    pub fn rewrite_index_rows(
-        &self,
-        memory: &Memory,
-        title_norm: Option<&str>,
-        signature: &Signature,
-    ) -> Result<()> {
-        self.tx
-            .execute(
-                "UPDATE memories SET minhash = ?2, title_norm = ?3 WHERE id = ?1",
-                params![memory.id, stored_signature(memory, signature), title_norm],
-            )
-            .map_err(self.map())?;
-        Ok(())
-    }
-
     /// Restores a history row verbatim (used by lossless import).
     pub fn insert_history_row(&self, memory_id: i64, row: &HistoryRow) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO history (memory_id, version, at, op, actor, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO history (memory_id, version, at, op, actor, snapshot, delta) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
                 params![memory_id, row.version, row.at, row.op, row.actor, row.snapshot.to_string()],
             )
             .map_err(self.map())?;
@@ -464,7 +575,7 @@ impl Reader<'_> {
             ))
             .map_err(self.map())?;
         let rows = statement
-            .query_map([content_hash], memory_from_row)
+            .query_map([sha256_value(content_hash)], memory_from_row)
             .map_err(self.map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.map())
@@ -479,34 +590,46 @@ impl Reader<'_> {
             ))
             .map_err(self.map())?;
         let rows = statement
-            .query_map([content_hash], memory_from_row)
+            .query_map([sha256_value(content_hash)], memory_from_row)
             .map_err(self.map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.map())
     }
 
-    /// Active records among `ids`, each with its stored MinHash signature.
+    /// The record a dream merged `id` into (its latest `merge` event's `merged_into`), if any.
+    pub fn merged_into(&self, id: i64) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached(
+                "SELECT json_extract(detail, '$.extra.merged_into') FROM events \
+                 WHERE memory_id = ?1 AND op = 'merge' ORDER BY id DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row([id], |row| row.get::<_, Option<i64>>(0))
+                    .optional()
+            })
+            .map(Option::flatten)
+            .map_err(self.map())
+    }
+
+    /// Active records among `ids`, each with its MinHash signature, computed from the body
+    /// (signatures are not stored since schema v8: 512 bytes a row, more than a typical
+    /// captured body, against tens of microseconds to compute one).
     pub fn with_signatures(&self, ids: &[i64]) -> Result<Vec<(Memory, Signature)>> {
-        let mut with_signature = self
+        let mut active = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {MEMORY_COLUMNS}, minhash FROM memories WHERE id = ?1 AND status = 'active'"
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?1 AND status = 'active'"
             ))
             .map_err(self.map())?;
         let mut found = Vec::new();
         for id in ids {
-            let row = with_signature
-                .query_row([id], |row| {
-                    let memory = memory_from_row(row)?;
-                    let bytes: Option<Vec<u8>> = row.get(29)?;
-                    Ok((memory, bytes))
-                })
+            if let Some(memory) = active
+                .query_row([id], memory_from_row)
                 .optional()
-                .map_err(self.map())?;
-            if let Some((memory, Some(bytes))) = row
-                && let Some(sig) = Signature::from_bytes(&bytes)
+                .map_err(self.map())?
             {
-                found.push((memory, sig));
+                let signature = cairn_core::minhash::signature(&memory.body);
+                found.push((memory, signature));
             }
         }
         Ok(found)
@@ -570,26 +693,51 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
+    /// Every earlier version of a record, oldest first, each a full snapshot (versions stored
+    /// as reverse deltas are walked back from the current record, see `history.rs`).
     pub fn history(&self, id: i64) -> Result<Vec<HistoryRow>> {
         let mut statement = self
             .conn
-            .prepare_cached("SELECT version, at, op, actor, snapshot FROM history WHERE memory_id = ?1 ORDER BY version")
+            .prepare_cached(
+                "SELECT version, at, op, actor, snapshot, delta FROM history WHERE memory_id = ?1 ORDER BY version",
+            )
             .map_err(self.map())?;
         let rows = statement
             .query_map([id], |row| {
                 let snapshot: String = row.get(4)?;
-                Ok(HistoryRow {
-                    version: row.get(0)?,
-                    at: row.get(1)?,
-                    op: row.get(2)?,
-                    actor: row.get(3)?,
-                    snapshot: serde_json::from_str(&snapshot)
-                        .unwrap_or(serde_json::Value::String(snapshot)),
-                })
+                let is_delta: bool = row.get(5)?;
+                Ok((
+                    HistoryRow {
+                        version: row.get(0)?,
+                        at: row.get(1)?,
+                        op: row.get(2)?,
+                        actor: row.get(3)?,
+                        snapshot: serde_json::Value::Null,
+                    },
+                    history::StoredVersion {
+                        snapshot: serde_json::from_str(&snapshot)
+                            .unwrap_or(serde_json::Value::String(snapshot)),
+                        is_delta,
+                    },
+                ))
             })
             .map_err(self.map())?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(self.map())
+        let (mut rows, stored): (Vec<HistoryRow>, Vec<history::StoredVersion>) = rows
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.map())?
+            .into_iter()
+            .unzip();
+        if stored.iter().any(|version| version.is_delta) {
+            let current = self.get(id)?.map(|memory| record_json(&memory));
+            for (row, snapshot) in rows.iter_mut().zip(history::snapshots(stored, current)) {
+                row.snapshot = snapshot;
+            }
+        } else {
+            for (row, version) in rows.iter_mut().zip(stored) {
+                row.snapshot = version.snapshot;
+            }
+        }
+        Ok(rows)
     }
 
     /// Events, oldest first; `memory_id` narrows to one record; `limit` 0 means all (newest kept).
@@ -600,25 +748,12 @@ impl Reader<'_> {
             String::new()
         };
         let sql = format!(
-            "SELECT * FROM (SELECT id, at, op, memory_id, project, detail, receipt FROM events \
+            "SELECT * FROM (SELECT {EVENT_COLUMNS} FROM events \
              WHERE (?1 IS NULL OR memory_id = ?1) ORDER BY id DESC {limit_sql}) ORDER BY id"
         );
         let mut statement = self.conn.prepare(&sql).map_err(self.map())?;
         let rows = statement
-            .query_map([memory_id], |row| {
-                let project: String = row.get(4)?;
-                let detail: String = row.get(5)?;
-                Ok(EventRow {
-                    id: row.get(0)?,
-                    at: row.get(1)?,
-                    op: row.get(2)?,
-                    memory_id: row.get(3)?,
-                    project: (!project.is_empty()).then_some(project),
-                    detail: serde_json::from_str(&detail)
-                        .unwrap_or(serde_json::Value::String(detail)),
-                    receipt: row.get(6)?,
-                })
-            })
+            .query_map([memory_id], event_from_row)
             .map_err(self.map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.map())
@@ -675,18 +810,6 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
-    pub fn ids_without_signature(&self) -> Result<Vec<i64>> {
-        let mut statement = self
-            .conn
-            .prepare("SELECT id FROM memories WHERE status = 'active' AND (minhash IS NULL OR length(minhash) != 512) ORDER BY id")
-            .map_err(self.map())?;
-        let rows = statement
-            .query_map([], |row| row.get::<_, i64>(0))
-            .map_err(self.map())?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(self.map())
-    }
-
     pub fn meta(&self, key: &str) -> Result<Option<String>> {
         self.conn
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| {
@@ -735,7 +858,7 @@ impl Reader<'_> {
         })
     }
 
-    /// Records against their derived data: FTS rows, MinHash signatures, supersession links.
+    /// Records against their derived data: FTS rows, supersession links.
     pub fn index_gaps(&self) -> Result<IndexGaps> {
         let count = |sql: &str| -> Result<i64> {
             self.conn
@@ -745,9 +868,6 @@ impl Reader<'_> {
         Ok(IndexGaps {
             records: count("SELECT count(*) FROM memories")?,
             fts_rows: count("SELECT count(*) FROM memories_fts_docsize")?,
-            without_signature: count(
-                "SELECT count(*) FROM memories WHERE status = 'active' AND (minhash IS NULL OR length(minhash) != 512)",
-            )?,
             dangling_links: count(
                 "SELECT count(*) FROM memories m WHERE (m.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.supersedes)) \
                  OR (m.superseded_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.superseded_by))",
@@ -761,7 +881,6 @@ impl Reader<'_> {
 pub struct IndexGaps {
     pub records: i64,
     pub fts_rows: i64,
-    pub without_signature: i64,
     pub dangling_links: i64,
 }
 

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -16,6 +16,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_LIFECYCLE,
     MIGRATION_SIGNATURES_OF_ACTIVE,
     MIGRATION_FTS_DIRECT_INSERT,
+    MIGRATION_SIZE,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -390,6 +391,59 @@ BEGIN
 END;
 "#;
 
+/// Lowercase hex SHA-256 values (content hashes, receipts) as their 32 bytes: the second half
+/// of migration v8, also run on rows `recover_brain` copies from an older brain. Only
+/// lowercase hex converts, so reading the bytes back as lowercase hex gives the same text.
+macro_rules! hex_to_bytes {
+    () => {
+        "
+UPDATE memories SET content_hash = unhex(content_hash)
+    WHERE typeof(content_hash) = 'text' AND length(content_hash) = 64 AND content_hash NOT GLOB '*[^0-9a-f]*';
+UPDATE events SET receipt = unhex(receipt)
+    WHERE typeof(receipt) = 'text' AND length(receipt) = 64 AND receipt NOT GLOB '*[^0-9a-f]*';
+"
+    };
+}
+
+/// See [`hex_to_bytes!`].
+pub const HEX_TO_BYTES: &str = hex_to_bytes!();
+
+/// Size (issue 6): a month of daily captures made the file 20× the live text.
+///
+/// * MinHash signatures are no longer stored (512 bytes a row, more than a typical captured
+///   body): the write path computes the few it compares from the candidates' bodies, a dream
+///   computes them all from the snapshot's bodies (seconds at 100,000 records).
+/// * A history version stores only the previous values of the fields its change changed
+///   (`delta = 1`, a reverse delta against the record as that change wrote it) instead of the
+///   whole record; readers still get full snapshots (`history.rs`). Rows written before v8
+///   stay full snapshots (`delta = 0`).
+/// * An event's detail is stored without the keys its columns already hold (`op`, `at`, the
+///   record's `id`: bits 1, 2, 4 of `packed`), its `content_hash` moves to a column of 32
+///   bytes (bit 8), and its receipt as the 32 bytes of the SHA-256
+///   instead of 64 hex characters; readers get both back as they were. Existing receipts are
+///   converted here (only lowercase hex, which converts back byte for byte); existing details
+///   stay as they are (`packed = 0`).
+/// * A record's content hash is stored as its 32 bytes too (in the row and in the
+///   `memories_hash` index); readers get the hex back.
+///
+/// Self-contained and lossless: it drops a derived column, adds columns whose defaults say
+/// "stored the old way", and rewrites hex as bytes that read back as the same hex. The space
+/// it frees inside pages leaves the file with the next `VACUUM` (`vacuum_due` tells `doctor
+/// --repair`).
+const MIGRATION_SIZE: &str = concat!(
+    r#"
+INSERT INTO meta (key, value)
+    SELECT 'vacuum_due', 'schema v8 dropped stored signatures and shortened hashes'
+    WHERE EXISTS (SELECT 1 FROM memories WHERE minhash IS NOT NULL)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+ALTER TABLE memories DROP COLUMN minhash;
+ALTER TABLE history ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN content_hash BLOB;
+"#,
+    hex_to_bytes!()
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,7 +516,7 @@ mod tests {
         let kept = everything_but_signatures(&conn);
         assert_eq!(kept.len(), 3 + 3 + 3 + 3);
 
-        apply(&conn, before_v6, MIGRATIONS.len());
+        apply(&conn, before_v6, 7);
         assert_eq!(everything_but_signatures(&conn), kept);
         let signatures = dump(
             &conn,

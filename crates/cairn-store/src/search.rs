@@ -357,7 +357,7 @@ mod tests {
                     };
                     let status = if next(8) == 0 { "archived" } else { "active" };
                     let m = memory(project, memory_type, &body, status);
-                    tx.insert_memory(&m, None, &cairn_core::minhash::signature(&body))?;
+                    tx.insert_memory(&m, None)?;
                 }
                 Ok::<_, StoreError>(())
             })

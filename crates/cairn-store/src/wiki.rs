@@ -131,7 +131,8 @@ impl Reader<'_> {
         let mut values = vec![month.to_string()];
         let clause = project_clause(projects, &mut values);
         let sql = format!(
-            "SELECT id, at, op, memory_id, receipt FROM events WHERE substr(at, 1, 7) = ?1{clause} ORDER BY id"
+            "SELECT id, at, op, memory_id, CASE WHEN typeof(receipt) = 'blob' THEN lower(hex(receipt)) ELSE receipt END \
+             FROM events WHERE substr(at, 1, 7) = ?1{clause} ORDER BY id"
         );
         let mut statement = self.conn.prepare(&sql).map_err(map)?;
         let rows = statement

@@ -7,7 +7,6 @@ use crate::remember::log_event;
 use crate::{Engine, EngineError, Result};
 use cairn_core::lifecycle::{DecayInput, DecayVerdict, confidence_half_life, decay_verdict};
 use cairn_core::memory::Memory;
-use cairn_core::minhash;
 use cairn_core::record::{Confidence, MemoryType, Status};
 use cairn_core::text;
 use cairn_core::time::format_ts;
@@ -20,6 +19,8 @@ use serde_json::json;
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct DecayChange {
     pub id: i64,
+    /// For people reading it; not stored with a dream's proposal (shown from the live record).
+    #[serde(default)]
     pub label: String,
     /// `expired`, `archive` or `demote`.
     pub action: String,
@@ -148,14 +149,7 @@ pub(crate) fn apply_decay(
     }
     changed.updated_at = now.to_string();
     let norm = changed.title.as_deref().map(text::normalize_title);
-    tx.update_memory(
-        &changed,
-        norm.as_deref(),
-        &minhash::signature(&changed.body),
-        previous,
-        "decay",
-        actor,
-    )?;
+    tx.update_memory(&changed, norm.as_deref(), previous, "decay", actor)?;
     if changed.status == Status::Archived {
         tx.resolve_conflicts(previous.id, now)?;
     }
@@ -180,7 +174,7 @@ impl Engine {
     /// What decay would do to every active record at `now`, from light rows.
     pub(crate) fn decay_plan(&self) -> Result<(DecayReport, Vec<(LifecycleRow, DecayVerdict)>)> {
         let now = self.now();
-        let rows = self.store.reader().lifecycle_rows()?;
+        let rows = self.store.reader().lifecycle_rows(false)?;
         let mut report = DecayReport {
             dry_run: true,
             examined: rows.len(),

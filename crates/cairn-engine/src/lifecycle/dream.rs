@@ -22,7 +22,7 @@ use cairn_core::memory::Memory;
 use cairn_core::minhash::Signature;
 use cairn_core::record::{Confidence, MemoryType, Status, Tier, Trust};
 use cairn_core::time::format_ts;
-use cairn_core::{minhash, query, text};
+use cairn_core::{query, text};
 use cairn_store::{DreamRunRow, LexicalQuery, LifecycleRow, ProposalRow, WriteTx};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -303,6 +303,82 @@ fn set_id(project: &str, fingerprint: &str, proposals: &[Proposal]) -> String {
     format!("d{}", &hex::encode(hasher.finalize())[..11])
 }
 
+/// Label keys of a payload (`#42 title or opening`): only for people reading a set, so they are
+/// not stored (an 80-character label per member was a fifth of the proposal table) but added
+/// from the live records when a set is shown (`add_labels`).
+const LABEL_KEYS: [&str; 2] = ["label", "survivor_label"];
+
+/// The payload as stored: without its labels.
+fn without_labels(payload: &Value) -> Value {
+    let mut stored = payload.clone();
+    if let Value::Object(fields) = &mut stored {
+        for key in LABEL_KEYS {
+            fields.remove(key);
+        }
+        if let Some(Value::Array(members)) = fields.get_mut("merged") {
+            for member in members.iter_mut().filter_map(Value::as_object_mut) {
+                member.remove("label");
+            }
+        }
+    }
+    stored
+}
+
+/// Labels for a stored set's proposals, from the records as they are now (a record deleted
+/// since says so).
+fn add_labels(reader: &cairn_store::Reader<'_>, proposals: &mut [ProposalRow]) -> Result<()> {
+    let mut ids: Vec<i64> = Vec::new();
+    for proposal in proposals.iter() {
+        let payload = &proposal.payload;
+        ids.extend(payload["id"].as_i64());
+        ids.extend(payload["survivor"].as_i64());
+        if let Some(members) = payload["merged"].as_array() {
+            ids.extend(members.iter().filter_map(|m| m["id"].as_i64()));
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let labels: HashMap<i64, String> = reader
+        .get_many(&ids)?
+        .into_iter()
+        .map(|memory| (memory.id, memory.label()))
+        .collect();
+    let label_of = |id: i64| {
+        labels
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("#{id} (no longer in the brain)"))
+    };
+    for proposal in proposals.iter_mut() {
+        let Value::Object(fields) = &mut proposal.payload else {
+            continue;
+        };
+        if proposal.kind == "decay" || proposal.kind == "forget" {
+            if let Some(id) = fields.get("id").and_then(Value::as_i64) {
+                fields
+                    .entry("label")
+                    .or_insert_with(|| Value::String(label_of(id)));
+            }
+        } else if proposal.kind == "merge" {
+            if let Some(id) = fields.get("survivor").and_then(Value::as_i64) {
+                fields
+                    .entry("survivor_label")
+                    .or_insert_with(|| Value::String(label_of(id)));
+            }
+            if let Some(Value::Array(members)) = fields.get_mut("merged") {
+                for member in members.iter_mut().filter_map(Value::as_object_mut) {
+                    if let Some(id) = member.get("id").and_then(Value::as_i64) {
+                        member
+                            .entry("label")
+                            .or_insert_with(|| Value::String(label_of(id)));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn view(run: DreamRunRow, proposals: Vec<ProposalRow>) -> DreamView {
     DreamView {
         id: run.id,
@@ -398,7 +474,7 @@ impl Engine {
                     (
                         p.kind.to_string(),
                         serde_json::to_value(&p.targets).expect("targets serialize"),
-                        p.payload.clone(),
+                        without_labels(&p.payload),
                     )
                 })
                 .collect();
@@ -440,7 +516,7 @@ impl Engine {
     /// The phases, run on the snapshot engine.
     fn dream_phases(&self, options: &DreamOptions) -> Result<Findings> {
         let reader = self.store.reader();
-        let rows = reader.lifecycle_rows()?;
+        let rows = reader.lifecycle_rows(true)?;
         let inbound = reader.inbound_link_counts()?;
         let fingerprint = format!(
             "{}:{}",
@@ -790,7 +866,8 @@ impl Engine {
                 "no dream {id:?} in this brain; `cairn dream list` shows the proposal sets"
             ))
         })?;
-        let proposals = reader.dream_proposals(id)?;
+        let mut proposals = reader.dream_proposals(id)?;
+        add_labels(&reader, &mut proposals)?;
         Ok(view(run, proposals))
     }
 
@@ -1146,14 +1223,7 @@ fn archive(
     archived.retired_at = Some(context.now_text.to_string());
     archived.updated_at = context.now_text.to_string();
     let norm = archived.title.as_deref().map(text::normalize_title);
-    tx.update_memory(
-        &archived,
-        norm.as_deref(),
-        &minhash::signature(&archived.body),
-        previous,
-        op,
-        context.actor,
-    )?;
+    tx.update_memory(&archived, norm.as_deref(), previous, op, context.actor)?;
     tx.resolve_conflicts(previous.id, context.now_text)?;
     log_event(tx, op, &archived, context.now_text, detail)?;
     Ok(())

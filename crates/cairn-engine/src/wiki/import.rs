@@ -21,8 +21,8 @@ use crate::remember::{RememberRequest, Review, log_event, prepare};
 use crate::{Engine, EngineError, Result};
 use cairn_core::memory::Memory;
 use cairn_core::record::{Confidence, MemoryType, Sensitivity, TrustZone};
+use cairn_core::text;
 use cairn_core::time::format_ts;
-use cairn_core::{minhash, text};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value as Json, json};
@@ -477,7 +477,6 @@ impl Engine {
                     tx.update_memory(
                         &updated,
                         norm.as_deref(),
-                        &minhash::signature(&updated.body),
                         existing,
                         "wiki-edit",
                         "wiki",
