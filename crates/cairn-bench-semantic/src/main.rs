@@ -17,6 +17,9 @@
 //! 4. **Whole-process `cairn recall`** (hybrid: process start, model load, vector load, query),
 //!    and the lexical-only process for comparison (the hook path), with peak RSS from
 //!    `/usr/bin/time -v`.
+//! 5. **MCP `recall` round trip on a warm `cairn mcp`** with the model resident (hybrid), and
+//!    the recall right after a `remember` through the same server (the vectors follow the
+//!    write).
 //!
 //! The N-record brain: records are imported lexically (synthetic sentences from a seeded
 //! vocabulary); their stored vectors are written straight into the brain under the real model's
@@ -32,8 +35,9 @@ use cairn_embed::Embedder;
 use cairn_engine::exchange::ImportOptions;
 use cairn_engine::{Context, Engine, Mode, RecallRequest};
 use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -545,6 +549,10 @@ fn main() -> Result<()> {
     let (mut hybrid_process, hybrid_rss) = whole("hybrid", 20)?;
     let (mut lexical_process, lexical_rss) = whole("lexical", 20)?;
 
+    // 5. MCP round trips on a warm server with the model.
+    let (mut mcp_recall, mut mcp_after_write) =
+        measure_mcp(&args, &brain, embedder.as_ref(), &queries)?;
+
     let report = json!({
         "date": chrono::Utc::now().format("%Y-%m-%d").to_string(),
         "machine": "2 vCPU shared with other builds (see the .md for the load average)",
@@ -581,6 +589,8 @@ fn main() -> Result<()> {
         "lexical_in_process_ms": {"p50": percentile(&mut lexical_in_process.clone(), 0.5), "p95": percentile(&mut lexical_in_process, 0.95)},
         "in_process_peak_rss_mb": in_process_rss,
         "hybrid_whole_process_ms": {"p50": percentile(&mut hybrid_process.clone(), 0.5), "p95": percentile(&mut hybrid_process, 0.95), "runs": hybrid_process.len(), "peak_rss_mb": hybrid_rss},
+        "mcp_hybrid_recall_round_trip_ms": {"p50": percentile(&mut mcp_recall.clone(), 0.5), "p95": percentile(&mut mcp_recall, 0.95), "runs": mcp_recall.len()},
+        "mcp_hybrid_recall_after_remember_ms": {"p50": percentile(&mut mcp_after_write.clone(), 0.5), "p95": percentile(&mut mcp_after_write, 0.95), "runs": mcp_after_write.len()},
         "lexical_whole_process_ms": {"p50": percentile(&mut lexical_process.clone(), 0.5), "p95": percentile(&mut lexical_process, 0.95), "runs": lexical_process.len(), "peak_rss_mb": lexical_rss},
     });
     std::fs::create_dir_all(&args.out_dir)?;
@@ -590,6 +600,118 @@ fn main() -> Result<()> {
     println!("{}", serde_json::to_string_pretty(&report)?);
     eprintln!("wrote {}", json_path.display());
     Ok(())
+}
+
+/// A `cairn mcp` child spoken to in raw JSON-RPC lines.
+struct McpClient {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    next_id: i64,
+}
+
+impl McpClient {
+    fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut line =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes())?;
+        self.stdin.flush()?;
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line)? == 0 {
+                bail!("cairn mcp closed its output");
+            }
+            let value: Value = serde_json::from_str(&line)?;
+            if value["id"] == json!(id) {
+                return Ok(value);
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Result<Value> {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}))?;
+        if answer["result"]["isError"] != json!(false) {
+            bail!("{tool} failed: {answer}");
+        }
+        Ok(answer["result"]["structuredContent"].clone())
+    }
+}
+
+/// Recall round trips on a warm `cairn mcp` (model loaded, vectors read and their int8 copy
+/// built), then recalls each right after a `remember` through the same server.
+fn measure_mcp(
+    args: &Args,
+    brain: &Path,
+    embedder: &dyn Embedder,
+    queries: &[String],
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let mut child = Command::new(&args.cairn)
+        .arg("--db")
+        .arg(brain)
+        .args(["--project", "bench", "mcp"])
+        .env("CAIRN_EMBEDDER", "local")
+        .env("CAIRN_MODEL", embedder_name(embedder.model_id()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("start cairn mcp")?;
+    let mut mcp = McpClient {
+        stdin: child.stdin.take().context("stdin")?,
+        stdout: BufReader::new(child.stdout.take().context("stdout")?),
+        child,
+        next_id: 0,
+    };
+    mcp.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+    )?;
+    let mut line = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    line.push('\n');
+    mcp.stdin.write_all(line.as_bytes())?;
+    mcp.stdin.flush()?;
+    let started = Instant::now();
+    loop {
+        let answer = mcp.call("recall", json!({"query": queries[0]}))?;
+        if answer["degraded"].is_null() {
+            break;
+        }
+        if started.elapsed().as_secs() > 300 {
+            bail!("the MCP server never turned hybrid: {answer}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    eprintln!("mcp hybrid after {:.1} s", started.elapsed().as_secs_f64());
+    // Let the int8 copy finish building in the background, then warm up.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    for query in queries.iter().take(20) {
+        mcp.call("recall", json!({"query": query}))?;
+    }
+    let mut round_trips = Vec::new();
+    for query in queries {
+        let clock = Instant::now();
+        let answer = mcp.call("recall", json!({"query": query}))?;
+        round_trips.push(clock.elapsed().as_secs_f64() * 1000.0);
+        if !answer["degraded"].is_null() {
+            bail!("MCP recall was degraded: {answer}");
+        }
+    }
+    let mut after_write = Vec::new();
+    for (n, query) in queries.iter().take(20).enumerate() {
+        mcp.call(
+            "remember",
+            json!({"type": "note", "body": format!("{query} (bench write {n})")}),
+        )?;
+        let clock = Instant::now();
+        mcp.call("recall", json!({"query": query}))?;
+        after_write.push(clock.elapsed().as_secs_f64() * 1000.0);
+    }
+    drop(mcp.stdin);
+    let _ = mcp.child.wait();
+    Ok((round_trips, after_write))
 }
 
 fn embedder_name(model_id: &str) -> &'static str {
