@@ -238,6 +238,26 @@ impl QuantizedRows {
         }
     }
 
+    /// Replaces row `row` with the codes of `vector` (a vector that changed in place).
+    pub fn set_row(&mut self, row: usize, vector: &[f32]) {
+        let dimension = self.dimension;
+        if row >= self.rows() || vector.len() != dimension {
+            return;
+        }
+        let mut codes = Vec::with_capacity(dimension);
+        self.scales[row] = quantize_into(vector, &mut codes).unwrap_or(f32::NAN);
+        self.codes[row * dimension..(row + 1) * dimension].copy_from_slice(&codes);
+    }
+
+    /// Appends the codes of `vector` as a new last row.
+    pub fn push_row(&mut self, vector: &[f32]) {
+        if vector.len() != self.dimension {
+            return;
+        }
+        let scale = quantize_into(vector, &mut self.codes).unwrap_or(f32::NAN);
+        self.scales.push(scale);
+    }
+
     /// Rows it was built over.
     pub fn rows(&self) -> usize {
         self.scales.len()
@@ -775,6 +795,18 @@ mod tests {
         let fresh = QuantizedRows::build(&after, dimension);
         assert_eq!(rebuilt.codes, fresh.codes);
         assert_eq!(rebuilt.scales, fresh.scales);
+        // Edited in place: row 10 changed, two rows appended.
+        let mut edited = previous.clone();
+        let mut expected = before.clone();
+        expected[10 * dimension..11 * dimension].copy_from_slice(&changed);
+        edited.set_row(10, &changed);
+        for row in after[299 * dimension..].chunks_exact(dimension) {
+            edited.push_row(row);
+            expected.extend_from_slice(row);
+        }
+        let fresh = QuantizedRows::build(&expected, dimension);
+        assert_eq!(edited.codes, fresh.codes);
+        assert_eq!(edited.scales, fresh.scales);
     }
 
     #[test]

@@ -808,6 +808,12 @@ impl Engine {
             previous.generation = generation;
             return Ok(Some(previous));
         }
+        drop(old);
+        if refresh_in_place(&mut previous, &current, &reader)? {
+            previous.generation = generation;
+            return Ok(Some(previous));
+        }
+        let old = previous.matrix.clone();
         // Which old row each current row repeats (both lists ascend by id).
         let mut sources: Vec<Option<usize>> = Vec::with_capacity(current.len());
         let mut old_row = 0;
@@ -869,6 +875,72 @@ impl Engine {
         let space = self.store.reader().vector_space().ok().flatten();
         self.semantic.cache = Some(MatrixCache::new(generation, space, matrix));
     }
+}
+
+/// Brings `cache` up to `current` by editing its matrix (and int8 copy) in place, when the
+/// only changes are rows whose vector changed and new rows after the last one (what writes,
+/// the background indexer and context refreshes do) and nothing else holds the matrix.
+/// `false` (and `cache` untouched) otherwise: the caller copies into a new matrix.
+fn refresh_in_place(
+    cache: &mut MatrixCache,
+    current: &[(i64, u64)],
+    reader: &cairn_store::Reader<'_>,
+) -> cairn_store::Result<bool> {
+    let old_rows = cache.matrix.ids.len();
+    if current.len() < old_rows
+        || current[..old_rows]
+            .iter()
+            .zip(&cache.matrix.ids)
+            .any(|(&(id, _), &old_id)| id != old_id)
+    {
+        return Ok(false);
+    }
+    let dimension = cache.matrix.dimension;
+    // Read every changed vector first: a damaged one sends the caller down the copying path.
+    let mut edits: Vec<(usize, u64, Vec<f32>)> = Vec::new();
+    for (row, &(id, print)) in current.iter().enumerate() {
+        if row < old_rows && cache.matrix.fingerprints[row] == print {
+            continue;
+        }
+        match reader.vector_of(id, dimension)? {
+            Some(vector) => edits.push((row, print, vector)),
+            None => return Ok(false),
+        }
+    }
+    let Some(matrix) = Arc::get_mut(&mut cache.matrix) else {
+        return Ok(false);
+    };
+    for (row, print, vector) in &edits {
+        if *row < old_rows {
+            matrix.data[row * dimension..(row + 1) * dimension].copy_from_slice(vector);
+            matrix.fingerprints[*row] = *print;
+        } else {
+            matrix.ids.push(current[*row].0);
+            matrix.fingerprints.push(*print);
+            matrix.data.extend_from_slice(vector);
+        }
+    }
+    // The int8 copy follows row by row when it is built and not shared; otherwise it is
+    // built again in the background. The IVF index is always rebuilt.
+    let codes = Arc::get_mut(&mut cache.quantized).and_then(OnceLock::get_mut);
+    match codes {
+        Some(codes) if codes.rows() == old_rows => {
+            for (row, _, vector) in &edits {
+                if *row < old_rows {
+                    codes.set_row(*row, vector);
+                } else {
+                    codes.push_row(vector);
+                }
+            }
+        }
+        _ => {
+            cache.quantized = Arc::new(OnceLock::new());
+            cache.quantizing = false;
+        }
+    }
+    cache.index = Arc::new(OnceLock::new());
+    cache.building = false;
+    Ok(true)
 }
 
 /// Starts building the int8 copy of the cached matrix on a background thread, once.

@@ -345,6 +345,34 @@ fn a_long_lived_engine_sees_vectors_that_another_process_changed() {
             Some(&changed)
         );
     }
+    // Only a changed vector and a new one (edited in place, int8 codes included).
+    let retold = before[2];
+    other
+        .update(
+            retold,
+            &cairn_engine::UpdateRequest {
+                body: Some("narwhal fjord iceberg".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let appended = remember(
+        &mut other,
+        MemoryType::Note,
+        None,
+        "invoice ticket invoice ticket",
+    );
+    other.index_pending(None, &mut |_, _| {}).unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            semantic_ids(&mut server, "narwhal fjord iceberg").first(),
+            Some(&retold)
+        );
+        assert_eq!(
+            semantic_ids(&mut server, "invoice ticket").first(),
+            Some(&appended)
+        );
+    }
     // The same answers as a fresh engine that loads every vector.
     let mut fresh = engine(dir.path());
     fresh.set_embedder(Box::new(HashEmbedder::new(48)));
