@@ -8,7 +8,7 @@
 //! session waits for the first and then finds nothing new.
 
 use crate::agent::append_event;
-use crate::remember::{RememberStatus, prepare, remember_in};
+use crate::remember::{RememberStatus, TermCounts, prepare, remember_in_batch};
 use crate::{Engine, EngineError, RememberRequest, Result};
 use cairn_core::capture::candidate_facts;
 use cairn_core::record::MemoryType;
@@ -109,8 +109,9 @@ impl Engine {
             let chunk = read_lines(path, from, to).map_err(io)?;
             let plan = plan_capture(&chunk);
             let source = format!("transcript of session {session_id}");
+            let mut counts = TermCounts::default();
             for turn in &plan.turns {
-                store_turn(tx, turn, &project, &source, now, &actor, &mut report)?;
+                store_turn(tx, turn, &project, &source, now, &actor, &mut report, &mut counts)?;
             }
             report.offset_after = from + plan.consumed;
             let at = format_ts(now);
@@ -160,7 +161,8 @@ impl Engine {
         let actor = self.context.actor.clone();
         let source = format!("turn of session {session_id}");
         self.store.write(|tx| {
-            store_turn(tx, &turn, &project, &source, now, &actor, &mut report)?;
+            let mut counts = TermCounts::default();
+            store_turn(tx, &turn, &project, &source, now, &actor, &mut report, &mut counts)?;
             if report.episodes_added > 0 || report.inbox_added > 0 {
                 append_event(
                     tx,
@@ -178,6 +180,7 @@ impl Engine {
 
 /// One turn: an episode through the write path, then candidate facts into the inbox. A turn
 /// that cannot be stored (say, nothing left after sanitizing) is reported, never fatal.
+#[allow(clippy::too_many_arguments)]
 fn store_turn(
     tx: &WriteTx<'_>,
     turn: &Turn,
@@ -186,6 +189,7 @@ fn store_turn(
     now: DateTime<Utc>,
     actor: &str,
     report: &mut CaptureReport,
+    counts: &mut TermCounts,
 ) -> Result<()> {
     report.turns += 1;
     let mut request = RememberRequest::new(MemoryType::Episode, turn.episode_body());
@@ -194,7 +198,7 @@ fn store_turn(
     request.tags = vec!["captured".to_string()];
     match prepare(&request, Some(project.to_string()), now, None) {
         Ok(prepared) => {
-            let outcome = remember_in(tx, &request, prepared, now, actor)?;
+            let outcome = remember_in_batch(tx, &request, prepared, now, actor, counts)?;
             match outcome.status {
                 RememberStatus::Added | RememberStatus::Flagged => report.episodes_added += 1,
                 _ => report.episodes_merged += 1,
