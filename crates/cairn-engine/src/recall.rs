@@ -564,17 +564,32 @@ impl Engine {
         }
         // Count each term's records (bounded): terms found nowhere add nothing, very frequent
         // ones cost much and rank little, and past MAX_QUERY_TERMS the rarest terms are kept.
-        let cap = if frequent_matter {
-            (((records as f64) * cutoff.share) as usize).clamp(1, cutoff.most_records.max(1))
+        let share_cap = if frequent_matter {
+            (((records as f64) * cutoff.share) as usize).max(1)
         } else {
             records.max(1)
         };
+        let cap = if frequent_matter {
+            share_cap.min(cutoff.most_records.max(1))
+        } else {
+            share_cap
+        };
+        let count = |term: &String, cap: usize| {
+            let expression =
+                query::fts_match_expression(std::slice::from_ref(term)).unwrap_or_default();
+            reader.term_frequency(&expression, cap)
+        };
         let mut counted = Vec::with_capacity(terms.len());
         for term in terms {
-            let expression =
-                query::fts_match_expression(std::slice::from_ref(&term)).unwrap_or_default();
-            let frequency = reader.term_frequency(&expression, cap)?;
-            counted.push((frequency, term));
+            counted.push((count(&term, cap)?, term));
+        }
+        // Fewer of the rarest terms under the cap than the cutoff keeps: which of the others are
+        // rarer is counted further (up to the share), so the right ones are kept.
+        let under = counted.iter().filter(|(f, _)| *f > 0 && *f < cap).count();
+        if frequent_matter && cap < share_cap && under < cutoff.keep_rarest {
+            for (frequency, term) in counted.iter_mut().filter(|(f, _)| *f >= cap) {
+                *frequency = count(term, share_cap)?;
+            }
         }
         let found: Vec<(usize, String)> = counted.iter().filter(|(f, _)| *f > 0).cloned().collect();
         if found.is_empty() {
