@@ -31,8 +31,8 @@ usage: cairn-bench-agent [--cairn PATH] [--sizes 10000,100000] [--runs N] [--out
   --only LIST        measure only these: prompt (user-prompt-submit), start (session-start),
                      stop, mcp (the warm MCP recall)
   --seed-cache DIR   keep each seeded brain in DIR and start later runs from a copy of it
-                     (seeding 100,000 memories takes minutes; delete DIR when the schema or the
-                     seeding changes)
+                     (the runs then start from identical files; delete DIR when the schema or
+                     the seeding changes)
   --keep             keep the work directory (brains, transcript) for a look afterwards
 ";
 const PROJECT: &str = "bench-project";
@@ -211,6 +211,9 @@ fn cairn_command(cairn: &Path, db: &Path, cwd: &Path) -> Command {
     cmd.current_dir(cwd)
         .env("CAIRN_DB", db)
         .env("CAIRN_PROJECT", PROJECT)
+        // No embedder, whatever model is installed: the hooks never embed, and a `cairn mcp`
+        // that finds a model embeds every seeded record in the background while it is timed.
+        .env("CAIRN_EMBEDDER", "none")
         .env_remove("CAIRN_READ_ONLY")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
