@@ -152,7 +152,8 @@ pub fn run_hook(args: &Cli, hook: &HookArgs) -> ExitCode {
     // The work runs on this thread and a watchdog ends the process at the deadline, even if
     // the work is still waiting on a lock: an unfinished transaction is rolled back by SQLite,
     // and the agent must not wait for us. (The main thread's allocations grow the heap with
-    // `brk`; a worker thread's arena grows by `mprotect` calls, a tenth of a prompt hook.)
+    // `brk`; a worker thread's malloc arena grows by `mprotect`: 775 calls in one prompt hook
+    // at 100,000 records, 9 now.)
     let finished = Arc::new(Mutex::new(false));
     let watchdog_finished = Arc::clone(&finished);
     let watchdog_log = log_path.clone();
