@@ -13,7 +13,7 @@ use crate::{Engine, EngineError, RememberRequest, Result};
 use cairn_core::capture::candidate_facts;
 use cairn_core::record::MemoryType;
 use cairn_core::time::format_ts;
-use cairn_core::transcript::{Turn, plan_capture, strip_injected};
+use cairn_core::transcript::{Turn, plan_capture_at_most, strip_injected};
 use cairn_core::{secrets, text};
 use cairn_store::{CaptureOffset, NewInboxItem, WriteTx};
 use chrono::{DateTime, Utc};
@@ -24,6 +24,10 @@ use std::path::Path;
 
 /// Most transcript bytes read by one capture; a longer backlog is taken over several captures.
 pub const MAX_CAPTURE_BYTES: u64 = 8 * 1024 * 1024;
+/// Most turns stored by one capture, for the same reason: the hook's deadline (3 s) must hold
+/// on a big brain under load. The first capture of a 5 MB transcript (1,279 turns) took 3.9 s
+/// at 100,000 memories — rolled back at the deadline, and again at every later attempt.
+pub const MAX_CAPTURE_TURNS: usize = 200;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CaptureReport {
@@ -107,7 +111,7 @@ impl Engine {
             }
             let to = size.min(from + MAX_CAPTURE_BYTES);
             let chunk = read_lines(path, from, to).map_err(io)?;
-            let plan = plan_capture(&chunk);
+            let plan = plan_capture_at_most(&chunk, MAX_CAPTURE_TURNS);
             let source = format!("transcript of session {session_id}");
             let mut counts = TermCounts::default();
             for turn in &plan.turns {

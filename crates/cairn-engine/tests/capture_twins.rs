@@ -3,11 +3,14 @@
 //! no-op otherwise; an exact repeat is a no-op; anything else is a new episode. Checked on a real
 //! brain crowded with records that share the turns' words, for turns handed over one at a time
 //! (`capture_turn`) and for turns captured together from one transcript, where the twin was
-//! stored by the same transaction.
+//! stored by the same transaction. And a backlog longer than one capture takes is taken over
+//! several, each turn once.
 
 use cairn_core::minhash::signature;
 use cairn_core::record::{MemoryType, Status};
-use cairn_engine::{CaptureReport, Context, Engine, ListRequest, RememberRequest};
+use cairn_engine::{
+    CaptureReport, Context, Engine, ListRequest, MAX_CAPTURE_TURNS, RememberRequest,
+};
 use chrono::{TimeZone, Utc};
 
 /// The words of the corpus: the turns below are made of them, and so is the crowd.
@@ -183,4 +186,29 @@ fn twins_inside_one_transcript_capture_are_merged_too() {
             .any(|b| b.contains(fresh) && b.ends_with(MORE.trim())),
         "the longer version won: {stored:#?}"
     );
+}
+
+#[test]
+fn a_long_backlog_is_captured_over_several_captures_each_turn_once() {
+    let (dir, mut engine) = brain(0);
+    let turns = MAX_CAPTURE_TURNS + 50;
+    let transcript: String = (0..turns)
+        .map(|i| {
+            let user = serde_json::json!({"type": "user", "message": {"role": "user", "content": format!("question {i} about alpha{i}")}});
+            let answer = serde_json::json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": format!("answer {i} is beta{i}")}]}});
+            format!("{user}\n{answer}\n")
+        })
+        .collect();
+    let path = dir.path().join("session.jsonl");
+    std::fs::write(&path, &transcript).unwrap();
+    let first = engine.capture_transcript("long", &path).expect("captured");
+    assert_eq!(first.episodes_added, MAX_CAPTURE_TURNS);
+    assert!(first.offset_after < transcript.len() as u64);
+    let second = engine.capture_transcript("long", &path).expect("captured");
+    assert_eq!(second.offset_before, first.offset_after);
+    assert_eq!(second.episodes_added, 50);
+    assert_eq!(second.offset_after, transcript.len() as u64);
+    let third = engine.capture_transcript("long", &path).expect("captured");
+    assert_eq!(third.turns, 0);
+    assert_eq!(episodes(&engine).len(), turns);
 }
