@@ -4,7 +4,8 @@
 //! brain crowded with records that share the turns' words, for turns handed over one at a time
 //! (`capture_turn`) and for turns captured together from one transcript, where the twin was
 //! stored by the same transaction. And a backlog longer than one capture takes is taken over
-//! several, each turn once.
+//! several, each turn once; and when every word of a turn is in more records than a capture
+//! reads, the full-text index finds the twin.
 
 use cairn_core::minhash::signature;
 use cairn_core::record::{MemoryType, Status};
@@ -211,4 +212,40 @@ fn a_long_backlog_is_captured_over_several_captures_each_turn_once() {
     let third = engine.capture_transcript("long", &path).expect("captured");
     assert_eq!(third.turns, 0);
     assert_eq!(episodes(&engine).len(), turns);
+}
+
+/// Every word of the turn is in more than 1,000 records (more than a capture reads per word):
+/// the full-text index answers, and still finds the twin.
+#[test]
+fn twins_are_found_when_every_word_is_in_over_a_thousand_records() {
+    let (_dir, mut engine) = brain(0);
+    let now = Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap();
+    let words = "alpha beta gamma delta epsilon zeta";
+    engine
+        .store_mut()
+        .write(|tx| {
+            for index in 0..1_100 {
+                let request =
+                    RememberRequest::new(MemoryType::Note, format!("{words} crowd {index}"));
+                let prepared =
+                    cairn_engine::remember::prepare(&request, Some("p".into()), now, None)
+                        .expect("valid");
+                tx.insert_memory(
+                    &prepared.memory,
+                    prepared.title_norm.as_deref(),
+                    &prepared.signature,
+                )?;
+            }
+            Ok::<_, cairn_store::StoreError>(())
+        })
+        .expect("seeded");
+    let user = format!("{words} {words}");
+    let answer = format!("{words} zeta epsilon delta gamma beta alpha {words}");
+    let longer = format!("{answer} alpha");
+    assert!(jaccard(&body(&user, &answer), &body(&user, &longer)) >= 0.9);
+    assert_eq!(turn(&mut engine, &user, &answer).episodes_added, 1);
+    let report = turn(&mut engine, &user, &longer);
+    assert_eq!((report.episodes_added, report.episodes_merged), (0, 1));
+    let stored = episodes(&engine);
+    assert_eq!(stored, vec![body(&user, &longer)]);
 }
