@@ -373,6 +373,8 @@ fn main() {
         "no cairn binary at {} (build it: cargo build --release -p cairn-cli)",
         cairn.display()
     );
+    // The hooks run in the brain's directory: a relative path would not be found from there.
+    let cairn = cairn.canonicalize().expect("the cairn binary's path");
     let sizes: Vec<usize> = flag("--sizes")
         .unwrap_or_else(|| "10000,100000".into())
         .split(',')
