@@ -5,8 +5,8 @@
 //! Seeded data (a fixed xorshift seed, a synthetic vocabulary), a fixed project, brains of
 //! 10,000 and 100,000 memories. Results go to `bench/results/agent-<date>.json` and `.md`.
 //!
-//! Usage: `cairn-bench-agent [--cairn PATH] [--sizes 10000,100000] [--runs N] [--out DIR]`
-//! (build both in release mode first: `cargo build --release -p cairn-cli -p cairn-bench-agent`).
+//! Usage: see [`USAGE`] (build both in release mode first:
+//! `cargo build --release -p cairn-cli -p cairn-bench-agent`).
 
 use cairn_core::record::MemoryType;
 use cairn_engine::RememberRequest;
@@ -19,6 +19,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+const USAGE: &str = "\
+usage: cairn-bench-agent [--cairn PATH] [--sizes 10000,100000] [--runs N] [--out DIR]
+                         [--only prompt,start,stop,mcp] [--seed-cache DIR] [--keep]
+
+  --cairn PATH       the cairn binary (default: next to this program)
+  --sizes LIST       brain sizes in memories (default 10000,100000)
+  --runs N           samples per measurement (default 200; session-start at most 100, stop 60)
+  --out DIR          where agent-<date>.{json,md} go (default bench/results); a file of that
+                     name is never overwritten: later runs of the day are agent-<date>b, c, ...
+  --only LIST        measure only these: prompt (user-prompt-submit), start (session-start),
+                     stop, mcp (the warm MCP recall)
+  --seed-cache DIR   keep each seeded brain in DIR and start later runs from a copy of it
+                     (the runs then start from identical files; delete DIR when the schema or
+                     the seeding changes)
+  --keep             keep the work directory (brains, transcript) for a look afterwards
+";
 const PROJECT: &str = "bench-project";
 const SEED: u64 = 0x5EED_CA1B_2026_1130;
 
@@ -191,6 +207,9 @@ fn cairn_command(cairn: &Path, db: &Path, cwd: &Path) -> Command {
     cmd.current_dir(cwd)
         .env("CAIRN_DB", db)
         .env("CAIRN_PROJECT", PROJECT)
+        // No embedder, whatever model is installed: the hooks never embed, and a `cairn mcp`
+        // that finds a model embeds every seeded record in the background while it is timed.
+        .env("CAIRN_EMBEDDER", "none")
         .env_remove("CAIRN_READ_ONLY")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -310,6 +329,27 @@ fn load_average() -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return;
+    }
+    let known = [
+        "--cairn",
+        "--sizes",
+        "--runs",
+        "--out",
+        "--only",
+        "--seed-cache",
+    ];
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        if known.contains(&arg.as_str()) {
+            rest.next();
+        } else if arg != "--keep" {
+            eprint!("unknown argument {arg:?}\n{USAGE}");
+            std::process::exit(2);
+        }
+    }
     let flag = |name: &str| {
         args.iter()
             .position(|a| a == name)
@@ -329,6 +369,8 @@ fn main() {
         "no cairn binary at {} (build it: cargo build --release -p cairn-cli)",
         cairn.display()
     );
+    // The hooks run in the brain's directory: a relative path would not be found from there.
+    let cairn = cairn.canonicalize().expect("the cairn binary's path");
     let sizes: Vec<usize> = flag("--sizes")
         .unwrap_or_else(|| "10000,100000".into())
         .split(',')
@@ -336,6 +378,20 @@ fn main() {
         .collect();
     let runs: usize = flag("--runs").map(|r| r.parse().unwrap()).unwrap_or(200);
     let out_dir = PathBuf::from(flag("--out").unwrap_or_else(|| "bench/results".into()));
+    let only: Vec<String> = flag("--only")
+        .unwrap_or_else(|| "prompt,start,stop,mcp".into())
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    if let Some(unknown) = only
+        .iter()
+        .find(|o| !["prompt", "start", "stop", "mcp"].contains(&o.as_str()))
+    {
+        eprint!("--only {unknown:?}: expected prompt, start, stop or mcp\n{USAGE}");
+        std::process::exit(2);
+    }
+    let measure = |what: &str| only.iter().any(|o| o == what);
+    let seed_cache = flag("--seed-cache").map(PathBuf::from);
     let words = vocabulary();
     let work = std::env::temp_dir().join(format!("cairn-bench-agent-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
@@ -350,91 +406,109 @@ fn main() {
         let dir = work.join(format!("n{size}"));
         std::fs::create_dir_all(&dir).unwrap();
         let db = dir.join("brain.db");
-        let took = seed_brain(&db, size, &words);
-        let bytes = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
-        eprintln!(
-            "seeded {size} memories in {:.1} s ({:.1} MB)",
-            took.as_secs_f64(),
-            bytes as f64 / 1e6
-        );
-        seeding.push(json!({"size": size, "seconds": round(took.as_secs_f64()), "file_mb": round(bytes as f64 / 1e6)}));
+        let cached = seed_cache
+            .as_ref()
+            .map(|cache| cache.join(format!("agent-n{size}-{SEED:x}.db")));
+        match cached.as_ref().filter(|c| c.exists()) {
+            Some(cached) => {
+                std::fs::copy(cached, &db).expect("copy the cached seeded brain");
+                eprintln!("seeded {size} memories: copied {}", cached.display());
+            }
+            None => {
+                let took = seed_brain(&db, size, &words);
+                let bytes = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0);
+                eprintln!(
+                    "seeded {size} memories in {:.1} s ({:.1} MB)",
+                    took.as_secs_f64(),
+                    bytes as f64 / 1e6
+                );
+                seeding.push(json!({"size": size, "seconds": round(took.as_secs_f64()), "file_mb": round(bytes as f64 / 1e6)}));
+                if let Some(cached) = &cached {
+                    std::fs::create_dir_all(cached.parent().unwrap()).unwrap();
+                    std::fs::copy(&db, cached).expect("keep the seeded brain in --seed-cache");
+                }
+            }
+        }
         let mut rng = Rng(SEED ^ 0xbeef ^ size as u64);
         let cwd = dir.clone();
 
-        // user-prompt-submit: prompts made of the corpus's words
-        let prompt_payload = |prompt: &str| {
-            json!({"session_id": "bench", "transcript_path": "/nonexistent", "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": prompt}).to_string()
-        };
-        let mut injected = 0;
-        for _ in 0..10 {
-            time_hook(
-                &cairn,
-                &db,
-                &dir,
-                "user-prompt-submit",
-                &prompt_payload(&sentence(&mut rng, &words, 10)),
-            );
-        }
-        let samples: Vec<f64> = (0..runs)
-            .map(|_| {
-                let prompt = format!(
-                    "how do we handle {} again",
-                    sentence_n(&mut rng, &words, 6, 8)
-                );
-                let (ms, out) = time_hook(
+        if measure("prompt") {
+            // user-prompt-submit: prompts made of the corpus's words
+            let prompt_payload = |prompt: &str| {
+                json!({"session_id": "bench", "transcript_path": "/nonexistent", "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": prompt}).to_string()
+            };
+            let mut injected = 0;
+            for _ in 0..10 {
+                time_hook(
                     &cairn,
                     &db,
                     &dir,
                     "user-prompt-submit",
-                    &prompt_payload(&prompt),
+                    &prompt_payload(&sentence(&mut rng, &words, 10)),
                 );
-                if !out.is_empty() {
-                    injected += 1;
-                }
-                ms
-            })
-            .collect();
-        eprintln!("  ({injected} of {runs} prompts got an injection)");
-        stats.push(stat(
-            "hook user-prompt-submit",
-            size,
-            samples.clone(),
-            Some(60.0),
-            150.0,
-        ));
-        stats.push(stat(
-            "hook user-prompt-submit (lexical-only)",
-            size,
-            samples,
-            None,
-            30.0,
-        ));
-
-        // session-start: the brief
-        let start_payload = json!({"session_id": "bench", "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}).to_string();
-        let samples: Vec<f64> = (0..runs.min(100))
-            .map(|_| {
-                let (ms, out) = time_hook(&cairn, &db, &dir, "session-start", &start_payload);
-                assert!(
-                    out.contains("cairn brief for project"),
-                    "session-start gave no brief: {out}"
-                );
-                ms
-            })
-            .collect();
-        stats.push(stat("hook session-start", size, samples, None, 200.0));
-
-        // stop: a 5 MB transcript already captured up to its last 20 turns
-        let (text, head) = transcript(&words, 5 * 1024 * 1024, 20);
-        let transcript_path = dir.join("session.jsonl");
-        std::fs::write(&transcript_path, &text).unwrap();
-        let stop_payload = json!({"session_id": "bench-stop", "transcript_path": transcript_path, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false}).to_string();
-        let connection = rusqlite::Connection::open(&db).unwrap();
-        let max_id: i64 = connection
-            .query_row("SELECT max(id) FROM memories", [], |r| r.get(0))
-            .unwrap();
-        let reset = |connection: &rusqlite::Connection| {
-            connection
+            }
+            let samples: Vec<f64> = (0..runs)
+                .map(|_| {
+                    let prompt = format!(
+                        "how do we handle {} again",
+                        sentence_n(&mut rng, &words, 6, 8)
+                    );
+                    let (ms, out) = time_hook(
+                        &cairn,
+                        &db,
+                        &dir,
+                        "user-prompt-submit",
+                        &prompt_payload(&prompt),
+                    );
+                    if !out.is_empty() {
+                        injected += 1;
+                    }
+                    ms
+                })
+                .collect();
+            eprintln!("  ({injected} of {runs} prompts got an injection)");
+            stats.push(stat(
+                "hook user-prompt-submit",
+                size,
+                samples.clone(),
+                Some(60.0),
+                150.0,
+            ));
+            stats.push(stat(
+                "hook user-prompt-submit (lexical-only)",
+                size,
+                samples,
+                None,
+                30.0,
+            ));
+        }
+        if measure("start") {
+            // session-start: the brief
+            let start_payload = json!({"session_id": "bench", "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}).to_string();
+            let samples: Vec<f64> = (0..runs.min(100))
+                .map(|_| {
+                    let (ms, out) = time_hook(&cairn, &db, &dir, "session-start", &start_payload);
+                    assert!(
+                        out.contains("cairn brief for project"),
+                        "session-start gave no brief: {out}"
+                    );
+                    ms
+                })
+                .collect();
+            stats.push(stat("hook session-start", size, samples, None, 200.0));
+        }
+        if measure("stop") {
+            // stop: a 5 MB transcript already captured up to its last 20 turns
+            let (text, head) = transcript(&words, 5 * 1024 * 1024, 20);
+            let transcript_path = dir.join("session.jsonl");
+            std::fs::write(&transcript_path, &text).unwrap();
+            let stop_payload = json!({"session_id": "bench-stop", "transcript_path": transcript_path, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false}).to_string();
+            let connection = rusqlite::Connection::open(&db).unwrap();
+            let max_id: i64 = connection
+                .query_row("SELECT max(id) FROM memories", [], |r| r.get(0))
+                .unwrap();
+            let reset = |connection: &rusqlite::Connection| {
+                connection
                 .execute_batch(&format!(
                     "DELETE FROM memories WHERE id > {max_id}; DELETE FROM inbox;
                      INSERT INTO capture_offsets (session_id, transcript_path, byte_offset, turns, updated_at)
@@ -443,76 +517,78 @@ fn main() {
                     transcript_path.display()
                 ))
                 .unwrap();
-        };
-        let mut captured = 0;
-        let samples: Vec<f64> = (0..runs.min(60))
-            .map(|_| {
-                reset(&connection);
-                let (ms, _) = time_hook(&cairn, &db, &dir, "stop", &stop_payload);
-                let n: i64 = connection
-                    .query_row(
-                        &format!("SELECT count(*) FROM memories WHERE id > {max_id}"),
-                        [],
-                        |r| r.get(0),
-                    )
-                    .unwrap();
-                captured = n;
-                ms
-            })
-            .collect();
-        eprintln!("  (each stop captured {captured} episodes)");
-        assert_eq!(
-            captured,
-            20,
-            "the stop hook captured the last 20 turns: {}",
-            error_log(&db)
-        );
-        stats.push(stat(
-            "hook stop (5 MB transcript, 20 new turns)",
-            size,
-            samples,
-            None,
-            100.0,
-        ));
-        // and the common case: nothing new since the last capture
-        let samples: Vec<f64> = (0..runs.min(60))
-            .map(|_| time_hook(&cairn, &db, &dir, "stop", &stop_payload).0)
-            .collect();
-        stats.push(stat("hook stop (nothing new)", size, samples, None, 100.0));
-        drop(connection);
-
-        // MCP recall round trip on a warm server
-        let mut mcp = Mcp::start(&cairn, &db, &dir);
-        for id in 1..=20 {
-            mcp.request(
+            };
+            let mut captured = 0;
+            let samples: Vec<f64> = (0..runs.min(60))
+                .map(|_| {
+                    reset(&connection);
+                    let (ms, _) = time_hook(&cairn, &db, &dir, "stop", &stop_payload);
+                    let n: i64 = connection
+                        .query_row(
+                            &format!("SELECT count(*) FROM memories WHERE id > {max_id}"),
+                            [],
+                            |r| r.get(0),
+                        )
+                        .unwrap();
+                    captured = n;
+                    ms
+                })
+                .collect();
+            eprintln!("  (each stop captured {captured} episodes)");
+            assert_eq!(
+                captured,
+                20,
+                "the stop hook captured the last 20 turns: {}",
+                error_log(&db)
+            );
+            stats.push(stat(
+                "hook stop (5 MB transcript, 20 new turns)",
+                size,
+                samples,
+                None,
+                100.0,
+            ));
+            // and the common case: nothing new since the last capture
+            let samples: Vec<f64> = (0..runs.min(60))
+                .map(|_| time_hook(&cairn, &db, &dir, "stop", &stop_payload).0)
+                .collect();
+            stats.push(stat("hook stop (nothing new)", size, samples, None, 100.0));
+            drop(connection);
+        }
+        if measure("mcp") {
+            // MCP recall round trip on a warm server
+            let mut mcp = Mcp::start(&cairn, &db, &dir);
+            for id in 1..=20 {
+                mcp.request(
                 id,
                 "tools/call",
                 json!({"name": "recall", "arguments": {"query": sentence(&mut rng, &words, 6)}}),
             );
+            }
+            let samples: Vec<f64> = (0..runs.max(100))
+                .map(|i| {
+                    let query = sentence_n(&mut rng, &words, 4, 8);
+                    let started = Instant::now();
+                    let answer = mcp.request(
+                        100 + i as i64,
+                        "tools/call",
+                        json!({"name": "recall", "arguments": {"query": query}}),
+                    );
+                    let ms = started.elapsed().as_secs_f64() * 1000.0;
+                    assert_eq!(answer["result"]["isError"], false, "{answer}");
+                    ms
+                })
+                .collect();
+            drop(mcp.stdin);
+            let _ = mcp.child.wait();
+            stats.push(stat(
+                "mcp recall round trip (warm)",
+                size,
+                samples,
+                None,
+                30.0,
+            ));
         }
-        let samples: Vec<f64> = (0..runs.max(100))
-            .map(|i| {
-                let query = sentence_n(&mut rng, &words, 4, 8);
-                let started = Instant::now();
-                let answer = mcp.request(
-                    100 + i as i64,
-                    "tools/call",
-                    json!({"name": "recall", "arguments": {"query": query}}),
-                );
-                let ms = started.elapsed().as_secs_f64() * 1000.0;
-                assert_eq!(answer["result"]["isError"], false, "{answer}");
-                ms
-            })
-            .collect();
-        drop(mcp.stdin);
-        let _ = mcp.child.wait();
-        stats.push(stat(
-            "mcp recall round trip (warm)",
-            size,
-            samples,
-            None,
-            30.0,
-        ));
         let log = error_log(&db);
         assert!(
             log.is_empty(),
@@ -537,14 +613,23 @@ fn main() {
             "max_ms": s.max_ms, "target": s.target, "met": s.pass})).collect::<Vec<_>>(),
     });
     std::fs::create_dir_all(&out_dir).unwrap();
-    let json_path = out_dir.join(format!("agent-{date}.json"));
+    // Never overwrite an earlier result: a later run of the same day is agent-<date>b, c, …
+    let name = std::iter::once(String::new())
+        .chain(('b'..='z').map(String::from))
+        .map(|suffix| format!("agent-{date}{suffix}"))
+        .find(|name| {
+            !out_dir.join(format!("{name}.json")).exists()
+                && !out_dir.join(format!("{name}.md")).exists()
+        })
+        .expect("fewer than 26 results a day");
+    let json_path = out_dir.join(format!("{name}.json"));
     std::fs::write(
         &json_path,
         serde_json::to_string_pretty(&results).unwrap() + "\n",
     )
     .unwrap();
     let mut md = format!(
-        "# cairn-bench-agent {date}\n\nGit {} · {} CPUs · load {load_before} → {load_after} · seed {SEED:#x} · release build\n\n\
+        "# cairn-bench-agent {date} ({name})\n\nGit {} · {} CPUs · load {load_before} → {load_after} · seed {SEED:#x} · release build\n\n\
          Whole-process wall time: spawn `cairn hook …`, write the hook JSON to stdin, wait for exit. \
          No embedder is wired in, so recall is lexical-only (FTS5).\n\n\
          | measurement | memories | runs | p50 ms | p95 ms | max ms | target | met |\n|---|---:|---:|---:|---:|---:|---|---|\n",
@@ -566,8 +651,12 @@ fn main() {
             if s.pass { "yes" } else { "no" }
         ));
     }
-    md.push_str("\nReproduce: `cargo build --release -p cairn-cli -p cairn-bench-agent && target/release/cairn-bench-agent`\n");
-    std::fs::write(out_dir.join(format!("agent-{date}.md")), md).unwrap();
+    let given: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    md.push_str(&format!(
+        "\nReproduce: `cargo build --release -p cairn-cli -p cairn-bench-agent && target/release/cairn-bench-agent {}`\n",
+        given.join(" ")
+    ));
+    std::fs::write(out_dir.join(format!("{name}.md")), md).unwrap();
     if args.iter().any(|a| a == "--keep") {
         eprintln!("kept {}", work.display());
     } else {

@@ -10,13 +10,13 @@ use crate::cli::Cli;
 use cairn_core::brief::{self, cap_injection, one_line};
 use cairn_core::capture::{is_trivial_prompt, matched_terms, passes_injection_floor};
 use cairn_core::query;
-use cairn_engine::{BriefRequest, Context, Engine, Mode, RecallRequest};
+use cairn_engine::{BriefRequest, Context, Engine, Mode, RecallRequest, TermCutoff};
 use clap::Args;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Default byte budget of what `user-prompt-submit` injects.
@@ -149,35 +149,51 @@ pub fn run_hook(args: &Cli, hook: &HookArgs) -> ExitCode {
     std::panic::set_hook(Box::new(move |info| {
         log_error(&panic_log, &panic_label, &format!("panic: {info}"));
     }));
-    let project = args.project.clone();
-    let budget = hook.budget;
-    let (sender, receiver) = mpsc::channel::<Outcome>();
+    // The work runs on this thread and a watchdog ends the process at the deadline, even if
+    // the work is still waiting on a lock: an unfinished transaction is rolled back by SQLite,
+    // and the agent must not wait for us. (The main thread's allocations grow the heap with
+    // `brk`; a worker thread's malloc arena grows by `mprotect`: 775 calls in one prompt hook
+    // at 100,000 records, 9 now.)
+    let finished = Arc::new(Mutex::new(false));
+    let watchdog_finished = Arc::clone(&finished);
+    let watchdog_log = log_path.clone();
+    let watchdog_label = label.clone();
     std::thread::spawn(move || {
-        let outcome = std::panic::catch_unwind(|| handle(event, client, &db, project, budget))
-            .unwrap_or_else(|_| Err("the hook panicked".to_string()));
-        let _ = sender.send(outcome);
+        std::thread::sleep(event.deadline());
+        let finished = watchdog_finished
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !*finished {
+            log_error(
+                &watchdog_log,
+                &watchdog_label,
+                &format!(
+                    "gave up after the internal deadline of {} ms (a locked or slow brain?); the agent went on without cairn",
+                    event.deadline().as_millis()
+                ),
+            );
+            // Exits holding the lock: the work can no longer print half an answer.
+            std::process::exit(0);
+        }
     });
-    match receiver.recv_timeout(event.deadline()) {
-        Ok(Ok(Some(output))) => {
+    let outcome =
+        std::panic::catch_unwind(|| handle(event, client, &db, args.project.clone(), hook.budget))
+            .unwrap_or_else(|_| Err("the hook panicked".to_string()));
+    let mut finished = finished
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    *finished = true;
+    match outcome {
+        Ok(Some(output)) => {
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
             let _ = out.write_all(output.as_bytes());
             let _ = out.write_all(b"\n");
             let _ = out.flush();
         }
-        Ok(Ok(None)) => {}
-        Ok(Err(error)) => log_error(&log_path, &label, &error),
-        Err(_) => log_error(
-            &log_path,
-            &label,
-            &format!(
-                "gave up after the internal deadline of {} ms (a locked or slow brain?); the agent went on without cairn",
-                event.deadline().as_millis()
-            ),
-        ),
+        Ok(None) => {}
+        Err(error) => log_error(&log_path, &label, &error),
     }
-    // Leave now, even if the worker is still waiting on a lock: an unfinished transaction is
-    // rolled back by SQLite, and the agent must not wait for us.
     std::process::exit(0)
 }
 
@@ -363,6 +379,7 @@ pub fn recall_block(
     request.touch = false;
     request.mode = Mode::Lexical;
     request.freshness = false;
+    request.term_cutoff = TermCutoff::HOOK;
     let answer = engine
         .recall(&request)
         .map_err(|e| format!("recall: {e}"))?;

@@ -246,6 +246,29 @@ pub fn fts_match_expression(terms: &[String]) -> Option<String> {
     }
 }
 
+/// An FTS5 match expression for records holding at least two of `terms`: every pair of quoted
+/// terms AND-ed, the pairs OR-ed (`("a" AND "b") OR ("a" AND "c") OR ("b" AND "c")`). A single
+/// term is matched alone. Empty terms are skipped; `None` when no term is left. The number of
+/// pairs grows with the square of the terms: meant for a handful of rare ones, where each pair
+/// is a cheap intersection of two short lists instead of a union of long ones.
+pub fn fts_at_least_two(terms: &[String]) -> Option<String> {
+    let quoted: Vec<String> = terms
+        .iter()
+        .filter(|term| !term.is_empty())
+        .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
+        .collect();
+    if quoted.len() < 2 {
+        return quoted.into_iter().next();
+    }
+    let mut pairs = Vec::new();
+    for (index, first) in quoted.iter().enumerate() {
+        for second in &quoted[index + 1..] {
+            pairs.push(format!("({first} AND {second})"));
+        }
+    }
+    Some(pairs.join(" OR "))
+}
+
 /// The speaker of a conversation turn written as `<speaker>: <text>` (how captured
 /// transcripts and imported chats store an `episode`: `User: …`, `Caroline: …`): one to three
 /// words of letters (`.`, `'` and `-` allowed inside), at most 40 characters, followed by `:`
@@ -301,6 +324,21 @@ mod tests {
         );
         assert!(is_stop_word("the") && is_stop_word("about") && is_stop_word("what"));
         assert!(!is_stop_word("postgres") && !is_stop_word("down") && !is_stop_word("The"));
+    }
+
+    #[test]
+    fn at_least_two_pairs_every_term() {
+        let terms = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(fts_at_least_two(&terms(&[])), None);
+        assert_eq!(fts_at_least_two(&terms(&["", ""])), None);
+        assert_eq!(
+            fts_at_least_two(&terms(&["a", ""])).as_deref(),
+            Some("\"a\"")
+        );
+        assert_eq!(
+            fts_at_least_two(&terms(&["a", "b\"c", "d"])).as_deref(),
+            Some(r#"("a" AND "b""c") OR ("a" AND "d") OR ("b""c" AND "d")"#)
+        );
     }
 
     #[test]

@@ -141,6 +141,12 @@ pub struct CapturePlan {
 /// Plans a capture over `chunk` (the transcript from the stored offset on): only complete
 /// lines count, and a final turn whose assistant has not answered yet is left for next time.
 pub fn plan_capture(chunk: &str) -> CapturePlan {
+    plan_capture_at_most(chunk, usize::MAX)
+}
+
+/// [`plan_capture`] that stops after `max_turns` turns, consuming up to where the next one
+/// starts: the rest is the next capture's.
+pub fn plan_capture_at_most(chunk: &str, max_turns: usize) -> CapturePlan {
     let mut turns: Vec<Turn> = Vec::new();
     // The turn being read, and the offset of its first line.
     let mut current: Option<(Turn, u64)> = None;
@@ -163,6 +169,9 @@ pub fn plan_capture(chunk: &str) -> CapturePlan {
             (Role::User, Some((turn, _))) if !turn.assistant.is_empty() => {
                 turns.push(turn);
                 consumed = start;
+                if turns.len() >= max_turns {
+                    return CapturePlan { turns, consumed };
+                }
                 current = Some((
                     Turn {
                         user: message.text,
@@ -281,6 +290,35 @@ mod tests {
             ]
         );
         assert_eq!(plan.consumed, chunk.len() as u64);
+    }
+
+    #[test]
+    fn a_capped_plan_stops_where_the_next_turn_starts_and_the_rest_follows() {
+        let chunk: String = (0..5)
+            .flat_map(|i| {
+                [
+                    user(&format!("q{i}")),
+                    tool_result(),
+                    assistant(&format!("a{i}")),
+                ]
+            })
+            .collect();
+        let whole = plan_capture(&chunk);
+        assert_eq!(whole.turns.len(), 5);
+        for cap in 1..=6 {
+            let mut turns = Vec::new();
+            let mut offset = 0usize;
+            while offset < chunk.len() {
+                let plan = plan_capture_at_most(&chunk[offset..], cap);
+                assert!(
+                    plan.turns.len() <= cap && !plan.turns.is_empty(),
+                    "cap {cap}"
+                );
+                turns.extend(plan.turns);
+                offset += plan.consumed as usize;
+            }
+            assert_eq!(turns, whole.turns, "cap {cap}");
+        }
     }
 
     #[test]

@@ -8,12 +8,12 @@
 //! session waits for the first and then finds nothing new.
 
 use crate::agent::append_event;
-use crate::remember::{RememberStatus, prepare, remember_in};
+use crate::remember::{RememberStatus, TermCounts, prepare, remember_in_batch};
 use crate::{Engine, EngineError, RememberRequest, Result};
 use cairn_core::capture::candidate_facts;
 use cairn_core::record::MemoryType;
 use cairn_core::time::format_ts;
-use cairn_core::transcript::{Turn, plan_capture, strip_injected};
+use cairn_core::transcript::{Turn, plan_capture_at_most, strip_injected};
 use cairn_core::{secrets, text};
 use cairn_store::{CaptureOffset, NewInboxItem, WriteTx};
 use chrono::{DateTime, Utc};
@@ -24,6 +24,10 @@ use std::path::Path;
 
 /// Most transcript bytes read by one capture; a longer backlog is taken over several captures.
 pub const MAX_CAPTURE_BYTES: u64 = 8 * 1024 * 1024;
+/// Most turns stored by one capture, for the same reason: the hook's deadline (3 s) must hold
+/// on a big brain under load. The first capture of a 5 MB transcript (1,279 turns) took 3.9 s
+/// at 100,000 memories — rolled back at the deadline, and again at every later attempt.
+pub const MAX_CAPTURE_TURNS: usize = 200;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CaptureReport {
@@ -107,10 +111,11 @@ impl Engine {
             }
             let to = size.min(from + MAX_CAPTURE_BYTES);
             let chunk = read_lines(path, from, to).map_err(io)?;
-            let plan = plan_capture(&chunk);
+            let plan = plan_capture_at_most(&chunk, MAX_CAPTURE_TURNS);
             let source = format!("transcript of session {session_id}");
+            let mut counts = TermCounts::default();
             for turn in &plan.turns {
-                store_turn(tx, turn, &project, &source, now, &actor, &mut report)?;
+                store_turn(tx, turn, &project, &source, now, &actor, &mut report, &mut counts)?;
             }
             report.offset_after = from + plan.consumed;
             let at = format_ts(now);
@@ -160,7 +165,8 @@ impl Engine {
         let actor = self.context.actor.clone();
         let source = format!("turn of session {session_id}");
         self.store.write(|tx| {
-            store_turn(tx, &turn, &project, &source, now, &actor, &mut report)?;
+            let mut counts = TermCounts::default();
+            store_turn(tx, &turn, &project, &source, now, &actor, &mut report, &mut counts)?;
             if report.episodes_added > 0 || report.inbox_added > 0 {
                 append_event(
                     tx,
@@ -178,6 +184,7 @@ impl Engine {
 
 /// One turn: an episode through the write path, then candidate facts into the inbox. A turn
 /// that cannot be stored (say, nothing left after sanitizing) is reported, never fatal.
+#[allow(clippy::too_many_arguments)]
 fn store_turn(
     tx: &WriteTx<'_>,
     turn: &Turn,
@@ -186,6 +193,7 @@ fn store_turn(
     now: DateTime<Utc>,
     actor: &str,
     report: &mut CaptureReport,
+    counts: &mut TermCounts,
 ) -> Result<()> {
     report.turns += 1;
     let mut request = RememberRequest::new(MemoryType::Episode, turn.episode_body());
@@ -194,7 +202,7 @@ fn store_turn(
     request.tags = vec!["captured".to_string()];
     match prepare(&request, Some(project.to_string()), now, None) {
         Ok(prepared) => {
-            let outcome = remember_in(tx, &request, prepared, now, actor)?;
+            let outcome = remember_in_batch(tx, &request, prepared, now, actor, counts)?;
             match outcome.status {
                 RememberStatus::Added | RememberStatus::Flagged => report.episodes_added += 1,
                 _ => report.episodes_merged += 1,

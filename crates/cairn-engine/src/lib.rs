@@ -23,9 +23,9 @@ pub use agent::{
     AWARENESS_DEFAULT_HOURS, MAX_AWARENESS, MAX_IDENTITY_CHARS, MeasureSummary, ReviewReport,
 };
 pub use brief::{Brief, BriefRequest, DEFAULT_BRIEF_BUDGET, event_line, memory_item};
-pub use capture::{CaptureReport, MAX_CAPTURE_BYTES};
+pub use capture::{CaptureReport, MAX_CAPTURE_BYTES, MAX_CAPTURE_TURNS};
 pub use maintenance::{DoctorReport, ScopeMap, VACUUM_FREE_RATIO, WAL_LIMIT_BYTES, recover_brain};
-pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, Why};
+pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, TermCutoff, Why};
 pub use records::{ListRequest, UpdateRequest};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
 pub use semantic::{

@@ -24,9 +24,35 @@ const MIN_CANDIDATES: usize = 50;
 /// The default relevance floor: a candidate weaker than this fraction of its source's best match
 /// is dropped.
 pub const DEFAULT_FLOOR: f64 = 0.1;
-/// A query term found in more than this fraction of records is dropped (when others remain):
-/// it costs tens of milliseconds on a large brain and adds nothing to the ranking.
-const FREQUENT_TERM_FRACTION: f64 = 0.1;
+/// Which query terms a large brain searches (DESIGN §5.1): a term found in more than `share` of
+/// the records, or in more than `most_records`, costs tens of milliseconds on a large brain and
+/// adds little to the ranking, so it is dropped — unless it is among the `keep_rarest` rarest
+/// terms the brain holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TermCutoff {
+    pub share: f64,
+    pub most_records: usize,
+    pub keep_rarest: usize,
+}
+
+impl TermCutoff {
+    /// Every recall but the prompt hook's.
+    pub const DEFAULT: TermCutoff = TermCutoff {
+        share: 0.1,
+        most_records: usize::MAX,
+        keep_rarest: 1,
+    };
+    /// The `user-prompt-submit` hook's: the same up to 20,000 records; past that, terms found in
+    /// more than 2,000 records are dropped (at 100,000 records 2 % instead of 10 %), keeping the
+    /// two rarest. Ranking every match of a word in 10 % of a big brain is what made the hook
+    /// slow, and its 2 KB hold a few records, each holding two of the prompt's words.
+    pub const HOOK: TermCutoff = TermCutoff {
+        share: 0.1,
+        most_records: 2_000,
+        keep_rarest: 2,
+    };
+}
+
 /// Below this many records every term is kept: frequency says little on a small brain.
 const FREQUENT_TERM_MIN_RECORDS: usize = 2_000;
 /// Most terms searched for one query (the rarest are kept).
@@ -88,6 +114,8 @@ pub struct RecallRequest {
     /// server); a model is never loaded for a fast recall, which then runs lexical-only and
     /// says `degraded: lexical-only`. See docs/retrieval.md, "The hook path".
     pub fast: bool,
+    /// Which query terms are searched on a large brain.
+    pub term_cutoff: TermCutoff,
 }
 
 impl RecallRequest {
@@ -108,6 +136,7 @@ impl RecallRequest {
             zone: None,
             freshness: true,
             fast: false,
+            term_cutoff: TermCutoff::DEFAULT,
         }
     }
 }
@@ -200,7 +229,7 @@ impl Engine {
             warnings: Vec::new(),
         };
         let as_of_text = as_of.map(format_ts);
-        let terms = self.searchable_terms(&request.query)?;
+        let terms = self.searchable_terms(&request.query, request.term_cutoff)?;
         let expression = query::fts_match_expression(&terms);
         let candidate_limit = (limit * CANDIDATES_PER_RESULT).max(MIN_CANDIDATES);
         let filter = LexicalQuery {
@@ -524,8 +553,8 @@ impl Engine {
     }
 
     /// Query terms worth searching: stop words dropped (by `query_terms`), very frequent terms
-    /// dropped on a large brain, at most `MAX_QUERY_TERMS`, rarest first.
-    fn searchable_terms(&self, text: &str) -> Result<Vec<String>> {
+    /// dropped on a large brain (`cutoff`), at most `MAX_QUERY_TERMS`, rarest first.
+    fn searchable_terms(&self, text: &str, cutoff: TermCutoff) -> Result<Vec<String>> {
         let terms = query::query_terms(text);
         let records = self.indexed_count()?;
         let reader = self.store.reader();
@@ -535,17 +564,32 @@ impl Engine {
         }
         // Count each term's records (bounded): terms found nowhere add nothing, very frequent
         // ones cost much and rank little, and past MAX_QUERY_TERMS the rarest terms are kept.
-        let cap = if frequent_matter {
-            ((records as f64) * FREQUENT_TERM_FRACTION) as usize
+        let share_cap = if frequent_matter {
+            (((records as f64) * cutoff.share) as usize).max(1)
         } else {
             records.max(1)
         };
+        let cap = if frequent_matter {
+            share_cap.min(cutoff.most_records.max(1))
+        } else {
+            share_cap
+        };
+        let count = |term: &String, cap: usize| {
+            let expression =
+                query::fts_match_expression(std::slice::from_ref(term)).unwrap_or_default();
+            reader.term_frequency(&expression, cap)
+        };
         let mut counted = Vec::with_capacity(terms.len());
         for term in terms {
-            let expression =
-                query::fts_match_expression(std::slice::from_ref(&term)).unwrap_or_default();
-            let frequency = reader.term_frequency(&expression, cap)?;
-            counted.push((frequency, term));
+            counted.push((count(&term, cap)?, term));
+        }
+        // Fewer of the rarest terms under the cap than the cutoff keeps: which of the others are
+        // rarer is counted further (up to the share), so the right ones are kept.
+        let under = counted.iter().filter(|(f, _)| *f > 0 && *f < cap).count();
+        if frequent_matter && cap < share_cap && under < cutoff.keep_rarest {
+            for (frequency, term) in counted.iter_mut().filter(|(f, _)| *f >= cap) {
+                *frequency = count(term, share_cap)?;
+            }
         }
         let found: Vec<(usize, String)> = counted.iter().filter(|(f, _)| *f > 0).cloned().collect();
         if found.is_empty() {
@@ -553,12 +597,14 @@ impl Engine {
             counted.truncate(MAX_QUERY_TERMS);
             return Ok(counted.into_iter().map(|(_, term)| term).collect());
         }
-        let rarest = found.iter().map(|(f, _)| *f).min().unwrap_or(0);
-        let mut kept: Vec<(usize, String)> = found
-            .into_iter()
-            .filter(|(frequency, _)| !frequent_matter || *frequency < cap || *frequency == rarest)
-            .collect();
+        let mut kept = found;
         kept.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        // The rarest terms stay whatever their frequency (ties with the last of them too).
+        let floor = kept
+            .get(cutoff.keep_rarest.max(1) - 1)
+            .or(kept.last())
+            .map_or(0, |(frequency, _)| *frequency);
+        kept.retain(|(frequency, _)| !frequent_matter || *frequency < cap || *frequency <= floor);
         kept.truncate(MAX_QUERY_TERMS);
         Ok(kept.into_iter().map(|(_, term)| term).collect())
     }

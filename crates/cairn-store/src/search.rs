@@ -2,6 +2,7 @@
 //! (k1 1.2 and b 0.75 are FTS5's own constants), filtered in the same statement.
 
 use crate::{Reader, Result, StoreError};
+use rusqlite::OptionalExtension;
 use rusqlite::types::Value;
 
 /// What to search and which records may answer.
@@ -287,15 +288,63 @@ impl Reader<'_> {
             .map_err(map)
     }
 
+    /// The ids of the first `limit` records (lowest id first) that contain `term_expression`.
+    pub fn term_ids(&self, term_expression: &str, limit: usize) -> Result<Vec<i64>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid LIMIT ?2",
+            )
+            .map_err(map)?;
+        let rows = statement
+            .query_map(rusqlite::params![term_expression, limit as i64], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map_err(map)?;
+        rows.collect::<rusqlite::Result<Vec<i64>>>().map_err(map)
+    }
+
     /// Number of records in the full-text index.
+    ///
+    /// FTS5 keeps this number itself, for BM25: the first varint of its "averages" record
+    /// (rowid 1 of `memories_fts_data`), updated by every insert and delete. Reading it is one
+    /// lookup; counting the `docsize` rows read every leaf page of that table (1.3 ms of a
+    /// 15 ms hook at 100,000 records). An absent or unreadable record (an empty index) falls
+    /// back to counting.
     pub fn indexed_count(&self) -> Result<usize> {
         let map = |e| StoreError::from_sqlite(e, self.path);
+        let averages: Option<Vec<u8>> = self
+            .conn
+            .prepare_cached("SELECT block FROM memories_fts_data WHERE id = 1")
+            .and_then(|mut s| s.query_row([], |row| row.get::<_, Vec<u8>>(0)).optional())
+            .map_err(map)?;
+        if let Some(count) = averages.as_deref().and_then(sqlite_varint) {
+            return Ok(count as usize);
+        }
         self.conn
             .prepare_cached("SELECT count(*) FROM memories_fts_docsize")
             .and_then(|mut s| s.query_row([], |row| row.get::<_, i64>(0)))
             .map(|n| n as usize)
             .map_err(map)
     }
+}
+
+/// The varint at the start of `bytes` in SQLite's encoding (big-endian groups of 7 bits, the
+/// high bit set on every byte but the last; a ninth byte carries 8 bits), which FTS5 uses in
+/// its records. `None` when `bytes` ends first.
+fn sqlite_varint(bytes: &[u8]) -> Option<u64> {
+    let mut value: u64 = 0;
+    for (index, byte) in bytes.iter().take(9).enumerate() {
+        if index == 8 {
+            return Some((value << 8) | u64::from(*byte));
+        }
+        value = (value << 7) | u64::from(byte & 0x7f);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -318,6 +367,57 @@ mod tests {
             "retired_at": null
         }))
         .expect("a memory")
+    }
+
+    #[test]
+    fn sqlite_varints_decode() {
+        assert_eq!(sqlite_varint(&[]), None);
+        assert_eq!(sqlite_varint(&[0x05]), Some(5));
+        assert_eq!(sqlite_varint(&[0x81, 0x00]), Some(128));
+        assert_eq!(sqlite_varint(&[0x86, 0x8d, 0x34]), Some(100_020));
+        assert_eq!(sqlite_varint(&[0x86, 0x8d]), None, "cut short");
+        assert_eq!(sqlite_varint(&[0xff; 9]), Some(u64::MAX));
+    }
+
+    /// The count FTS5 keeps is the number of indexed rows through inserts, updates and
+    /// deletes, and an empty index counts zero.
+    #[test]
+    fn the_indexed_count_follows_inserts_updates_and_deletes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        let counted = |store: &Store| {
+            let reader = store.reader();
+            let exact: i64 = reader
+                .conn
+                .query_row("SELECT count(*) FROM memories_fts_docsize", [], |r| {
+                    r.get(0)
+                })
+                .unwrap();
+            (reader.indexed_count().unwrap(), exact as usize)
+        };
+        assert_eq!(counted(&store), (0, 0));
+        store
+            .write(|tx| {
+                for i in 0..300 {
+                    let body = format!("record number {i}");
+                    let m = memory("p", MemoryType::Note, &body, "active");
+                    tx.insert_memory(&m, None, &cairn_core::minhash::signature(&body))?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        assert_eq!(counted(&store), (300, 300));
+        // Another connection, as outside changes are: the triggers keep the index in step.
+        let other = rusqlite::Connection::open(dir.path().join("brain.db")).unwrap();
+        other
+            .execute_batch(
+                "UPDATE memories SET body = body || ' changed' WHERE id % 3 = 0;
+                 DELETE FROM memories WHERE id % 2 = 0;",
+            )
+            .unwrap();
+        assert_eq!(counted(&store), (150, 150));
+        other.execute_batch("DELETE FROM memories").unwrap();
+        assert_eq!(counted(&store), (0, 0));
     }
 
     /// The windowed first pass gives exactly the answer of filtering every match, including
