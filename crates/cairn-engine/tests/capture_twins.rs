@@ -230,11 +230,7 @@ fn twins_are_found_when_every_word_is_in_over_a_thousand_records() {
                 let prepared =
                     cairn_engine::remember::prepare(&request, Some("p".into()), now, None)
                         .expect("valid");
-                tx.insert_memory(
-                    &prepared.memory,
-                    prepared.title_norm.as_deref(),
-                    &prepared.signature,
-                )?;
+                tx.insert_memory(&prepared.memory, prepared.title_norm.as_deref())?;
             }
             Ok::<_, cairn_store::StoreError>(())
         })

@@ -33,11 +33,7 @@ fn brain() -> (tempfile::TempDir, Engine) {
                 };
                 let request = RememberRequest::new(MemoryType::Note, body);
                 let prepared = prepare(&request, Some("p".into()), now, None).expect("valid");
-                tx.insert_memory(
-                    &prepared.memory,
-                    prepared.title_norm.as_deref(),
-                    &prepared.signature,
-                )?;
+                tx.insert_memory(&prepared.memory, prepared.title_norm.as_deref())?;
             }
             Ok::<_, cairn_store::StoreError>(())
         })

@@ -401,7 +401,7 @@ mod tests {
                 for i in 0..300 {
                     let body = format!("record number {i}");
                     let m = memory("p", MemoryType::Note, &body, "active");
-                    tx.insert_memory(&m, None, &cairn_core::minhash::signature(&body))?;
+                    tx.insert_memory(&m, None)?;
                 }
                 Ok::<_, StoreError>(())
             })
