@@ -119,6 +119,9 @@ struct MatrixCache {
     generation: u64,
     /// The vector space the matrix was read under (a model switch reloads it whole).
     space: Option<VectorSpace>,
+    /// `meta.vectors_version` when the matrix was read (`None`: unknown): while it stays the
+    /// same, writes elsewhere in the brain leave the matrix as it is.
+    vectors_version: Option<i64>,
     matrix: Arc<VectorMatrix>,
     /// Filled by a background thread; queries scan exactly until it is there.
     index: Arc<OnceLock<IvfIndex>>,
@@ -137,6 +140,7 @@ impl MatrixCache {
         MatrixCache {
             generation,
             space,
+            vectors_version: None,
             matrix,
             index: Arc::new(OnceLock::new()),
             quantized: Arc::new(OnceLock::new()),
@@ -775,17 +779,29 @@ impl Engine {
         {
             return Ok(cache.matrix.clone());
         }
+        // Read before the vectors: a change after this point shows up as a newer version.
+        let version = self.store.reader().vectors_version()?;
         let space = self.store.reader().vector_space()?;
-        if let Some(previous) = self.semantic.cache.take()
+        if let Some(mut previous) = self.semantic.cache.take()
             && previous.space == space
-            && let Some(cache) = self.refreshed(previous, generation)?
         {
-            let matrix = cache.matrix.clone();
-            self.semantic.cache = Some(cache);
-            return Ok(matrix);
+            if version.is_some() && previous.vectors_version == version {
+                previous.generation = generation;
+                let matrix = previous.matrix.clone();
+                self.semantic.cache = Some(previous);
+                return Ok(matrix);
+            }
+            if let Some(mut cache) = self.refreshed(previous, generation)? {
+                cache.vectors_version = version;
+                let matrix = cache.matrix.clone();
+                self.semantic.cache = Some(cache);
+                return Ok(matrix);
+            }
         }
         let matrix = self.load_matrix()?;
-        self.semantic.cache = Some(MatrixCache::new(generation, space, matrix.clone()));
+        let mut cache = MatrixCache::new(generation, space, matrix.clone());
+        cache.vectors_version = version;
+        self.semantic.cache = Some(cache);
         Ok(matrix)
     }
 

@@ -380,6 +380,34 @@ mod tests {
     use super::*;
     use rusqlite::params;
 
+    /// Schema v9: every change to `vectors` bumps `meta.vectors_version`; other writes do not.
+    #[test]
+    fn the_vectors_version_counts_vector_changes_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        let version = |store: &Store| store.reader().vectors_version().unwrap().unwrap();
+        assert_eq!(version(&store), 0);
+        store
+            .write(|tx| tx.put_vector(1, "a", &[1.0, 0.0]))
+            .unwrap();
+        assert_eq!(version(&store), 1);
+        store
+            .write(|tx| tx.put_vector(1, "b", &[0.0, 1.0]))
+            .unwrap();
+        assert_eq!(version(&store), 2);
+        store
+            .write(|tx| {
+                tx.set_vector_space(&VectorSpace {
+                    model: "m".into(),
+                    dimension: 2,
+                })
+            })
+            .unwrap();
+        assert_eq!(version(&store), 2);
+        store.write(|tx| tx.drop_vector(1)).unwrap();
+        assert_eq!(version(&store), 3);
+    }
+
     /// Issue 6's schema v8 on a v7 brain with data: signatures dropped, hashes and receipts
     /// turned into bytes; everything a reader sees is what it saw before, and new versions of
     /// a record with full (v7) history walk back through both forms.
@@ -452,7 +480,7 @@ mod tests {
         }
 
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 8);
+        assert_eq!(store.schema_version().unwrap(), 9);
         let reader = store.reader();
         assert_eq!(reader.get(1).unwrap().unwrap().content_hash, hash(1));
         let archived = reader.get(2).unwrap().unwrap();

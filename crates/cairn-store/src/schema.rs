@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -17,6 +17,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_SIGNATURES_OF_ACTIVE,
     MIGRATION_FTS_DIRECT_INSERT,
     MIGRATION_SIZE,
+    MIGRATION_VECTORS_VERSION,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -443,6 +444,24 @@ ALTER TABLE events ADD COLUMN content_hash BLOB;
 "#,
     hex_to_bytes!()
 );
+
+/// v9: `meta.vectors_version` counts every change to the `vectors` table (triggers), so a
+/// long-lived reader that holds the vectors in memory learns with one lookup whether any
+/// changed since it read them — most writes (a recall's access counts, a hook's captured
+/// turns) change none.
+const MIGRATION_VECTORS_VERSION: &str = r#"
+INSERT INTO meta (key, value) VALUES ('vectors_version', '0')
+    ON CONFLICT (key) DO NOTHING;
+CREATE TRIGGER vectors_version_insert AFTER INSERT ON vectors BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_version';
+END;
+CREATE TRIGGER vectors_version_update AFTER UPDATE ON vectors BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_version';
+END;
+CREATE TRIGGER vectors_version_delete AFTER DELETE ON vectors BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_version';
+END;
+"#;
 
 #[cfg(test)]
 mod tests {

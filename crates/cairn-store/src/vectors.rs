@@ -280,6 +280,15 @@ impl Reader<'_> {
         Ok(blob.and_then(|blob| blob_to_vector(&blob, dimension)))
     }
 
+    /// How many times the `vectors` table changed (schema v9 triggers); `None` when the
+    /// counter is missing (then a reader must compare fingerprints).
+    pub fn vectors_version(&self) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'vectors_version'")
+            .and_then(|mut s| s.query_row([], |row| row.get(0)).optional())
+            .map_err(|e| StoreError::from_sqlite(e, self.path))
+    }
+
     /// `(memory_id, text_fingerprint)` of every stored vector in id order, read from the
     /// text-hash index alone (none of the vectors' bytes): how a long-lived reader finds the
     /// rows that changed since it loaded the matrix.
