@@ -123,16 +123,12 @@ struct MatrixCache {
     /// same, writes elsewhere in the brain leave the matrix as it is.
     vectors_version: Option<i64>,
     matrix: Arc<VectorMatrix>,
-    /// Filled by a background thread; queries scan exactly until it is there.
-    index: Arc<OnceLock<IvfIndex>>,
-    /// Likewise filled by a background thread.
-    quantized: Arc<OnceLock<QuantizedRows>>,
+    index: Derived<IvfIndex>,
+    quantized: Derived<QuantizedRows>,
     /// Semantic queries answered from this matrix (the index and the int8 copy are built from
     /// the second on, or when a server warms its vectors: a one-shot CLI process never pays
     /// for them).
     queries: usize,
-    building: bool,
-    quantizing: bool,
 }
 
 impl MatrixCache {
@@ -142,13 +138,75 @@ impl MatrixCache {
             space,
             vectors_version: None,
             matrix,
-            index: Arc::new(OnceLock::new()),
-            quantized: Arc::new(OnceLock::new()),
+            index: Derived::default(),
+            quantized: Derived::default(),
             queries: 0,
-            building: false,
-            quantizing: false,
         }
     }
+}
+
+/// A slot filled once, possibly by another thread.
+type Built<T> = Arc<OnceLock<T>>;
+
+/// A structure derived from the cached matrix (the IVF index, the int8 copy), filled once by
+/// a background thread or at once; queries scan exactly until it is there.
+struct Derived<T> {
+    slot: Built<T>,
+    started: bool,
+}
+
+impl<T> Default for Derived<T> {
+    fn default() -> Self {
+        Derived {
+            slot: Arc::new(OnceLock::new()),
+            started: false,
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> Derived<T> {
+    fn get(&self) -> Option<&T> {
+        self.slot.get()
+    }
+
+    /// Starts building it from `matrix` on a background thread, once.
+    fn start(&mut self, name: &str, matrix: &Arc<VectorMatrix>, build: fn(&VectorMatrix) -> T) {
+        if self.started {
+            return;
+        }
+        let (matrix, slot) = (Arc::clone(matrix), Arc::clone(&self.slot));
+        self.started = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let _ = slot.set(build(&matrix));
+            })
+            .is_ok();
+    }
+
+    /// Builds it from `matrix` now (unless it is there already).
+    fn build_now(&mut self, matrix: &VectorMatrix, build: fn(&VectorMatrix) -> T) {
+        self.slot.get_or_init(|| build(matrix));
+        self.started = true;
+    }
+
+    /// Set to `value` (a copy kept up to date by other means).
+    fn set(&mut self, value: T) {
+        let _ = self.slot.set(value);
+        self.started = true;
+    }
+
+    /// Mutable access when it is built and no builder thread still holds it.
+    fn get_mut(&mut self) -> Option<&mut T> {
+        Arc::get_mut(&mut self.slot).and_then(OnceLock::get_mut)
+    }
+}
+
+fn build_ivf(matrix: &VectorMatrix) -> IvfIndex {
+    IvfIndex::build(&matrix.data, matrix.dimension, IvfParams::default())
+}
+
+fn build_int8(matrix: &VectorMatrix) -> QuantizedRows {
+    QuantizedRows::build(&matrix.data, matrix.dimension)
 }
 
 impl Default for Semantic {
@@ -274,7 +332,9 @@ impl Engine {
             if matrix.ids.len() >= self.semantic.config.quantized_min_rows
                 && let Some(cache) = self.semantic.cache.as_mut()
             {
-                start_quantizing(cache);
+                cache
+                    .quantized
+                    .start("cairn-int8", &cache.matrix, build_int8);
             }
         }
         Ok(())
@@ -628,19 +688,13 @@ impl Engine {
             Some(vector) => vector,
             None => embedder.embed_query(query).map_err(|e| e.to_string())?,
         };
-        if let Some(cache) = self.semantic.cache.as_mut()
-            && Arc::ptr_eq(&cache.matrix, &matrix)
-        {
-            cache.queries += 1;
-        }
-        let index = self.vector_index(&matrix);
-        let quantized = self.quantized_rows(&matrix);
+        let (index, quantized) = self.derived_structures(&matrix);
         let mut want = limit.saturating_mul(4).max(limit);
         let hits = loop {
             let nearest = nearest_rows(
                 &matrix,
-                index.as_deref(),
-                quantized.as_deref(),
+                index.as_ref().and_then(|slot| slot.get()),
+                quantized.as_ref().and_then(|slot| slot.get()),
                 &query_vector,
                 want,
             );
@@ -672,87 +726,67 @@ impl Engine {
         })
     }
 
-    /// The IVF index of `matrix` when it is built; starts building it in the background from
-    /// the second query on a large matrix (a long-lived process: MCP server, evaluation).
-    fn vector_index(&mut self, matrix: &Arc<VectorMatrix>) -> Option<Arc<OnceLock<IvfIndex>>> {
-        let min_rows = self.semantic.config.ann_min_rows;
-        let cache = self.semantic.cache.as_mut()?;
-        if !Arc::ptr_eq(&cache.matrix, matrix) || matrix.ids.len() < min_rows {
-            return None;
-        }
-        if cache.queries >= 2 && !cache.building {
-            cache.building = true;
-            let (matrix, slot) = (matrix.clone(), cache.index.clone());
-            let spawned = std::thread::Builder::new()
-                .name("cairn-ivf".into())
-                .spawn(move || {
-                    let _ = slot.set(IvfIndex::build(
-                        &matrix.data,
-                        matrix.dimension,
-                        IvfParams::default(),
-                    ));
-                });
-            if spawned.is_err() {
-                cache.building = false;
-            }
-        }
-        Some(cache.index.clone())
-    }
-
-    /// The int8 copy of `matrix` when it is built; starts building it in the background from
-    /// the second query on a large matrix (like the IVF index).
-    fn quantized_rows(
+    /// Counts a query on `matrix` and hands out its IVF index and int8 copy where the brain is
+    /// large enough for them; from the second query on a long-lived engine (MCP server,
+    /// evaluation) they are built in the background.
+    fn derived_structures(
         &mut self,
         matrix: &Arc<VectorMatrix>,
-    ) -> Option<Arc<OnceLock<QuantizedRows>>> {
-        let min_rows = self.semantic.config.quantized_min_rows;
-        let cache = self.semantic.cache.as_mut()?;
-        if !Arc::ptr_eq(&cache.matrix, matrix) || matrix.ids.len() < min_rows {
-            return None;
-        }
-        if cache.queries >= 2 {
-            start_quantizing(cache);
-        }
-        Some(cache.quantized.clone())
+    ) -> (Option<Built<IvfIndex>>, Option<Built<QuantizedRows>>) {
+        let config = &self.semantic.config;
+        let (ivf_rows, int8_rows) = (config.ann_min_rows, config.quantized_min_rows);
+        let Some(cache) = self
+            .semantic
+            .cache
+            .as_mut()
+            .filter(|cache| Arc::ptr_eq(&cache.matrix, matrix))
+        else {
+            return (None, None);
+        };
+        cache.queries += 1;
+        let rows = matrix.ids.len();
+        let index = (rows >= ivf_rows).then(|| {
+            if cache.queries >= 2 {
+                cache.index.start("cairn-ivf", matrix, build_ivf);
+            }
+            Arc::clone(&cache.index.slot)
+        });
+        let quantized = (rows >= int8_rows).then(|| {
+            if cache.queries >= 2 {
+                cache.quantized.start("cairn-int8", matrix, build_int8);
+            }
+            Arc::clone(&cache.quantized.slot)
+        });
+        (index, quantized)
     }
 
-    /// Builds the IVF index of the current vectors now if they are many enough (a server
-    /// calls this once at start; the benchmark before measuring). Returns whether one is in
-    /// use.
+    /// Builds the IVF index of the current vectors now if they are many enough (the
+    /// benchmark, before measuring). Returns whether one is in use.
     pub fn prepare_vector_index(&mut self) -> Result<bool> {
-        let matrix = self.matrix()?;
-        if matrix.ids.len() < self.semantic.config.ann_min_rows {
-            return Ok(false);
-        }
-        if let Some(cache) = self.semantic.cache.as_mut()
-            && Arc::ptr_eq(&cache.matrix, &matrix)
-        {
-            cache.index.get_or_init(|| {
-                IvfIndex::build(&matrix.data, matrix.dimension, IvfParams::default())
-            });
-            cache.building = true;
-            return Ok(true);
-        }
-        Ok(false)
+        let min_rows = self.semantic.config.ann_min_rows;
+        self.prepare(min_rows, |cache| {
+            cache.index.build_now(&cache.matrix, build_ivf)
+        })
     }
 
     /// Builds the int8 copy of the current vectors now if they are many enough (the
     /// benchmark, before measuring). Returns whether one is in use.
     pub fn prepare_quantized_vectors(&mut self) -> Result<bool> {
+        let min_rows = self.semantic.config.quantized_min_rows;
+        self.prepare(min_rows, |cache| {
+            cache.quantized.build_now(&cache.matrix, build_int8)
+        })
+    }
+
+    fn prepare(&mut self, min_rows: usize, build: impl FnOnce(&mut MatrixCache)) -> Result<bool> {
         let matrix = self.matrix()?;
-        if matrix.ids.len() < self.semantic.config.quantized_min_rows {
-            return Ok(false);
+        match self.semantic.cache.as_mut() {
+            Some(cache) if matrix.ids.len() >= min_rows && Arc::ptr_eq(&cache.matrix, &matrix) => {
+                build(cache);
+                Ok(true)
+            }
+            _ => Ok(false),
         }
-        if let Some(cache) = self.semantic.cache.as_mut()
-            && Arc::ptr_eq(&cache.matrix, &matrix)
-        {
-            cache
-                .quantized
-                .get_or_init(|| QuantizedRows::build(&matrix.data, matrix.dimension));
-            cache.quantizing = true;
-            return Ok(true);
-        }
-        Ok(false)
     }
 
     fn store_generation(&self) -> u64 {
@@ -877,10 +911,12 @@ impl Engine {
         // (updated row by row). The IVF index is rebuilt in the background.
         cache.queries = previous.queries;
         if let Some(codes) = previous.quantized.get() {
-            let rebuilt =
-                QuantizedRows::rebuild(codes, &kept_sources, &cache.matrix.data, dimension);
-            let _ = cache.quantized.set(rebuilt);
-            cache.quantizing = true;
+            cache.quantized.set(QuantizedRows::rebuild(
+                codes,
+                &kept_sources,
+                &cache.matrix.data,
+                dimension,
+            ));
         }
         Ok(Some(cache))
     }
@@ -938,8 +974,7 @@ fn refresh_in_place(
     }
     // The int8 copy follows row by row when it is built and not shared; otherwise it is
     // built again in the background. The IVF index is always rebuilt.
-    let codes = Arc::get_mut(&mut cache.quantized).and_then(OnceLock::get_mut);
-    match codes {
+    match cache.quantized.get_mut() {
         Some(codes) if codes.rows() == old_rows => {
             for (row, _, vector) in &edits {
                 if *row < old_rows {
@@ -949,31 +984,10 @@ fn refresh_in_place(
                 }
             }
         }
-        _ => {
-            cache.quantized = Arc::new(OnceLock::new());
-            cache.quantizing = false;
-        }
+        _ => cache.quantized = Derived::default(),
     }
-    cache.index = Arc::new(OnceLock::new());
-    cache.building = false;
+    cache.index = Derived::default();
     Ok(true)
-}
-
-/// Starts building the int8 copy of the cached matrix on a background thread, once.
-fn start_quantizing(cache: &mut MatrixCache) {
-    if cache.quantizing {
-        return;
-    }
-    cache.quantizing = true;
-    let (matrix, slot) = (cache.matrix.clone(), cache.quantized.clone());
-    let spawned = std::thread::Builder::new()
-        .name("cairn-int8".into())
-        .spawn(move || {
-            let _ = slot.set(QuantizedRows::build(&matrix.data, matrix.dimension));
-        });
-    if spawned.is_err() {
-        cache.quantizing = false;
-    }
 }
 
 /// The `want` nearest rows: from the IVF index when it is built and `want` is a small part of
@@ -981,12 +995,12 @@ fn start_quantizing(cache: &mut MatrixCache) {
 /// `QuantizedRows`), else (or when the probed lists hold too few rows) by the exact scan.
 fn nearest_rows(
     matrix: &VectorMatrix,
-    index: Option<&OnceLock<IvfIndex>>,
-    quantized: Option<&OnceLock<QuantizedRows>>,
+    index: Option<&IvfIndex>,
+    quantized: Option<&QuantizedRows>,
     query: &[f32],
     want: usize,
 ) -> Vec<Nearest> {
-    if let Some(ivf) = index.and_then(OnceLock::get)
+    if let Some(ivf) = index
         && ivf.rows() == matrix.ids.len()
         && want.saturating_mul(8) <= ivf.rows()
     {
@@ -995,7 +1009,7 @@ fn nearest_rows(
             return found;
         }
     }
-    if let Some(rows) = quantized.and_then(OnceLock::get)
+    if let Some(rows) = quantized
         && rows.rows() == matrix.ids.len()
         && want.saturating_mul(8) <= rows.rows()
     {
