@@ -7,11 +7,13 @@
 //! several, each turn once; and when every word of a turn is in more records than a capture
 //! reads, the full-text index finds the twin.
 
+mod common;
+
+use common::{engine_at, test_now};
+
 use cairn_core::minhash::signature;
 use cairn_core::record::{MemoryType, Status};
-use cairn_engine::{
-    CaptureReport, Context, Engine, ListRequest, MAX_CAPTURE_TURNS, RememberRequest,
-};
+use cairn_engine::{CaptureReport, Engine, ListRequest, MAX_CAPTURE_TURNS, RememberRequest};
 use chrono::{TimeZone, Utc};
 
 /// The words of the corpus: the turns below are made of them, and so is the crowd.
@@ -44,17 +46,7 @@ const WORDS: [&str; 24] = [
 
 fn brain(crowd: usize) -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let mut engine = Engine::open(
-        &dir.path().join("brain.db"),
-        Context {
-            project: "p".into(),
-            cwd: dir.path().to_path_buf(),
-            actor: "test".into(),
-            read_only: false,
-            now: Some(Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap()),
-        },
-    )
-    .expect("the brain opens");
+    let mut engine = engine_at(dir.path(), test_now());
     // Records sharing the turns' words, so every word of a turn is common in the brain.
     let mut state = 0x5eed_u64;
     for index in 0..crowd {

@@ -2,40 +2,24 @@
 //! even when a near-duplicate group is a chain (A ~ B ~ C ~ D, but C and D under 0.7 to the
 //! survivor A). The month benchmark (issue 6) found such a pair surviving every dream.
 
+mod common;
+
+use common::{engine_at, forty_words};
+
 use cairn_core::minhash::signature;
 use cairn_core::record::{MemoryType, Status};
 use cairn_engine::lifecycle::DreamOptions;
-use cairn_engine::{Context, Engine, ListRequest, RememberRequest, RememberStatus};
-use chrono::{DateTime, TimeZone, Utc};
-
-fn engine_at(dir: &tempfile::TempDir, now: DateTime<Utc>) -> Engine {
-    let context = Context {
-        project: "p".into(),
-        cwd: dir.path().to_path_buf(),
-        actor: "test".into(),
-        read_only: false,
-        now: Some(now),
-    };
-    Engine::open(&dir.path().join("brain.db"), context).unwrap()
-}
-
-/// 40 distinct words, then `edits` (position, replacement) applied in order.
-fn text(edits: &[(usize, &str)]) -> String {
-    let mut words: Vec<String> = (0..40).map(|i| format!("word{i}x")).collect();
-    for (at, replacement) in edits {
-        words[*at] = (*replacement).to_string();
-    }
-    words.join(" ")
-}
+use cairn_engine::{ListRequest, RememberRequest, RememberStatus};
+use chrono::{TimeZone, Utc};
 
 #[test]
 fn a_chain_of_near_duplicates_is_merged_in_one_dream() {
     // One edited word spoils 3 of the 38 shingles (≈ 0.85), three adjacent words 5 (≈ 0.77);
     // A to C spoils 8 (≈ 0.65).
-    let a = text(&[]);
-    let b = text(&[(5, "alpha")]);
-    let c = text(&[(5, "alpha"), (15, "beta"), (16, "gamma"), (17, "delta")]);
-    let d = text(&[
+    let a = forty_words(&[]);
+    let b = forty_words(&[(5, "alpha")]);
+    let c = forty_words(&[(5, "alpha"), (15, "beta"), (16, "gamma"), (17, "delta")]);
+    let d = forty_words(&[
         (5, "alpha"),
         (15, "beta"),
         (16, "gamma"),
@@ -55,7 +39,7 @@ fn a_chain_of_near_duplicates_is_merged_in_one_dream() {
     // Stored oldest first, A last: A is the newest, so the group's survivor.
     let mut ids = Vec::new();
     for (minute, body) in [&d, &c, &b, &a].into_iter().enumerate() {
-        let mut engine = engine_at(&dir, start + chrono::Duration::minutes(minute as i64));
+        let mut engine = engine_at(dir.path(), start + chrono::Duration::minutes(minute as i64));
         let mut request = RememberRequest::new(MemoryType::Episode, body.clone());
         request.capture = true;
         let outcome = engine.remember(&request).unwrap();
@@ -64,7 +48,7 @@ fn a_chain_of_near_duplicates_is_merged_in_one_dream() {
     }
     let (id_d, id_c, id_b, id_a) = (ids[0], ids[1], ids[2], ids[3]);
 
-    let mut engine = engine_at(&dir, start + chrono::Duration::hours(10));
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::hours(10));
     let outcome = engine
         .dream(&DreamOptions {
             accept: true,

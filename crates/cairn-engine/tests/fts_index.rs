@@ -3,23 +3,16 @@
 //! changes). After each step the index must hold exactly the records' current text: FTS5's own
 //! integrity check passes, `doctor` agrees, and recall finds the new words and not the old.
 
+mod common;
+
+use common::{engine_at, test_now};
+
 use cairn_core::record::MemoryType;
-use cairn_engine::{Context, Engine, Mode, RecallRequest, RememberRequest, UpdateRequest};
-use chrono::{TimeZone, Utc};
+use cairn_engine::{Engine, Mode, RecallRequest, RememberRequest, UpdateRequest};
 use std::path::Path;
 
 fn open_brain(dir: &Path) -> Engine {
-    Engine::open(
-        &dir.join("brain.db"),
-        Context {
-            project: "p".into(),
-            cwd: dir.to_path_buf(),
-            actor: "test".into(),
-            read_only: false,
-            now: Some(Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap()),
-        },
-    )
-    .expect("the brain opens")
+    engine_at(dir, test_now())
 }
 
 fn store(engine: &mut Engine, body: &str, title: Option<&str>) -> i64 {

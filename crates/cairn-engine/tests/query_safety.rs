@@ -8,9 +8,12 @@
 //! characters, letters of several scripts, emoji, combining marks and invisible characters,
 //! with or without one of the unique words spelled in one of several ways.
 
+mod common;
+
+use common::{engine_at, test_now};
+
 use cairn_core::record::MemoryType;
-use cairn_engine::{Context, Engine, RecallAnswer, RecallRequest, RememberRequest};
-use chrono::{TimeZone, Utc};
+use cairn_engine::{Engine, RecallAnswer, RecallRequest, RememberRequest};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use std::cell::RefCell;
@@ -59,17 +62,7 @@ struct Brain {
 
 fn brain() -> Brain {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let mut engine = Engine::open(
-        &dir.path().join("brain.db"),
-        Context {
-            project: "p".into(),
-            cwd: dir.path().to_path_buf(),
-            actor: "test".into(),
-            read_only: false,
-            now: Some(Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap()),
-        },
-    )
-    .expect("the brain opens");
+    let mut engine = engine_at(dir.path(), test_now());
     let fillers = ["harbor", "lantern", "meadow", "copper", "violet", "thistle"];
     let mut ids = Vec::new();
     for (index, word) in WORDS.iter().enumerate() {

@@ -1,29 +1,13 @@
 //! Issue 6's size work through the engine: what the smaller brain must still do the same.
 
+mod common;
+
+use common::{engine_at, forty_words};
+
 use cairn_core::record::{MemoryType, Status};
 use cairn_engine::lifecycle::DreamOptions;
-use cairn_engine::{Context, Engine, ListRequest, RememberRequest, RememberStatus};
-use chrono::{DateTime, TimeZone, Utc};
-
-fn engine_at(dir: &tempfile::TempDir, now: DateTime<Utc>) -> Engine {
-    let context = Context {
-        project: "p".into(),
-        cwd: dir.path().to_path_buf(),
-        actor: "test".into(),
-        read_only: false,
-        now: Some(now),
-    };
-    Engine::open(&dir.path().join("brain.db"), context).unwrap()
-}
-
-/// 40 distinct words with `edits` (position, replacement): one edit keeps ≈ 0.85 similarity.
-fn text(edits: &[(usize, &str)]) -> String {
-    let mut words: Vec<String> = (0..40).map(|i| format!("word{i}x")).collect();
-    for (at, replacement) in edits {
-        words[*at] = (*replacement).to_string();
-    }
-    words.join(" ")
-}
+use cairn_engine::{Engine, ListRequest, RememberRequest, RememberStatus};
+use chrono::{TimeZone, Utc};
 
 fn capture(engine: &mut Engine, body: &str) -> cairn_engine::RememberOutcome {
     let mut request = RememberRequest::new(MemoryType::Episode, body.to_string());
@@ -54,18 +38,18 @@ fn record_count(engine: &Engine) -> usize {
 #[test]
 fn an_exact_repeat_of_a_merged_away_capture_is_a_noop_on_its_survivor() {
     let (a, b, c) = (
-        text(&[]),
-        text(&[(5, "alpha")]),
-        text(&[(5, "alpha"), (20, "beta")]),
+        forty_words(&[]),
+        forty_words(&[(5, "alpha")]),
+        forty_words(&[(5, "alpha"), (20, "beta")]),
     );
     let dir = tempfile::tempdir().unwrap();
     let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
-    let mut engine = engine_at(&dir, start);
+    let mut engine = engine_at(dir.path(), start);
     let id_a = capture(&mut engine, &a).id.unwrap();
-    let mut engine = engine_at(&dir, start + chrono::Duration::minutes(1));
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::minutes(1));
     let id_b = capture(&mut engine, &b).id.unwrap();
     // The newer record survives: A is merged into B.
-    let mut engine = engine_at(&dir, start + chrono::Duration::hours(1));
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::hours(1));
     dream_and_accept(&mut engine);
     assert_eq!(engine.get(id_a).unwrap().status, Status::Archived);
 
@@ -77,9 +61,9 @@ fn an_exact_repeat_of_a_merged_away_capture_is_a_noop_on_its_survivor() {
     assert_eq!(engine.get(id_b).unwrap().use_count, uses + 1);
 
     // Merges of merges: B goes into a newer C; A's text now lands on C.
-    let mut engine = engine_at(&dir, start + chrono::Duration::hours(2));
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::hours(2));
     let id_c = capture(&mut engine, &c).id.unwrap();
-    let mut engine = engine_at(&dir, start + chrono::Duration::hours(3));
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::hours(3));
     dream_and_accept(&mut engine);
     assert_eq!(engine.get(id_b).unwrap().status, Status::Archived);
     let repeat = capture(&mut engine, &a);
@@ -100,11 +84,11 @@ fn an_exact_repeat_of_a_merged_away_capture_is_a_noop_on_its_survivor() {
 fn history_reads_whole_snapshots_across_merge_and_restore() {
     let dir = tempfile::tempdir().unwrap();
     let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
-    let mut engine = engine_at(&dir, start);
-    let id_a = capture(&mut engine, &text(&[])).id.unwrap();
-    let mut engine = engine_at(&dir, start + chrono::Duration::minutes(1));
-    capture(&mut engine, &text(&[(5, "alpha")]));
-    let mut engine = engine_at(&dir, start + chrono::Duration::hours(1));
+    let mut engine = engine_at(dir.path(), start);
+    let id_a = capture(&mut engine, &forty_words(&[])).id.unwrap();
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::minutes(1));
+    capture(&mut engine, &forty_words(&[(5, "alpha")]));
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::hours(1));
     let before_merge = engine.get(id_a).unwrap();
     let outcome = dream_and_accept(&mut engine);
     // Labels are not stored but shown, from the live records.
@@ -123,7 +107,7 @@ fn history_reads_whole_snapshots_across_merge_and_restore() {
         merge.payload
     );
     let archived = engine.get(id_a).unwrap();
-    let mut engine = engine_at(&dir, start + chrono::Duration::hours(2));
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::hours(2));
     engine.restore(id_a).unwrap();
 
     let history = engine.history(id_a).unwrap();

@@ -3,25 +3,18 @@
 //! 2,100 records (the cutoff applies from 2,000): `common` is in every record, `omega` in 45,
 //! `zeta` in 5 (which also hold `omega`).
 
+mod common;
+
+use common::{engine_at, test_now};
+
 use cairn_core::record::MemoryType;
 use cairn_engine::remember::prepare;
-use cairn_engine::{Context, Engine, Mode, RecallRequest, RememberRequest, TermCutoff};
-use chrono::{TimeZone, Utc};
+use cairn_engine::{Engine, Mode, RecallRequest, RememberRequest, TermCutoff};
 
 fn brain() -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let now = Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap();
-    let mut engine = Engine::open(
-        &dir.path().join("brain.db"),
-        Context {
-            project: "p".into(),
-            cwd: dir.path().to_path_buf(),
-            actor: "test".into(),
-            read_only: false,
-            now: Some(now),
-        },
-    )
-    .expect("the brain opens");
+    let now = test_now();
+    let mut engine = engine_at(dir.path(), now);
     engine
         .store_mut()
         .write(|tx| {
