@@ -7,7 +7,11 @@
 //!    corpus with planted pairs across similarities (target recall ≥ 0.95), and the time of each.
 //! 3. A simulated month: 30 days of captures with repeats (exact and near), a daily `dream` +
 //!    accept; then the file size against the live text (target ≤ 3×) and the near-duplicate
-//!    pairs that survive among active records (target 0).
+//!    pairs that survive among active records (target 0). Run twice: with captures shaped like
+//!    the turns the Stop hook stores (`User: …` of 5–80 words and `Assistant: …` of 20–500,
+//!    under the capture's 2,000 / 3,000-character limits: ~1.7 KB on average), which is the
+//!    target's measure, and with 40-word captures (~230 bytes), where the fixed cost of a
+//!    record (metadata, its event, index entries) dominates.
 //!
 //! Usage: `cargo run --release -p cairn-bench-lifecycle -- [--memories N] [--out DIR] [--dir DIR]
 //! [--only dream|lsh|month] [--keep]`. Results go to `bench/results/lifecycle-<date>.json` and
@@ -286,8 +290,37 @@ fn bench_lsh(words: &[String]) -> serde_json::Value {
     json!({"threshold": 0.7, "bands": bands, "rows": cairn_core::minhash::NUM_HASHES / bands, "target_recall": 0.95, "runs": results})
 }
 
-fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
-    let path = args.dir.join("month.db");
+/// What one simulated capture looks like.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// A turn as the Stop hook stores it: `User: …\nAssistant: …`.
+    Turns,
+    /// 40 words.
+    Short,
+}
+
+impl Shape {
+    fn fresh(self, rng: &mut Rng, words: &[String]) -> Vec<String> {
+        match self {
+            Shape::Short => text(rng, words, 40),
+            Shape::Turns => {
+                let user = 5 + rng.below(76);
+                let assistant = 20 + rng.below(481);
+                let mut turn = vec!["User:".to_string()];
+                turn.extend(text(rng, words, user));
+                turn.push("\nAssistant:".to_string());
+                turn.extend(text(rng, words, assistant));
+                turn
+            }
+        }
+    }
+}
+
+fn bench_month(args: &Args, words: &[String], shape: Shape) -> serde_json::Value {
+    let path = args.dir.join(match shape {
+        Shape::Turns => "month.db",
+        Shape::Short => "month-short.db",
+    });
     let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
     let mut rng = Rng(0x6d6f_6e74);
     let mut seen: Vec<Vec<String>> = Vec::new();
@@ -305,10 +338,11 @@ fn bench_month(args: &Args, words: &[String]) -> serde_json::Value {
             } else if roll < 6 && !seen.is_empty() {
                 near_repeats += 1;
                 let base = seen[rng.below(seen.len())].clone();
-                let edits = 1 + rng.below(2);
+                // One or two words changed in every 40 (similarity ~0.7–0.85).
+                let edits = (1 + rng.below(2)) * base.len().div_ceil(40);
                 variant(&mut rng, words, &base, edits)
             } else {
-                let fresh = text(&mut rng, words, 40);
+                let fresh = shape.fresh(&mut rng, words);
                 seen.push(fresh.clone());
                 fresh
             };
@@ -454,10 +488,13 @@ fn main() {
     } else {
         not_run.clone()
     };
-    let month = if runs("month") {
-        bench_month(&args, &words)
+    let (month, month_short) = if runs("month") {
+        (
+            bench_month(&args, &words, Shape::Turns),
+            bench_month(&args, &words, Shape::Short),
+        )
     } else {
-        not_run.clone()
+        (not_run.clone(), not_run.clone())
     };
     let dream = if runs("dream") {
         bench_dream(&args, &words)
@@ -476,6 +513,7 @@ fn main() {
         "dream": dream,
         "lsh": lsh,
         "month": month,
+        "month_short_captures": month_short,
         "peak_rss_mb": peak_rss_mb().round(),
     });
     std::fs::create_dir_all(&args.out).expect("results dir");
@@ -507,15 +545,20 @@ fn main() {
         }
     }
     if runs("month") {
-        md.push_str(&format!(
-            "| month of captures ({} captures, {} exact and {} near repeats), daily dream + accept: file / live text (active records' bodies, {} bytes) | {}× | ≤ 3× |\n\
-             | the same file / bodies of all retained records ({} records: active, archived, superseded; {} bytes) | {}× | — |\n\
-             | near-duplicate pairs (≥ 0.7) surviving among active records | {} | 0 |\n\
-             | (for reference) the same brain after a full `VACUUM`: file / live text | {}× | — |\n",
-            month["captures"], month["exact_repeats"], month["near_repeats"], month["live_text_bytes"],
-            month["file_to_live_text"], month["retained_records"], month["retained_text_bytes"],
-            month["file_to_retained_text"], month["surviving_duplicate_pairs"], month["file_vacuumed_to_live_text"]
-        ));
+        for (label, month, target) in [
+            ("turn-sized captures (~1.7 KB)", &month, "≤ 3×"),
+            ("40-word captures (~230 B)", &month_short, "—"),
+        ] {
+            md.push_str(&format!(
+                "| month of {label} ({} captures, {} exact and {} near repeats), daily dream + accept: file / live text (active records' bodies, {} bytes) | {}× | {target} |\n\
+                 | the same file / bodies of all retained records ({} records: active, archived, superseded; {} bytes) | {}× | — |\n\
+                 | near-duplicate pairs (≥ 0.7) surviving among active records | {} | 0 |\n\
+                 | (for reference) the same brain after a full `VACUUM`: file / live text | {}× | — |\n",
+                month["captures"], month["exact_repeats"], month["near_repeats"], month["live_text_bytes"],
+                month["file_to_live_text"], month["retained_records"], month["retained_text_bytes"],
+                month["file_to_retained_text"], month["surviving_duplicate_pairs"], month["file_vacuumed_to_live_text"]
+            ));
+        }
     }
     md.push('\n');
     if runs("dream") {
@@ -525,14 +568,18 @@ fn main() {
         ));
     }
     md.push_str(&format!("Peak RSS {} MB.\n", results["peak_rss_mb"]));
-    if let Some(objects) = month["bytes_by_object"].as_array()
-        && !objects.is_empty()
-    {
+    for (label, month) in [("turn-sized", &month), ("40-word", &month_short)] {
+        let Some(objects) = month["bytes_by_object"].as_array() else {
+            continue;
+        };
+        if objects.is_empty() {
+            continue;
+        }
         md.push_str(&format!(
-            "\nWhere the month brain's {} bytes go (`dbstat`, after `doctor --repair`):\n\n| table or index | bytes |\n|---|---|\n",
+            "\nWhere the {label} month brain's {} bytes go (`dbstat`, after `doctor --repair`; objects of 4 KB or less left out):\n\n| table or index | bytes |\n|---|---|\n",
             month["file_bytes"]
         ));
-        for object in objects {
+        for object in objects.iter().filter(|o| o["bytes"].as_u64() > Some(4096)) {
             md.push_str(&format!(
                 "| {} | {} |\n",
                 object["name"].as_str().unwrap_or("?"),

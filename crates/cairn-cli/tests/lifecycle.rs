@@ -394,6 +394,15 @@ fn end_to_end_duplicates_and_stale_facts_are_consolidated_by_dream_and_accept() 
 
     // Recall still answers with the survivor; no duplicate survives another dream.
     assert_eq!(brain.recall_ids(&["staging flag production"]), vec![first]);
+    // Archived by a merge or a forget, each reads whole.
+    let bodies = [
+        (second, format!("{DEPLOY} today")),
+        (third, format!("remember: {DEPLOY}")),
+    ];
+    for (id, body) in &bodies {
+        let shown = brain.json(&["show", &id.to_string()], 0);
+        assert_eq!(shown["body"], body.as_str(), "{shown}");
+    }
     let next = brain.json(&["dream"], 0);
     assert!(proposals_of(&next, "merge").is_empty(), "{next}");
     assert!(proposals_of(&next, "forget").is_empty(), "{next}");
@@ -407,9 +416,79 @@ fn end_to_end_duplicates_and_stale_facts_are_consolidated_by_dream_and_accept() 
             .contains("already accepted"),
         "{refused}"
     );
-    // Reversible.
+    // Reversible: whole, and found on its own again.
     brain.json(&["restore", &second.to_string()], 0);
     assert_eq!(status(&brain, second), "active");
+    let shown = brain.json(&["show", &second.to_string()], 0);
+    assert_eq!(shown["body"], bodies[0].1.as_str());
+    assert!(
+        brain
+            .recall_ids(&["staging flag production today", "--all"])
+            .contains(&second)
+    );
+    let doctor = brain.json(&["doctor"], 0);
+    assert_eq!(doctor["ok"], true, "{doctor}");
+}
+
+/// Schema v10: a record a dream merged away leaves the full-text index and is stored as
+/// changes to its survivor; it reads whole, `recall --all` answers with the survivor, and
+/// `restore` brings it back whole and findable.
+#[test]
+fn a_merged_away_record_reads_whole_and_is_found_through_its_survivor() {
+    let brain = Brain::new();
+    let fridays = format!("{DEPLOY} on fridays");
+    let mondays = format!("{DEPLOY} on mondays");
+    let first = remember(&brain, &["--type", "note", "--body", &fridays]);
+    let second = remember(
+        &brain,
+        &["--type", "note", "--body", &mondays, "--allow-duplicate"],
+    );
+    let dream = brain.json(&["dream", "--accept"], 0);
+    let merges = proposals_of(&dream, "merge");
+    assert_eq!(merges.len(), 1, "{dream}");
+    let survivor = merges[0]["payload"]["survivor"].as_i64().unwrap();
+    let (merged, older, word) = if survivor == first {
+        (second, mondays, "mondays")
+    } else {
+        (first, fridays, "fridays")
+    };
+    assert_eq!(status(&brain, merged), "archived");
+    assert_eq!(
+        sql(
+            &brain,
+            &format!("SELECT typeof(body), merged_into FROM memories WHERE id = {merged}")
+        ),
+        format!("blob|{survivor}")
+    );
+    assert_eq!(
+        brain.json(&["show", &merged.to_string()], 0)["body"],
+        older.as_str()
+    );
+    assert_eq!(
+        brain.recall_ids(&[&format!("{word} deploy"), "--all"]),
+        vec![survivor]
+    );
+    let export = brain
+        .cmd()
+        .args(["export", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    assert!(String::from_utf8_lossy(&export.stdout).contains(&older));
+    let doctor = brain.json(&["doctor"], 0);
+    assert_eq!(doctor["ok"], true, "{doctor}");
+
+    brain.json(&["restore", &merged.to_string()], 0);
+    assert_eq!(
+        sql(
+            &brain,
+            &format!("SELECT typeof(body), merged_into FROM memories WHERE id = {merged}")
+        ),
+        "text|"
+    );
+    assert_eq!(brain.recall_ids(&[word]), vec![merged]);
+    let doctor = brain.json(&["doctor"], 0);
+    assert_eq!(doctor["ok"], true, "{doctor}");
 }
 
 #[test]

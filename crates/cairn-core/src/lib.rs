@@ -6,6 +6,7 @@
 
 pub mod brief;
 pub mod capture;
+pub mod delta;
 pub mod graph;
 pub mod lifecycle;
 pub mod memory;

@@ -11,7 +11,7 @@ pub const VACUUM_FREE_RATIO: f64 = 0.2;
 
 /// The `meta` key saying that space was freed inside pages (which `freelist_count` does not
 /// see) and the next `doctor --repair` should `VACUUM`; its value is the reason.
-const VACUUM_DUE_KEY: &str = "vacuum_due";
+pub(crate) const VACUUM_DUE_KEY: &str = "vacuum_due";
 /// A WAL larger than this is checkpointed and truncated by `doctor --repair`.
 pub const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -150,6 +150,37 @@ impl Engine {
             ),
             fix: (orphans.total() > 0 && !repair).then(|| "cairn doctor --repair".into()),
         });
+        // Records merged away before schema v10 are still whole and indexed: stored against
+        // their survivors they leave the index and take a few bytes each. Not a defect.
+        let unpacked = self.store.reader().merged_away_unpacked()?;
+        if !unpacked.is_empty() && repair {
+            let packed = self.store.write(|tx| {
+                let mut packed = 0;
+                for (id, survivor) in &unpacked {
+                    packed += usize::from(tx.pack_merged(*id, *survivor)?);
+                }
+                if packed > 0 {
+                    tx.set_meta(VACUUM_DUE_KEY, "merged-away records stored as changes")?;
+                }
+                Ok::<_, EngineError>(packed)
+            })?;
+            repaired.push(format!(
+                "stored {packed} merged-away records as changes to the records they were merged into (out of the full-text index; `cairn show ID` reads them whole)"
+            ));
+        }
+        checks.push(Check {
+            name: "merged-away records".into(),
+            ok: true,
+            detail: if unpacked.is_empty() || repair {
+                "every merged-away record is stored against its survivor".into()
+            } else {
+                format!(
+                    "{} records merged by dreams before schema v10 are still stored whole and indexed",
+                    unpacked.len()
+                )
+            },
+            fix: (!unpacked.is_empty() && !repair).then(|| "cairn doctor --repair".into()),
+        });
         let pages = self.store.reader().page_stats()?;
         // Free pages are visible to SQLite; space freed inside pages (a migration dropping a
         // column) is not, so whatever frees it sets `vacuum_due` with the reason.
@@ -158,6 +189,9 @@ impl Engine {
         let vacuum_due = self.store.reader().meta(VACUUM_DUE_KEY)?;
         let bloated = pages.free_ratio() > VACUUM_FREE_RATIO;
         if (bloated || vacuum_due.is_some()) && repair {
+            // The full-text index's segments merged into one first (deleted rows' tombstones
+            // go with them), so the VACUUM also returns what the index no longer needs.
+            self.store.optimize()?;
             self.store.vacuum()?;
             self.store.write(|tx| {
                 tx.delete_meta(VACUUM_DUE_KEY)?;

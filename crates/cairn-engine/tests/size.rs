@@ -124,3 +124,120 @@ fn history_reads_whole_snapshots_across_merge_and_restore() {
         ["merge", "restore"]
     );
 }
+
+/// How a record is stored: `(typeof(body), merged_into)`, read with plain SQLite.
+fn stored(dir: &std::path::Path, id: i64) -> (String, Option<i64>) {
+    let conn = rusqlite::Connection::open(dir.join("brain.db")).unwrap();
+    conn.query_row(
+        "SELECT typeof(body), merged_into FROM memories WHERE id = ?1",
+        [id],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+    .unwrap()
+}
+
+/// Ids a lexical recall over every status returns for `query`.
+fn found(engine: &mut Engine, query: &str) -> Vec<i64> {
+    let mut request = cairn_engine::RecallRequest::new(query);
+    request.all = true;
+    request.touch = false;
+    request.mode = cairn_engine::Mode::Lexical;
+    request.limit = 50;
+    let mut ids: Vec<i64> = engine
+        .recall(&request)
+        .unwrap()
+        .results
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn doctor_is_clean(engine: &mut Engine) {
+    let report = engine.doctor(false).unwrap();
+    assert!(report.ok, "{:#?}", report.checks);
+}
+
+/// Two captures a dream merges: A (older, merged away) into B. Returns (A, B, A's body).
+fn merged_pair(dir: &std::path::Path) -> (Engine, i64, i64, String) {
+    let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
+    let a = forty_words(&[(5, "onlyina")]);
+    let b = forty_words(&[(5, "onlyinb")]);
+    let mut engine = engine_at(dir, start);
+    let id_a = capture(&mut engine, &a).id.unwrap();
+    let mut engine = engine_at(dir, start + chrono::Duration::minutes(1));
+    let id_b = capture(&mut engine, &b).id.unwrap();
+    let mut engine = engine_at(dir, start + chrono::Duration::hours(1));
+    dream_and_accept(&mut engine);
+    assert_eq!(engine.get(id_a).unwrap().status, Status::Archived);
+    (engine, id_a, id_b, a)
+}
+
+#[test]
+fn a_merged_away_record_reads_whole_but_is_stored_as_changes_outside_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, id_a, id_b, a) = merged_pair(dir.path());
+    assert_eq!(stored(dir.path(), id_a), ("blob".into(), Some(id_b)));
+    assert_eq!(stored(dir.path(), id_b), ("text".into(), None));
+    assert_eq!(engine.get(id_a).unwrap().body, a);
+    // The words both share find the survivor only; A's own word finds nothing.
+    assert_eq!(found(&mut engine, "word12x word30x"), vec![id_b]);
+    assert_eq!(found(&mut engine, "onlyina"), Vec::<i64>::new());
+    doctor_is_clean(&mut engine);
+
+    // Restore: whole again, and in the index again.
+    let restored = engine.restore(id_a).unwrap();
+    assert_eq!(restored.body, a);
+    assert_eq!(stored(dir.path(), id_a), ("text".into(), None));
+    assert_eq!(found(&mut engine, "onlyina").first(), Some(&id_a));
+    doctor_is_clean(&mut engine);
+}
+
+#[test]
+fn a_survivor_that_changes_or_goes_keeps_its_merged_records_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, id_a, id_b, a) = merged_pair(dir.path());
+    // The survivor's body changes: A is stored against the new body, and reads the same.
+    let update = cairn_engine::UpdateRequest {
+        body: Some(forty_words(&[(5, "onlyinb"), (30, "rewritten")])),
+        ..Default::default()
+    };
+    engine.update(id_b, &update).unwrap();
+    assert_eq!(engine.get(id_a).unwrap().body, a);
+    assert_eq!(stored(dir.path(), id_a), ("blob".into(), Some(id_b)));
+    doctor_is_clean(&mut engine);
+
+    // The survivor is deleted for good: A is stored whole and found on its own again.
+    engine.forget(id_b, true).unwrap();
+    assert_eq!(engine.get(id_a).unwrap().body, a);
+    assert_eq!(stored(dir.path(), id_a), ("text".into(), None));
+    assert_eq!(found(&mut engine, "onlyina"), vec![id_a]);
+    doctor_is_clean(&mut engine);
+}
+
+#[test]
+fn a_survivor_merged_away_later_takes_its_merged_records_along() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, id_a, id_b, a) = merged_pair(dir.path());
+    let b = forty_words(&[(5, "onlyinb")]);
+    // A day later a third capture two words away from B; the dream keeps the newest, C.
+    let later = Utc.with_ymd_and_hms(2026, 1, 2, 9, 0, 0).unwrap();
+    let mut engine = engine_at(dir.path(), later);
+    let id_c = capture(
+        &mut engine,
+        &forty_words(&[(5, "onlyinb"), (20, "onlyinc"), (33, "alsoinc")]),
+    )
+    .id
+    .unwrap();
+    let mut engine = engine_at(dir.path(), later + chrono::Duration::hours(1));
+    dream_and_accept(&mut engine);
+    assert_eq!(engine.get(id_b).unwrap().status, Status::Archived);
+    // Every base is stored whole: A now points at C, like B.
+    assert_eq!(stored(dir.path(), id_b), ("blob".into(), Some(id_c)));
+    assert_eq!(stored(dir.path(), id_a), ("blob".into(), Some(id_c)));
+    assert_eq!(engine.get(id_a).unwrap().body, a);
+    assert_eq!(engine.get(id_b).unwrap().body, b);
+    assert_eq!(found(&mut engine, "word12x"), vec![id_c]);
+    doctor_is_clean(&mut engine);
+}

@@ -76,6 +76,14 @@ impl StoreError {
                 _ => {}
             }
         }
+        if let rusqlite::Error::FromSqlConversionFailure(column, _, source) = &error {
+            return StoreError::Malformed {
+                path,
+                detail: format!(
+                    "{source} (column {column}); run `cairn doctor` to check the brain"
+                ),
+            };
+        }
         StoreError::Sqlite {
             path,
             source: error,

@@ -480,7 +480,7 @@ mod tests {
         }
 
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 9);
+        assert_eq!(store.schema_version().unwrap(), 10);
         let reader = store.reader();
         assert_eq!(reader.get(1).unwrap().unwrap().content_hash, hash(1));
         let archived = reader.get(2).unwrap().unwrap();
@@ -511,6 +511,29 @@ mod tests {
             )
             .unwrap();
         assert_eq!(found, 1);
+
+        // Schema v10: a record merged before it stays whole and indexed until it is packed
+        // (`doctor --repair`); packed, it reads the same and leaves the index.
+        assert_eq!(store.reader().merged_away_unpacked().unwrap(), vec![(2, 1)]);
+        assert!(store.write(|tx| tx.pack_merged(2, 1)).unwrap());
+        assert!(store.reader().merged_away_unpacked().unwrap().is_empty());
+        assert_eq!(
+            serde_json::to_value(store.reader().get(2).unwrap().unwrap()).unwrap(),
+            serde_json::to_value(&archived).unwrap()
+        );
+        let indexed = |store: &Store| -> (Option<i64>, i64) {
+            store
+                .conn
+                .query_row(
+                    "SELECT (SELECT merged_into FROM memories WHERE id = 2), \
+                     (SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'second')",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap()
+        };
+        assert_eq!(indexed(&store), (Some(1), 0));
+        assert_eq!(store.fts_integrity_check().unwrap(), None);
 
         // A change after the migration is a delta; the walk crosses into the v7 snapshot.
         let mut restored = archived.clone();
@@ -548,6 +571,67 @@ mod tests {
         assert_eq!(last.detail["content_hash"], hash(2));
         assert_eq!(last.detail.as_object().unwrap().len(), 5);
         assert_eq!(last.receipt, hash(8));
+        // Restored: whole, and found again.
+        assert_eq!(indexed(&store), (None, 1));
+        assert_eq!(store.fts_integrity_check().unwrap(), None);
+    }
+
+    /// A merged-away body is stored against its base record; when recovery cannot read the
+    /// base, the record says so instead of every read of the recovered brain failing.
+    #[test]
+    fn recovery_without_a_merged_records_base_says_what_was_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("brain.db");
+        let mut store = Store::open(&path).unwrap();
+        let body = |edit: &str| {
+            let mut words: Vec<String> = (0..40).map(|i| format!("word{i}")).collect();
+            words[7] = edit.to_string();
+            words.join(" ")
+        };
+        let record = |text: String, status: &str| -> cairn_core::memory::Memory {
+            serde_json::from_value(serde_json::json!({
+                "id": 0, "project": "p", "scope": "global", "type": "episode",
+                "title": null, "body": text, "summary": null, "tags": [], "importance": 3,
+                "confidence": "reported", "trust": "captured", "trust_zone": "private_self",
+                "sensitivity": "normal", "source": null, "commit": null, "review_at": null,
+                "expires_at": null, "pinned": false, "status": status, "supersedes": null,
+                "superseded_by": null, "external_id": null, "created_at": "2026-01-01T00:00:00Z",
+                "updated_at": "2026-01-01T00:00:00Z", "last_accessed_at": null,
+                "valid_from": "2026-01-01T00:00:00Z", "use_count": 0, "content_hash": "x",
+                "retired_at": null
+            }))
+            .unwrap()
+        };
+        let (kept, merged, lost) = store
+            .write(|tx| {
+                let kept = tx.insert_memory(&record(body("kept"), "active"), None)?;
+                let merged = tx.insert_memory(&record(body("merged"), "archived"), None)?;
+                let base = tx.insert_memory(&record(body("base"), "active"), None)?;
+                let lost = tx.insert_memory(&record(body("lost"), "archived"), None)?;
+                assert!(tx.pack_merged(merged, kept)?);
+                assert!(tx.pack_merged(lost, base)?);
+                // The base's page is damaged: its row cannot be read back.
+                tx.tx
+                    .execute("DELETE FROM memories WHERE id = ?1", [base])
+                    .unwrap();
+                Ok::<_, StoreError>((kept, merged, lost))
+            })
+            .unwrap();
+        let _ = kept;
+        drop(store);
+        let target = dir.path().join("recovered.db");
+        let report = Store::recover_into(&path, &target).unwrap();
+        let orphaned = report
+            .iter()
+            .find(|t| t.table.starts_with("memories (merged-away"))
+            .expect("the lost bodies are reported");
+        assert_eq!(orphaned.lost, 1);
+        let recovered = Store::open(&target).unwrap();
+        let reader = recovered.reader();
+        assert_eq!(reader.get(merged).unwrap().unwrap().body, body("merged"));
+        let note = reader.get(lost).unwrap().unwrap().body;
+        assert!(note.contains("could not be recovered"), "{note}");
+        assert_eq!(recovered.fts_integrity_check().unwrap(), None);
     }
 
     /// Short processes that each write a little never checkpoint on close; the log must still

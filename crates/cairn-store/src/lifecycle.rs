@@ -442,6 +442,26 @@ impl Reader<'_> {
         Ok(counts)
     }
 
+    /// Archived records a dream merged away that are still stored whole and indexed (merged
+    /// before schema v10), each with the record it was merged into (which still exists):
+    /// what `WriteTx::pack_merged` would store against it.
+    pub fn merged_away_unpacked(&self) -> Result<Vec<(i64, i64)>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT m.id, json_extract(e.detail, '$.extra.merged_into') AS survivor FROM memories m \
+                 JOIN events e ON e.id = (SELECT max(x.id) FROM events x WHERE x.memory_id = m.id AND x.op != 'recall') \
+                 WHERE m.status = 'archived' AND m.merged_into IS NULL AND e.op = 'merge' \
+                 AND EXISTS (SELECT 1 FROM memories s WHERE s.id = survivor AND s.id != m.id) ORDER BY m.id",
+            )
+            .map_err(self.lifecycle_map())?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(self.lifecycle_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.lifecycle_map())
+    }
+
     /// Orphaned rows, counted (what `drop_orphans` would delete).
     pub fn orphans(&self) -> Result<Orphans> {
         let count = |from: &str| -> Result<i64> {
@@ -569,6 +589,33 @@ impl Store {
                 continue;
             }
             report.push(recover_table(&source, conn, table));
+        }
+        // A merged-away body is a delta against its base record (schema v10): without the
+        // base it cannot be read, so it says so instead of failing every read of the brain.
+        let orphaned = conn
+            .execute(
+                "UPDATE memories SET merged_into = NULL, body = '[cairn recovery: this body was stored as changes to record #' \
+                 || merged_into || ', which could not be recovered]' \
+                 WHERE typeof(body) = 'blob' AND NOT EXISTS \
+                 (SELECT 1 FROM memories base WHERE base.id = memories.merged_into AND typeof(base.body) = 'text')",
+                [],
+            )
+            .map_err(|e| StoreError::from_sqlite(e, target))?;
+        conn.execute(
+            "UPDATE memories SET merged_into = NULL WHERE merged_into IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM memories base WHERE base.id = memories.merged_into)",
+            [],
+        )
+        .map_err(|e| StoreError::from_sqlite(e, target))?;
+        if orphaned > 0 {
+            report.push(RecoveredTable {
+                table: "memories (merged-away bodies)".into(),
+                rows: 0,
+                lost: orphaned as i64,
+                error: Some(format!(
+                    "{orphaned} merged-away records were stored as changes to records that could not be read; their bodies say so"
+                )),
+            });
         }
         conn.execute(
             "INSERT INTO memories_fts(memories_fts) VALUES('rebuild')",

@@ -10,7 +10,34 @@ use serde::Serialize;
 const MEMORY_COLUMNS: &str = "id, project, scope, type, title, body, summary, tags, importance, confidence, trust, \
      trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, status, supersedes, \
      superseded_by, external_id, created_at, updated_at, last_accessed_at, valid_from, use_count, \
-     CASE WHEN typeof(content_hash) = 'blob' THEN lower(hex(content_hash)) ELSE content_hash END, retired_at";
+     CASE WHEN typeof(content_hash) = 'blob' THEN lower(hex(content_hash)) ELSE content_hash END, retired_at, \
+     (SELECT base.body FROM memories base WHERE base.id = memories.merged_into)";
+
+/// The body as stored: text, or (a dream's merged-away record, schema v10) a
+/// [`cairn_core::delta`] against the body of the record in `merged_into` — which is always
+/// stored whole, so one step reads any body.
+fn body_from(row: &Row<'_>, body: usize, base: usize) -> rusqlite::Result<String> {
+    match row.get_ref(body)? {
+        rusqlite::types::ValueRef::Blob(delta) => {
+            let base: Option<String> = row.get(base)?;
+            let base = base.ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    body,
+                    rusqlite::types::Type::Blob,
+                    "a merged-away body whose base record is missing".into(),
+                )
+            })?;
+            cairn_core::delta::apply(&base, delta).map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    body,
+                    rusqlite::types::Type::Blob,
+                    Box::new(e),
+                )
+            })
+        }
+        _ => row.get(body),
+    }
+}
 
 fn parse_column<T: std::str::FromStr>(row: &Row<'_>, index: usize) -> rusqlite::Result<T>
 where
@@ -129,7 +156,7 @@ fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
         scope: row.get(2)?,
         memory_type: parse_column(row, 3)?,
         title: row.get(4)?,
-        body: row.get(5)?,
+        body: body_from(row, 5, 29)?,
         summary: row.get(6)?,
         tags: tags.split_whitespace().map(str::to_string).collect(),
         importance: row.get(8)?,
@@ -297,6 +324,15 @@ impl WriteTx<'_> {
         op: &str,
         actor: &str,
     ) -> Result<()> {
+        // Records stored as deltas against this body, read whole while it is still the body
+        // they were made against.
+        let dependents = if previous.body != memory.body {
+            self.merged_dependents(memory.id)?
+        } else {
+            Vec::new()
+        };
+        // An active record is never merged away (restore ends it: the record is whole and in
+        // the full-text index again); any other change keeps the record's base.
         self.tx
             .prepare_cached(
                 "UPDATE memories SET project = ?2, scope = ?3, type = ?4, title = ?5, title_norm = ?6, body = ?7, \
@@ -304,7 +340,7 @@ impl WriteTx<'_> {
                  sensitivity = ?14, source = ?15, commit_rev = ?16, review_at = ?17, expires_at = ?18, pinned = ?19, \
                  status = ?20, supersedes = ?21, superseded_by = ?22, external_id = ?23, created_at = ?24, \
                  updated_at = ?25, last_accessed_at = ?26, valid_from = ?27, use_count = ?28, content_hash = ?29, \
-                 retired_at = ?30 WHERE id = ?1",
+                 retired_at = ?30, merged_into = CASE WHEN ?20 = 'active' THEN NULL ELSE merged_into END WHERE id = ?1",
             )
             .and_then(|mut statement| {
                 statement.execute(params![
@@ -341,6 +377,12 @@ impl WriteTx<'_> {
                 ])
             })
             .map_err(self.map())?;
+        if let Some(base) = self.merged_base(memory.id)? {
+            self.store_against(memory.id, &memory.body, base)?;
+        }
+        for (id, body) in dependents {
+            self.store_against(id, &body, memory.id)?;
+        }
         // The version is the reverse delta against the row as stored now (read back, so the
         // walk in `Reader::history` starts from exactly what a later read sees).
         match self.reader().get(memory.id)? {
@@ -357,6 +399,88 @@ impl WriteTx<'_> {
                 actor,
             ),
         }
+    }
+
+    /// Marks `id` as merged away into `survivor` by a dream (schema v10): it leaves the
+    /// full-text index (a search finds its survivor, which shares most of its words) and its
+    /// body is stored as a [`cairn_core::delta`] against the survivor's when that is smaller.
+    /// The record reads back exactly as before. A survivor that was itself merged away since
+    /// is followed to the record it was merged into, so every base is stored whole; records
+    /// stored against `id` move to the same base. Returns false (nothing changed) when the
+    /// survivor no longer exists.
+    pub fn pack_merged(&self, id: i64, survivor: i64) -> Result<bool> {
+        let base = self.merged_base(survivor)?.unwrap_or(survivor);
+        let base_exists: bool = self
+            .tx
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM memories WHERE id = ?1)")
+            .and_then(|mut s| s.query_row([base], |row| row.get(0)))
+            .map_err(self.map())?;
+        if base == id || !base_exists {
+            return Ok(false);
+        }
+        let Some(member) = self.reader().get(id)? else {
+            return Ok(false);
+        };
+        for (dependent, body) in self.merged_dependents(id)? {
+            self.store_against(dependent, &body, base)?;
+        }
+        self.store_against(id, &member.body, base)?;
+        Ok(true)
+    }
+
+    /// The record `id` was merged into, if it is merged away.
+    fn merged_base(&self, id: i64) -> Result<Option<i64>> {
+        self.tx
+            .prepare_cached("SELECT merged_into FROM memories WHERE id = ?1")
+            .and_then(|mut s| s.query_row([id], |row| row.get(0)).optional())
+            .map(Option::flatten)
+            .map_err(self.map())
+    }
+
+    /// The records merged into `id`, with their bodies read whole.
+    fn merged_dependents(&self, id: i64) -> Result<Vec<(i64, String)>> {
+        let ids: Vec<i64> = self
+            .tx
+            .prepare_cached("SELECT id FROM memories WHERE merged_into = ?1 ORDER BY id")
+            .and_then(|mut s| {
+                s.query_map([id], |row| row.get(0))?
+                    .collect::<rusqlite::Result<Vec<i64>>>()
+            })
+            .map_err(self.map())?;
+        let reader = self.reader();
+        let mut out = Vec::with_capacity(ids.len());
+        for dependent in ids {
+            if let Some(memory) = reader.get(dependent)? {
+                out.push((dependent, memory.body));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores `body` for `id` as merged into `base`: a delta when it is smaller than the text.
+    fn store_against(&self, id: i64, body: &str, base: i64) -> Result<()> {
+        let base_body: String = self
+            .tx
+            .prepare_cached("SELECT body FROM memories WHERE id = ?1 AND typeof(body) = 'text'")
+            .and_then(|mut s| s.query_row([base], |row| row.get(0)))
+            .map_err(self.map())?;
+        let delta = cairn_core::delta::encode(&base_body, body);
+        let stored = if delta.len() < body.len() {
+            rusqlite::types::Value::Blob(delta)
+        } else {
+            rusqlite::types::Value::Text(body.to_string())
+        };
+        self.tx
+            .prepare_cached("UPDATE memories SET merged_into = ?2, body = ?3 WHERE id = ?1")
+            .and_then(|mut s| s.execute(params![id, base, stored]))
+            .map_err(self.map())?;
+        // Out of the semantic index too (a changed body already dropped it; an unchanged one
+        // did not).
+        self.tx
+            .prepare_cached("DELETE FROM vectors WHERE memory_id = ?1")
+            .and_then(|mut s| s.execute([id]))
+            .map_err(self.map())?;
+        Ok(())
     }
 
     fn append_history(
@@ -393,6 +517,14 @@ impl WriteTx<'_> {
 
     /// Deletes a record for good, with its history kept as the last word (`forget --hard`).
     pub fn delete_memory(&self, previous: &Memory, at: &str, actor: &str) -> Result<()> {
+        // Records stored against this one are stored whole again, and so are back in the
+        // full-text index: what represented them is gone.
+        for (id, body) in self.merged_dependents(previous.id)? {
+            self.tx
+                .prepare_cached("UPDATE memories SET body = ?2, merged_into = NULL WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id, body]))
+                .map_err(self.map())?;
+        }
         // A full snapshot: with no row left, the deltas before it walk back from this one.
         self.append_history(
             previous.id,
@@ -844,7 +976,8 @@ impl Reader<'_> {
         let page_count = count("PRAGMA page_count")?;
         let page_size = count("PRAGMA page_size")?;
         Ok(Stats {
-            records: count("SELECT count(*) FROM memories")?,
+            // Merged-away records are not indexed (schema v10).
+            records: count("SELECT count(*) FROM memories_fts_source")?,
             by_status: grouped(
                 "SELECT status, count(*) FROM memories GROUP BY status ORDER BY status",
             )?,
@@ -866,7 +999,8 @@ impl Reader<'_> {
                 .map_err(self.map())
         };
         Ok(IndexGaps {
-            records: count("SELECT count(*) FROM memories")?,
+            // Merged-away records are not indexed (schema v10).
+            records: count("SELECT count(*) FROM memories_fts_source")?,
             fts_rows: count("SELECT count(*) FROM memories_fts_docsize")?,
             dangling_links: count(
                 "SELECT count(*) FROM memories m WHERE (m.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.supersedes)) \

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -18,6 +18,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_FTS_DIRECT_INSERT,
     MIGRATION_SIZE,
     MIGRATION_VECTORS_VERSION,
+    MIGRATION_MERGED_AWAY,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -460,6 +461,41 @@ CREATE TRIGGER vectors_version_update AFTER UPDATE ON vectors BEGIN
 END;
 CREATE TRIGGER vectors_version_delete AFTER DELETE ON vectors BEGIN
     UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_version';
+END;
+"#;
+
+/// v10: a dream's merged-away record leaves the full-text index and may store its body as a
+/// delta against the record it was merged into (`merged_into`, set by `WriteTx::pack_merged`;
+/// an active record never has one). The index's content is the view of the records it holds,
+/// so `rebuild` and FTS5's `integrity-check` agree with what is indexed. Records merged by
+/// earlier dreams stay as they are until `cairn doctor --repair` packs them.
+const MIGRATION_MERGED_AWAY: &str = r#"
+ALTER TABLE memories ADD COLUMN merged_into INTEGER;
+CREATE INDEX memories_merged ON memories(merged_into) WHERE merged_into IS NOT NULL;
+DROP TRIGGER IF EXISTS memories_fts_update;
+DROP TRIGGER IF EXISTS memories_fts_delete;
+DROP TABLE memories_fts;
+CREATE VIEW memories_fts_source AS
+    SELECT id, title, summary, tags, body FROM memories WHERE merged_into IS NULL;
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    title, summary, tags, body,
+    content = 'memories_fts_source', content_rowid = 'id',
+    tokenize = 'porter unicode61'
+);
+INSERT INTO memories_fts(memories_fts) VALUES('rebuild');
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories WHEN old.merged_into IS NULL BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, summary, tags, body)
+    VALUES ('delete', old.id, old.title, old.summary, old.tags, old.body);
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF title, summary, tags, body, merged_into ON memories
+WHEN (old.merged_into IS NULL) <> (new.merged_into IS NULL)
+    OR (new.merged_into IS NULL AND (old.title IS NOT new.title OR old.summary IS NOT new.summary
+        OR old.tags IS NOT new.tags OR old.body IS NOT new.body))
+BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, summary, tags, body)
+        SELECT 'delete', old.id, old.title, old.summary, old.tags, old.body WHERE old.merged_into IS NULL;
+    INSERT INTO memories_fts(rowid, title, summary, tags, body)
+        SELECT new.id, new.title, new.summary, new.tags, new.body WHERE new.merged_into IS NULL;
 END;
 "#;
 

@@ -248,13 +248,13 @@ impl Reader<'_> {
             let sql = format!(
                 "SELECT c.id, \
                  (SELECT p.id FROM memories p WHERE p.type = 'episode' AND p.project = c.project \
-                  AND p.scope = c.scope \
+                  AND p.scope = c.scope AND p.merged_into IS NULL \
                   AND p.created_at >= strftime('%Y-%m-%dT%H:%M:%SZ', c.created_at, ?1) \
                   AND p.created_at <= c.created_at \
                   AND (p.created_at < c.created_at OR p.id < c.id) \
                   ORDER BY p.created_at DESC, p.id DESC LIMIT 1), \
                  (SELECT n.id FROM memories n WHERE n.type = 'episode' AND n.project = c.project \
-                  AND n.scope = c.scope \
+                  AND n.scope = c.scope AND n.merged_into IS NULL \
                   AND n.created_at <= strftime('%Y-%m-%dT%H:%M:%SZ', c.created_at, ?2) \
                   AND n.created_at >= c.created_at \
                   AND (n.created_at > c.created_at OR n.id > c.id) \

@@ -142,9 +142,11 @@ impl Reader<'_> {
             self.conn.query_row(sql, [], |row| row.get(0)).map_err(map)
         };
         Ok(VectorCounts {
-            records: count("SELECT count(*) FROM memories")?,
+            // A dream's merged-away records have no vector (schema v10): their survivor stands
+            // for them, as in the full-text index.
+            records: count("SELECT count(*) FROM memories WHERE merged_into IS NULL")?,
             with_vector: count(
-                "SELECT count(*) FROM vectors v WHERE EXISTS (SELECT 1 FROM memories m WHERE m.id = v.memory_id)",
+                "SELECT count(*) FROM vectors v WHERE EXISTS (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.merged_into IS NULL)",
             )?,
         })
     }
@@ -166,7 +168,7 @@ impl Reader<'_> {
         let mut statement = self
             .conn
             .prepare_cached(
-                "SELECT m.id FROM memories m WHERE m.id > ?1 \
+                "SELECT m.id FROM memories m WHERE m.id > ?1 AND m.merged_into IS NULL \
                  AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id) \
                  ORDER BY m.id LIMIT ?2",
             )
@@ -225,11 +227,11 @@ impl Reader<'_> {
             .with_timezone(&chrono::Utc),
         );
         let sql = if after {
-            "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 \
+            "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 AND merged_into IS NULL \
              AND created_at <= ?3 AND created_at >= ?4 AND (created_at > ?4 OR id > ?5) \
              ORDER BY created_at, id LIMIT ?6"
         } else {
-            "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 \
+            "SELECT id FROM memories WHERE type = 'episode' AND project = ?1 AND scope = ?2 AND merged_into IS NULL \
              AND created_at >= ?3 AND created_at <= ?4 AND (created_at < ?4 OR id < ?5) \
              ORDER BY created_at DESC, id DESC LIMIT ?6"
         };

@@ -1125,6 +1125,15 @@ fn apply_proposal(
                     context,
                     json!({"merged_into": survivor, "similarity": item["similarity"], "by": context.by}),
                 )?;
+                // Out of the full-text index, its body stored against the survivor's. The
+                // space that frees inside pages only leaves the file with a VACUUM, which
+                // `cairn doctor --repair` runs when this is set.
+                if tx.pack_merged(id, survivor)? {
+                    tx.set_meta(
+                        crate::maintenance::VACUUM_DUE_KEY,
+                        "dream merges stored merged-away records as changes",
+                    )?;
+                }
                 merged_ids.push(id);
             }
             if let Some(kept) = tx.reader().get(survivor)? {
