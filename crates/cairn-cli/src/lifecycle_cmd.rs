@@ -332,11 +332,16 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
             } else {
                 for run in &runs {
                     outln!(
-                        "{} {} {} proposals {}",
+                        "{} {} {} proposals {}{}",
                         run.id,
                         run.created_at,
                         run.status,
-                        run.report["proposals"]
+                        run.report["proposals"],
+                        if run.pruned.is_some() {
+                            " (details pruned)"
+                        } else {
+                            ""
+                        }
                     );
                 }
             }

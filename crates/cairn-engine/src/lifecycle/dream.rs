@@ -9,6 +9,8 @@
 //! — only with an LLM configured — cluster summaries and a reflection, each citing its members
 //! and idempotent by member hash. `accept` applies proposals as ordinary operations in one
 //! transaction, skipping any whose targets changed since the snapshot; `reject` discards them.
+//! Each dream also deletes the proposal rows of sets decided at least `dream.keep_decided_days`
+//! before it (the event log keeps what they applied), leaving the set's row with a marker.
 
 use super::decay::{DecayChange, apply_decay};
 use super::llm::LlmConfig;
