@@ -7,7 +7,10 @@ use crate::cli::{Cli, open};
 use crate::output::{print_json, snippet};
 use anyhow::{Result, bail};
 use cairn_engine::Engine;
-use cairn_engine::lifecycle::{DreamOptions, DreamOutcome, DreamView, LlmConfig};
+use cairn_engine::lifecycle::config::parse_days;
+use cairn_engine::lifecycle::{
+    DreamOptions, DreamOutcome, DreamView, KEEP_DECIDED_DAYS, LlmConfig,
+};
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -64,7 +67,12 @@ pub enum ConfigCommand {
     /// One setting's value.
     Get { key: String },
     /// Store a setting in this brain.
-    Set { key: String, value: String },
+    Set {
+        key: String,
+        /// The value (may start with `-`: a negative number reaches the setting's check).
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
     /// Remove a stored setting (back to its default).
     Unset { key: String },
 }
@@ -211,6 +219,30 @@ fn print_dream(view: &DreamView) {
             ""
         }
     );
+    if let Some(decided) = &view.decided_at {
+        let decision = view.decision.as_ref();
+        let counts = match decision {
+            Some(d) if d["applied"].is_number() => format!(
+                ": {} applied, {} skipped",
+                d["applied"].as_i64().unwrap_or(0),
+                d["skipped"].as_i64().unwrap_or(0)
+            ),
+            _ => String::new(),
+        };
+        outln!("  {} at {decided}{counts}", view.status);
+    }
+    if let Some(pruned) = &view.pruned {
+        if let Some(kinds) = view.report["proposals"].as_object()
+            && !kinds.is_empty()
+        {
+            let counts: Vec<String> = kinds
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect();
+            outln!("  proposed: {}", counts.join(", "));
+        }
+        outln!("  {}", pruned.note);
+    }
     if let Some(errors) = view.report["llm"]["errors"].as_array() {
         for error in errors {
             outln!("  LLM error: {}", error.as_str().unwrap_or(""));
@@ -300,11 +332,16 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
             } else {
                 for run in &runs {
                     outln!(
-                        "{} {} {} proposals {}",
+                        "{} {} {} proposals {}{}",
                         run.id,
                         run.created_at,
                         run.status,
-                        run.report["proposals"]
+                        run.report["proposals"],
+                        if run.pruned.is_some() {
+                            " (details pruned)"
+                        } else {
+                            ""
+                        }
                     );
                 }
             }
@@ -358,12 +395,24 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
                 .value
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(6);
+            let keep = engine.setting("dream.keep_decided_days", &env)?;
+            let keep_decided_days = match keep.value.as_deref() {
+                None => KEEP_DECIDED_DAYS,
+                Some(value) => match parse_days(value) {
+                    Some(days) => days,
+                    None => bail!(
+                        "dream.keep_decided_days = {value:?} (from {}) is not a whole number of days, 0 or more; nothing was run — `cairn config set dream.keep_decided_days 7`",
+                        keep.from
+                    ),
+                },
+            };
             let outcome: DreamOutcome = engine.dream(&DreamOptions {
                 unattended: dream.unattended,
                 accept: dream.accept,
                 auto_accept,
                 llm,
                 max_llm_calls,
+                keep_decided_days,
             })?;
             if args.json {
                 print_json(&outcome);

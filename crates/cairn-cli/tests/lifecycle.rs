@@ -1059,3 +1059,240 @@ fn a_damaged_brain_is_recovered_into_a_new_file_and_never_deleted() {
     );
     let _ = Path::new(&target);
 }
+
+/// The text `cairn ARGS…` prints, expecting success.
+fn text(brain: &Brain, args: &[&str]) -> String {
+    let output = brain.cmd().args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "cairn {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Moves a set's decision `days` back (the CLI has no clock to turn).
+fn decided_days_ago(brain: &Brain, id: &str, days: i64) {
+    sql(
+        brain,
+        &format!(
+            "UPDATE dream_runs SET decided_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-{days} days') WHERE id = '{id}'"
+        ),
+    );
+}
+
+fn proposal_rows(brain: &Brain, id: &str) -> i64 {
+    sql(
+        brain,
+        &format!("SELECT count(*) FROM dream_proposals WHERE run_id = '{id}'"),
+    )
+    .parse()
+    .unwrap()
+}
+
+/// A dream over a brain with one more record than before: a new set each time.
+fn fresh_dream(brain: &Brain, n: usize) -> Value {
+    remember(
+        brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("unrelated note number {n} about the coffee machine schedule"),
+        ],
+    );
+    let dream = brain.json(&["dream"], 0);
+    assert_eq!(dream["new"], true, "{dream}");
+    dream
+}
+
+#[test]
+fn decided_dream_sets_lose_their_proposal_details_after_keep_decided_days() {
+    let brain = Brain::new();
+    let first = remember(
+        &brain,
+        &["--type", "gotcha", "--body", DEPLOY, "--at", "40d"],
+    );
+    let second = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("{DEPLOY} today"),
+            "--allow-duplicate",
+            "--at",
+            "35d",
+        ],
+    );
+    let accepted = brain.json(&["dream", "--accept"], 0);
+    let id = accepted["dream"]["id"].as_str().unwrap().to_string();
+    assert_eq!(accepted["accepted"]["status"], "accepted", "{accepted}");
+    let rows = proposal_rows(&brain, &id);
+    assert!(rows >= 1);
+
+    // The setting: 7 by default, whole days only.
+    let setting = brain.json(&["config", "get", "dream.keep_decided_days"], 0);
+    assert_eq!(
+        (setting["value"].as_str(), setting["from"].as_str()),
+        (Some("7"), Some("default"))
+    );
+    for bad in ["-1", "1.5", "a week"] {
+        let refused = brain.json(&["config", "set", "dream.keep_decided_days", bad], 1);
+        let error = refused["error"].as_str().unwrap();
+        assert!(
+            error.contains("dream.keep_decided_days") && error.contains("whole number of days"),
+            "{error}"
+        );
+    }
+    assert!(
+        !sql(
+            &brain,
+            "SELECT count(*) FROM meta WHERE key LIKE 'config:dream.keep%'"
+        )
+        .starts_with('1')
+    );
+    let bogus = brain
+        .cmd()
+        .env("CAIRN_DREAM_KEEP_DECIDED_DAYS", "soon")
+        .args(["dream"])
+        .output()
+        .unwrap();
+    assert!(!bogus.status.success());
+    let stderr = String::from_utf8_lossy(&bogus.stderr);
+    assert!(
+        stderr.contains("dream.keep_decided_days") && stderr.contains("nothing was run"),
+        "{stderr}"
+    );
+
+    // Decided today, six days ago: kept. An undecided set alongside.
+    let kept = fresh_dream(&brain, 1);
+    assert_eq!(kept["pruned"]["sets"], 0, "{kept}");
+    assert_eq!(kept["dream"]["report"]["pruned"]["sets"], 0);
+    let proposed = kept["dream"]["id"].as_str().unwrap().to_string();
+    decided_days_ago(&brain, &id, 6);
+    fresh_dream(&brain, 2);
+    assert_eq!(proposal_rows(&brain, &id), rows);
+
+    // Eight days ago: pruned by the next dream, which says so.
+    decided_days_ago(&brain, &id, 8);
+    remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            "a third unrelated note on printer toner",
+        ],
+    );
+    let message = text(&brain, &["dream"]);
+    assert!(
+        message.contains("pruned the proposal details of 1 decided set"),
+        "{message}"
+    );
+    assert_eq!(proposal_rows(&brain, &id), 0);
+    let latest = brain.json(&["dream", "list", "--limit", "1"], 0);
+    assert_eq!(
+        latest["dreams"][0]["report"]["pruned"]["sets"], 1,
+        "{latest}"
+    );
+    assert_eq!(
+        latest["dreams"][0]["report"]["pruned"]["proposals"], rows,
+        "{latest}"
+    );
+
+    // `dream show`: the header, and plainly where the details went.
+    let shown = brain.json(&["dream", "show", &id], 0);
+    assert_eq!(shown["status"], "accepted");
+    assert_eq!(shown["proposals"], serde_json::json!([]));
+    assert_eq!(shown["decision"]["applied"], rows);
+    assert_eq!(shown["decision"]["pruned_proposals"], rows);
+    assert_eq!(shown["pruned"]["proposals"], rows);
+    assert_eq!(shown["pruned"]["keep_decided_days"], 7);
+    assert_eq!(shown["pruned"]["at"], shown["decision"]["pruned_at"]);
+    let records: Vec<i64> = shown["pruned"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_i64().unwrap())
+        .collect();
+    // What it applied (a merge or a forget of the copy), as the event log has it.
+    assert!(records.contains(&second), "{shown}");
+    assert!(
+        records.iter().all(|r| [first, second].contains(r)),
+        "{shown}"
+    );
+    let today = &shown["pruned"]["at"].as_str().unwrap()[..10];
+    let shown_text = text(&brain, &["dream", "show", &id]);
+    for expected in [
+        "accepted at ".to_string(),
+        format!("pruned on {today}"),
+        "after dream.keep_decided_days (7 days)".to_string(),
+        format!("`cairn show {second} --history`"),
+    ] {
+        assert!(shown_text.contains(&expected), "{expected}: {shown_text}");
+    }
+    // The history the note points at has the merge.
+    let history = brain.json(&["show", &second.to_string(), "--history"], 0);
+    assert!(
+        history["history"].to_string().contains("\"merge\"")
+            || history["history"].to_string().contains("\"forget\""),
+        "{history}"
+    );
+
+    // Already decided: accepting or rejecting it again is refused with the reason.
+    let refused = brain.json(&["dream", "accept", &id], 3);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("already accepted"),
+        "{refused}"
+    );
+    let refused = brain.json(&["dream", "reject", &id], 3);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("already accepted"),
+        "{refused}"
+    );
+
+    // 0: a set rejected now is pruned at the next run; the undecided one never is.
+    brain.json(&["config", "set", "dream.keep_decided_days", "0"], 0);
+    let backup = "the nightly backup job writes to the archive bucket and must finish before six so the morning reports can read it";
+    remember(&brain, &["--type", "note", "--body", backup, "--at", "40d"]);
+    remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("{backup} daily"),
+            "--allow-duplicate",
+            "--at",
+            "35d",
+        ],
+    );
+    let rejected = fresh_dream(&brain, 4)["dream"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    brain.json(&["dream", "reject", &rejected], 0);
+    let proposed_rows = proposal_rows(&brain, &proposed);
+    let rejected_rows = proposal_rows(&brain, &rejected);
+    assert!(rejected_rows > 0);
+    let next = fresh_dream(&brain, 5);
+    assert_eq!(next["pruned"]["sets"], 1, "{next}");
+    assert_eq!(next["pruned"]["ids"][0], rejected.as_str(), "{next}");
+    assert_eq!(next["pruned"]["keep_decided_days"], 0, "{next}");
+    assert_eq!(proposal_rows(&brain, &rejected), 0);
+    assert_eq!(proposal_rows(&brain, &proposed), proposed_rows);
+    assert_eq!(
+        sql(
+            &brain,
+            &format!("SELECT status FROM dream_runs WHERE id = '{proposed}'")
+        ),
+        "proposed"
+    );
+}

@@ -24,7 +24,9 @@ pub use graph::{
     AdjacentRow, EdgeKey, EntityRow, IntervalRow, LogRow, NewLogEntry, QuarantineRow,
     RelationTypeRow,
 };
-pub use lifecycle::{DreamRunRow, LifecycleRow, Orphans, PageStats, ProposalRow, RecoveredTable};
+pub use lifecycle::{
+    DreamRunRow, LifecycleRow, Orphans, PageStats, ProposalRow, PrunedSet, RecoveredTable,
+};
 pub use records::{
     ConflictRow, EventRow, HistoryRow, IndexGaps, ListFilter, NewEvent, ScopeRow, Stats,
 };

@@ -38,6 +38,14 @@ pub struct ProposalRow {
     pub outcome: Option<String>,
 }
 
+/// A decided proposal set whose proposal rows a dream pruned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrunedSet {
+    pub id: String,
+    /// How many proposal rows were deleted.
+    pub proposals: i64,
+}
+
 /// What decay and consolidation read about every active record: no body.
 #[derive(Debug, Clone)]
 pub struct LifecycleRow {
@@ -183,6 +191,65 @@ impl WriteTx<'_> {
         Ok(())
     }
 
+    /// Deletes the proposal rows of the sets decided (`accepted` or `rejected`) at or before
+    /// `cutoff`, and marks each such set's decision with `pruned_at` (= `at`),
+    /// `pruned_proposals` and `keep_decided_days`; the set's row (status, report, decision)
+    /// stays. Proposed and partial sets are never touched, nor a set without proposal rows
+    /// (already pruned, or empty). Returns the sets pruned, oldest decision first.
+    pub fn prune_decided_proposals(
+        &self,
+        cutoff: &str,
+        at: &str,
+        keep_decided_days: u32,
+    ) -> Result<Vec<PrunedSet>> {
+        let candidates: Vec<(String, Option<String>)> = {
+            let mut statement = self
+                .tx
+                .prepare(
+                    "SELECT r.id, r.decision FROM dream_runs r \
+                     WHERE r.status IN ('accepted', 'rejected') AND r.decided_at IS NOT NULL AND r.decided_at <= ?1 \
+                     AND EXISTS (SELECT 1 FROM dream_proposals p WHERE p.run_id = r.id) \
+                     ORDER BY r.decided_at, r.id",
+                )
+                .map_err(self.lifecycle_map())?;
+            let rows = statement
+                .query_map([cutoff], |row| Ok((row.get(0)?, row.get(1)?)))
+                .map_err(self.lifecycle_map())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(self.lifecycle_map())?
+        };
+        let mut pruned = Vec::with_capacity(candidates.len());
+        for (id, decision) in candidates {
+            let deleted = self
+                .tx
+                .execute("DELETE FROM dream_proposals WHERE run_id = ?1", [&id])
+                .map_err(self.lifecycle_map())? as i64;
+            let mut decision = match decision.map(json_column) {
+                Some(serde_json::Value::Object(fields)) => fields,
+                Some(other) => {
+                    let mut fields = serde_json::Map::new();
+                    fields.insert("was".into(), other);
+                    fields
+                }
+                None => serde_json::Map::new(),
+            };
+            decision.insert("pruned_at".into(), at.into());
+            decision.insert("pruned_proposals".into(), deleted.into());
+            decision.insert("keep_decided_days".into(), keep_decided_days.into());
+            self.tx
+                .execute(
+                    "UPDATE dream_runs SET decision = ?2 WHERE id = ?1",
+                    params![id, serde_json::Value::Object(decision).to_string()],
+                )
+                .map_err(self.lifecycle_map())?;
+            pruned.push(PrunedSet {
+                id,
+                proposals: deleted,
+            });
+        }
+        Ok(pruned)
+    }
+
     pub fn set_proposal_outcome(&self, run_id: &str, seq: i64, outcome: &str) -> Result<()> {
         self.tx
             .execute(
@@ -307,6 +374,23 @@ impl Reader<'_> {
                     outcome: row.get(4)?,
                 })
             })
+            .map_err(self.lifecycle_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.lifecycle_map())
+    }
+
+    /// The records whose events say they were changed by `by` (`extra.by`, e.g. `dream d1a2…`),
+    /// in id order: what an accepted dream applied, from the event log.
+    pub fn records_changed_by(&self, by: &str) -> Result<Vec<i64>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT memory_id FROM events WHERE memory_id IS NOT NULL \
+                 AND instr(detail, ?1) > 0 AND json_extract(detail, '$.extra.by') = ?1 ORDER BY memory_id",
+            )
+            .map_err(self.lifecycle_map())?;
+        let rows = statement
+            .query_map([by], |row| row.get::<_, i64>(0))
             .map_err(self.lifecycle_map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.lifecycle_map())
@@ -702,4 +786,203 @@ fn recover_table(source: &Connection, target: &mut Connection, table: &str) -> R
         result.error = Some(format!("cannot commit: {error}"));
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(id: &str) -> DreamRunRow {
+        DreamRunRow {
+            id: id.into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            snapshot_at: "2026-01-01T00:00:00Z".into(),
+            project: Some("p".into()),
+            status: "proposed".into(),
+            unattended: false,
+            report: json!({"proposals": {"merge": 2}}),
+            decided_at: None,
+            decision: None,
+        }
+    }
+
+    fn proposals(n: usize) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+        (0..n)
+            .map(|i| {
+                (
+                    "merge".to_string(),
+                    json!([{"id": i}]),
+                    json!({"survivor": i}),
+                )
+            })
+            .collect()
+    }
+
+    /// Sets: accepted on the 1st, rejected on the 3rd, accepted on the 10th, one partial
+    /// (decided on the 1st), one proposed; each with proposals.
+    fn store_with_sets(dir: &Path) -> Store {
+        let mut store = Store::open(&dir.join("brain.db")).unwrap();
+        store
+            .write(|tx| {
+                for (id, n) in [("da", 2), ("dr", 3), ("dl", 1), ("dp", 2), ("dq", 4)] {
+                    tx.insert_dream_run(&run(id), &proposals(n))?;
+                }
+                tx.decide_dream_run(
+                    "da",
+                    "accepted",
+                    "2026-01-01T09:00:00Z",
+                    &json!({"applied": 2, "skipped": 0, "only": []}),
+                )?;
+                tx.decide_dream_run(
+                    "dr",
+                    "rejected",
+                    "2026-01-03T09:00:00Z",
+                    &json!({"rejected": true}),
+                )?;
+                tx.decide_dream_run(
+                    "dl",
+                    "accepted",
+                    "2026-01-10T09:00:00Z",
+                    &json!({"applied": 1, "skipped": 0, "only": []}),
+                )?;
+                tx.decide_dream_run(
+                    "dp",
+                    "partial",
+                    "2026-01-01T09:00:00Z",
+                    &json!({"applied": 1, "skipped": 0, "only": ["merge"]}),
+                )?;
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        store
+    }
+
+    fn rows(store: &Store, id: &str) -> usize {
+        store.reader().dream_proposals(id).unwrap().len()
+    }
+
+    #[test]
+    fn pruning_deletes_only_the_proposals_of_sets_decided_by_the_cutoff() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = store_with_sets(dir.path());
+        let pruned = store
+            .write(|tx| {
+                tx.prune_decided_proposals("2026-01-03T09:00:00Z", "2026-01-10T09:00:00Z", 7)
+            })
+            .unwrap();
+        assert_eq!(
+            pruned,
+            vec![
+                PrunedSet {
+                    id: "da".into(),
+                    proposals: 2
+                },
+                PrunedSet {
+                    id: "dr".into(),
+                    proposals: 3
+                },
+            ],
+            "decided at the cutoff counts; later, partial and proposed sets do not"
+        );
+        assert_eq!(
+            (
+                rows(&store, "da"),
+                rows(&store, "dr"),
+                rows(&store, "dl"),
+                rows(&store, "dp"),
+                rows(&store, "dq")
+            ),
+            (0, 0, 1, 2, 4)
+        );
+        // The set's row stays, its decision keeps what it said and gains the marker.
+        let accepted = store.reader().dream_run("da").unwrap().unwrap();
+        assert_eq!(accepted.status, "accepted");
+        assert_eq!(accepted.report, json!({"proposals": {"merge": 2}}));
+        let decision = accepted.decision.unwrap();
+        assert_eq!(decision["applied"], 2);
+        assert_eq!(decision["pruned_at"], "2026-01-10T09:00:00Z");
+        assert_eq!(decision["pruned_proposals"], 2);
+        assert_eq!(decision["keep_decided_days"], 7);
+        let rejected = store.reader().dream_run("dr").unwrap().unwrap();
+        assert_eq!(rejected.decision.unwrap()["rejected"], true);
+        assert!(
+            store
+                .reader()
+                .dream_run("dl")
+                .unwrap()
+                .unwrap()
+                .decision
+                .unwrap()
+                .get("pruned_at")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn pruning_again_touches_nothing_and_a_later_cutoff_takes_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = store_with_sets(dir.path());
+        let cutoff = "2026-01-05T00:00:00Z";
+        let first = store
+            .write(|tx| tx.prune_decided_proposals(cutoff, "2026-01-12T00:00:00Z", 7))
+            .unwrap();
+        assert_eq!(first.len(), 2);
+        let again = store
+            .write(|tx| tx.prune_decided_proposals(cutoff, "2026-01-13T00:00:00Z", 7))
+            .unwrap();
+        assert!(again.is_empty(), "{again:?}");
+        // The first marker is kept (no rows left, so the set is not touched again).
+        let decision = store.reader().dream_run("da").unwrap().unwrap().decision;
+        assert_eq!(decision.unwrap()["pruned_at"], "2026-01-12T00:00:00Z");
+        let later = store
+            .write(|tx| {
+                tx.prune_decided_proposals("2026-12-31T00:00:00Z", "2026-12-31T00:00:00Z", 0)
+            })
+            .unwrap();
+        assert_eq!(
+            later,
+            vec![PrunedSet {
+                id: "dl".into(),
+                proposals: 1
+            }]
+        );
+        // Never the proposed or partial sets, however old.
+        assert_eq!((rows(&store, "dp"), rows(&store, "dq")), (2, 4));
+        assert_eq!(store.reader().orphans().unwrap().proposals, 0);
+    }
+
+    #[test]
+    fn the_records_a_dream_changed_are_read_from_the_event_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        store
+            .write(|tx| {
+                for (at, op, id, by) in [
+                    ("2026-01-01T00:00:00Z", "merge", 7, "dream dabc"),
+                    ("2026-01-01T00:00:00Z", "merge", 3, "dream dabc"),
+                    ("2026-01-01T00:00:00Z", "decay", 3, "dream dabc"),
+                    ("2026-01-01T00:00:00Z", "decay", 9, "dream dother"),
+                    ("2026-01-01T00:00:00Z", "update", 5, "cli"),
+                ] {
+                    let detail = json!({"op": op, "id": id, "at": at, "extra": {"by": by}});
+                    tx.append_event(
+                        &crate::NewEvent {
+                            at,
+                            op,
+                            memory_id: Some(id),
+                            project: Some("p"),
+                            detail: &detail,
+                        },
+                        "r",
+                    )?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        let reader = store.reader();
+        assert_eq!(reader.records_changed_by("dream dabc").unwrap(), vec![3, 7]);
+        assert_eq!(reader.records_changed_by("dream dother").unwrap(), vec![9]);
+        assert!(reader.records_changed_by("dream dnone").unwrap().is_empty());
+    }
 }

@@ -59,6 +59,12 @@ pub const SETTINGS: &[Setting] = &[
         default: Some("6"),
         help: "most LLM calls (summaries + reflections) one dream makes",
     },
+    Setting {
+        key: "dream.keep_decided_days",
+        env: "CAIRN_DREAM_KEEP_DECIDED_DAYS",
+        default: Some("7"),
+        help: "days a decided dream set keeps its proposal details before a dream prunes them (0: the next dream); the event log keeps what was applied",
+    },
 ];
 
 /// One setting's value and where it came from.
@@ -131,6 +137,11 @@ impl Engine {
     }
 }
 
+/// A `dream.keep_decided_days` value: a whole number of days, 0 or more.
+pub fn parse_days(value: &str) -> Option<u32> {
+    value.trim().parse::<u32>().ok()
+}
+
 fn validate(setting: &Setting, value: &str) -> Result<()> {
     let bad = |why: &str| {
         Err(EngineError::Invalid(format!(
@@ -142,6 +153,10 @@ fn validate(setting: &Setting, value: &str) -> Result<()> {
         "llm.timeout_secs" | "dream.max_llm_calls" => match value.trim().parse::<u64>() {
             Ok(n) if n > 0 => Ok(()),
             _ => bad("expected a whole number above 0"),
+        },
+        "dream.keep_decided_days" => match parse_days(value) {
+            Some(_) => Ok(()),
+            None => bad("expected a whole number of days, 0 or more"),
         },
         "dream.auto_accept" => match value.trim() {
             "true" | "false" => Ok(()),
@@ -157,5 +172,29 @@ fn validate(setting: &Setting, value: &str) -> Result<()> {
         }
         _ if value.trim().is_empty() => bad("empty (use `cairn config unset` to remove it)"),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_decided_days_defaults_to_the_engine_default_and_takes_whole_days_only() {
+        let known = setting("dream.keep_decided_days").unwrap();
+        assert_eq!(
+            known.default.and_then(parse_days),
+            Some(super::super::dream::KEEP_DECIDED_DAYS)
+        );
+        for good in ["0", "7", " 30 ", "3650"] {
+            assert!(validate(known, good).is_ok(), "{good}");
+        }
+        for bad in ["-1", "1.5", "seven", "", "7d"] {
+            let error = validate(known, bad).unwrap_err().to_string();
+            assert!(
+                error.contains("dream.keep_decided_days") && error.contains("whole number of days"),
+                "{bad}: {error}"
+            );
+        }
     }
 }

@@ -9,6 +9,8 @@
 //! — only with an LLM configured — cluster summaries and a reflection, each citing its members
 //! and idempotent by member hash. `accept` applies proposals as ordinary operations in one
 //! transaction, skipping any whose targets changed since the snapshot; `reject` discards them.
+//! Each dream also deletes the proposal rows of sets decided at least `dream.keep_decided_days`
+//! before it (the event log keeps what they applied), leaving the set's row with a marker.
 
 use super::decay::{DecayChange, apply_decay};
 use super::llm::LlmConfig;
@@ -44,6 +46,9 @@ const MAX_FORGET_PROBES: usize = 50;
 pub const FORGET_MIN_AGE_DAYS: i64 = 30;
 /// A proposal set older than this is stale: dream again.
 pub const STALE_AFTER_DAYS: i64 = 7;
+/// Default of `dream.keep_decided_days`: a decided set keeps its proposal rows this many days,
+/// then a dream deletes them (what was applied stays in the event log).
+pub const KEEP_DECIDED_DAYS: u32 = 7;
 /// How many results of the recall probe may contain the twin.
 const PROBE_DEPTH: usize = 10;
 /// Clusters a dream reports (largest first) and the smallest it considers.
@@ -54,7 +59,7 @@ const PROMPT_MEMBERS: usize = 12;
 const PROMPT_CHARS: usize = 1_500;
 
 /// How a dream runs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DreamOptions {
     /// Run by a scheduler, not a person: may propose, never accept unless `auto_accept`.
     pub unattended: bool,
@@ -66,6 +71,22 @@ pub struct DreamOptions {
     pub llm: Option<LlmConfig>,
     /// Most LLM calls in one dream.
     pub max_llm_calls: usize,
+    /// `dream.keep_decided_days`: the proposal rows of sets decided (accepted or rejected) at
+    /// least this many days before the run are deleted; 0 prunes every decided set.
+    pub keep_decided_days: u32,
+}
+
+impl Default for DreamOptions {
+    fn default() -> Self {
+        DreamOptions {
+            unattended: false,
+            accept: false,
+            auto_accept: false,
+            llm: None,
+            max_llm_calls: 0,
+            keep_decided_days: KEEP_DECIDED_DAYS,
+        }
+    }
 }
 
 /// A proposal set as shown by `dream`, `dream show` and `dream list`.
@@ -81,6 +102,39 @@ pub struct DreamView {
     pub report: Value,
     pub proposals: Vec<ProposalRow>,
     pub decided_at: Option<String>,
+    /// What the decision did (`applied`/`skipped` counts, or `rejected`), and once pruned its
+    /// marker (`pruned_at`, `pruned_proposals`, `keep_decided_days`).
+    pub decision: Option<Value>,
+    /// Set once a dream pruned this decided set's proposal rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<PrunedView>,
+}
+
+/// A decided set whose proposal details were pruned (`dream.keep_decided_days`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PrunedView {
+    /// When a dream deleted the proposal rows.
+    pub at: String,
+    /// How many proposal rows it deleted.
+    pub proposals: i64,
+    /// `dream.keep_decided_days` at the time.
+    pub keep_decided_days: Option<i64>,
+    /// The records whose events name this set (`extra.by = "dream ID"`): what it applied, as
+    /// the event log has it. Only `dream show` looks them up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records: Option<Vec<i64>>,
+    /// The same in one sentence, with the command that shows the events.
+    pub note: String,
+}
+
+/// What one dream pruned.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PruneSummary {
+    /// Decided sets whose proposal rows were deleted, and how many rows.
+    pub sets: usize,
+    pub proposals: i64,
+    pub keep_decided_days: u32,
+    pub ids: Vec<String>,
 }
 
 /// What `dream` did.
@@ -91,6 +145,8 @@ pub struct DreamOutcome {
     pub dream: DreamView,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accepted: Option<AcceptReport>,
+    /// Decided sets this run pruned (`dream.keep_decided_days`).
+    pub pruned: PruneSummary,
     pub message: String,
 }
 
@@ -379,7 +435,71 @@ fn add_labels(reader: &cairn_store::Reader<'_>, proposals: &mut [ProposalRow]) -
     Ok(())
 }
 
+/// How many records to name one by one in a pruned set's note.
+const NOTE_RECORDS: usize = 8;
+
+/// The prune marker of a decided set, from its decision; `records` (from the event log) when
+/// known, for the note's commands.
+fn pruned_view(run: &DreamRunRow, records: Option<Vec<i64>>) -> Option<PrunedView> {
+    let decision = run.decision.as_ref()?;
+    let at = decision["pruned_at"].as_str()?.to_string();
+    let keep = decision["keep_decided_days"].as_i64();
+    let date = at.get(..10).unwrap_or(&at);
+    let setting = match keep {
+        Some(1) => "dream.keep_decided_days (1 day)".to_string(),
+        Some(days) => format!("dream.keep_decided_days ({days} days)"),
+        None => "dream.keep_decided_days".to_string(),
+    };
+    let count = decision["pruned_proposals"].as_i64().unwrap_or(0);
+    let applied = decision["applied"].as_i64();
+    let id = &run.id;
+    let events = if run.status == "rejected" {
+        "it was rejected, so nothing was applied".to_string()
+    } else if applied == Some(0) {
+        "it applied nothing".to_string()
+    } else {
+        match &records {
+            Some(ids) if !ids.is_empty() => {
+                let commands: Vec<String> = ids
+                    .iter()
+                    .take(NOTE_RECORDS)
+                    .map(|r| format!("`cairn show {r} --history`"))
+                    .collect();
+                let more = if ids.len() > NOTE_RECORDS {
+                    format!(
+                        " and {} more records (`cairn dream show {id} --json` lists them)",
+                        ids.len() - NOTE_RECORDS
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "what it applied is in the event log (events by \"dream {id}\"); per record: {}{more}",
+                    commands.join(", ")
+                )
+            }
+            Some(_) => format!(
+                "what it applied is in the event log (events by \"dream {id}\"), but no event names it any more"
+            ),
+            None => format!(
+                "what it applied is in the event log: `cairn dream show {id}` names the records, `cairn show ID --history` shows each"
+            ),
+        }
+    };
+    Some(PrunedView {
+        note: format!(
+            "the details of its {count} proposal{} were pruned on {date}, after {setting}; {events}",
+            if count == 1 { "" } else { "s" }
+        ),
+        at,
+        proposals: count,
+        keep_decided_days: keep,
+        records,
+    })
+}
+
 fn view(run: DreamRunRow, proposals: Vec<ProposalRow>) -> DreamView {
+    let pruned = pruned_view(&run, None);
     DreamView {
         id: run.id,
         status: run.status,
@@ -390,6 +510,8 @@ fn view(run: DreamRunRow, proposals: Vec<ProposalRow>) -> DreamView {
         report: run.report,
         proposals,
         decided_at: run.decided_at,
+        decision: run.decision,
+        pruned,
     }
 }
 
@@ -455,8 +577,26 @@ impl Engine {
         let id = set_id(&project, &findings.fingerprint, &findings.proposals);
         let existing = self.store.reader().dream_run(&id)?;
         let new = existing.is_none();
-        if new {
-            let run = DreamRunRow {
+        // Decided sets past `dream.keep_decided_days` lose their proposal rows, in the same
+        // write as the new set (what they applied is in the event log).
+        let keep = options.keep_decided_days;
+        let cutoff = chrono::TimeDelta::try_days(i64::from(keep))
+            .and_then(|days| now.checked_sub_signed(days))
+            .map(format_ts);
+        let prune = |tx: &WriteTx<'_>| -> Result<PruneSummary> {
+            let pruned = match &cutoff {
+                Some(cutoff) => tx.prune_decided_proposals(cutoff, &now_text, keep)?,
+                None => Vec::new(),
+            };
+            Ok(PruneSummary {
+                sets: pruned.len(),
+                proposals: pruned.iter().map(|p| p.proposals).sum(),
+                keep_decided_days: keep,
+                ids: pruned.into_iter().map(|p| p.id).collect(),
+            })
+        };
+        let pruned = if new {
+            let mut run = DreamRunRow {
                 id: id.clone(),
                 created_at: now_text.clone(),
                 snapshot_at: now_text.clone(),
@@ -479,10 +619,19 @@ impl Engine {
                 })
                 .collect();
             self.store.write(|tx| {
+                let pruned = prune(tx)?;
+                if let Value::Object(report) = &mut run.report {
+                    report.insert(
+                        "pruned".into(),
+                        json!({"sets": pruned.sets, "proposals": pruned.proposals, "keep_decided_days": keep}),
+                    );
+                }
                 tx.insert_dream_run(&run, &rows)?;
-                Ok::<_, EngineError>(())
-            })?;
-        }
+                Ok::<_, EngineError>(pruned)
+            })?
+        } else {
+            self.store.write(prune)?
+        };
         let accepted = if options.accept && new {
             Some(self.dream_accept(&id, &[])?)
         } else {
@@ -490,7 +639,7 @@ impl Engine {
         };
         let dream = self.dream_show(&id)?;
         let count = dream.proposals.len();
-        let message = match (&existing, &accepted) {
+        let mut message = match (&existing, &accepted) {
             (Some(run), _) => format!(
                 "nothing changed since dream {id} ({}): the same {count} proposals",
                 run.status
@@ -505,10 +654,19 @@ impl Engine {
                 "dream {id}: {count} proposals — `cairn dream show {id}`, `cairn dream accept {id} [--only KIND]`, `cairn dream reject {id}`"
             ),
         };
+        if pruned.sets > 0 {
+            message.push_str(&format!(
+                "; pruned the proposal details of {} decided set{} ({} proposals, dream.keep_decided_days = {keep})",
+                pruned.sets,
+                if pruned.sets == 1 { "" } else { "s" },
+                pruned.proposals
+            ));
+        }
         Ok(DreamOutcome {
             new,
             dream,
             accepted,
+            pruned,
             message,
         })
     }
@@ -868,7 +1026,21 @@ impl Engine {
         })?;
         let mut proposals = reader.dream_proposals(id)?;
         add_labels(&reader, &mut proposals)?;
-        Ok(view(run, proposals))
+        let pruned = if run
+            .decision
+            .as_ref()
+            .is_some_and(|d| d["pruned_at"].is_string())
+        {
+            let records = reader.records_changed_by(&format!("dream {id}"))?;
+            pruned_view(&run, Some(records))
+        } else {
+            None
+        };
+        let mut shown = view(run, proposals);
+        if pruned.is_some() {
+            shown.pruned = pruned;
+        }
+        Ok(shown)
     }
 
     /// Proposal sets, newest first, without their proposals.

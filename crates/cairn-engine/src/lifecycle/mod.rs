@@ -9,5 +9,8 @@ pub mod llm;
 
 pub use config::{SETTINGS, Setting, SettingValue};
 pub use decay::{DecayChange, DecayExplanation, DecayReport};
-pub use dream::{AcceptReport, DreamOptions, DreamOutcome, DreamView, ProposalOutcome};
+pub use dream::{
+    AcceptReport, DreamOptions, DreamOutcome, DreamView, KEEP_DECIDED_DAYS, ProposalOutcome,
+    PruneSummary, PrunedView,
+};
 pub use llm::LlmConfig;
