@@ -377,6 +377,9 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
                         outcome.detail
                     );
                 }
+                if let Some(compacted) = &report.compacted {
+                    outln!("{compacted}");
+                }
             }
         }
         None => {

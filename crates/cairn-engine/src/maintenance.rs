@@ -12,6 +12,9 @@ pub const VACUUM_FREE_RATIO: f64 = 0.2;
 /// The `meta` key saying that space was freed inside pages (which `freelist_count` does not
 /// see) and the next `doctor --repair` should `VACUUM`; its value is the reason.
 pub(crate) const VACUUM_DUE_KEY: &str = "vacuum_due";
+/// Reclaimable space (free pages plus space merges freed inside pages) from which a dream's
+/// accept and `doctor --repair` compact the brain.
+pub const COMPACT_RATIO: f64 = 0.05;
 /// A WAL larger than this is checkpointed and truncated by `doctor --repair`.
 pub const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -117,6 +120,49 @@ impl Engine {
         })
     }
 
+    /// Merges the full-text index's segments (deleted rows' tombstones go with them) and
+    /// `VACUUM`s, then folds the WAL back so the file on disk really shrinks (in WAL mode
+    /// VACUUM writes the whole new file into the log; a reader elsewhere may postpone the
+    /// truncate).
+    fn compact_now(&mut self) -> Result<()> {
+        self.store.optimize()?;
+        self.store.vacuum()?;
+        self.store.write(|tx| {
+            tx.delete_meta(VACUUM_DUE_KEY)?;
+            Ok::<_, EngineError>(())
+        })?;
+        self.store.checkpoint_truncate()?;
+        Ok(())
+    }
+
+    /// After a dream's accept: compacts the brain when free pages and the space merges freed
+    /// inside pages reach [`COMPACT_RATIO`] of the file, so a brain consolidated every day
+    /// stays small without anybody running `doctor --repair`. The accept is already saved; a
+    /// compaction that fails (locked, disk full) is reported, not raised.
+    pub(crate) fn compact_after_accept(&mut self) -> Option<String> {
+        let before = match self.store.reader().page_stats() {
+            Ok(pages) => pages,
+            Err(e) => return Some(format!("not compacted: {e}")),
+        };
+        if before.reclaimable_ratio() < COMPACT_RATIO {
+            return None;
+        }
+        let file = |pages: &cairn_store::PageStats| pages.page_count * pages.page_size;
+        Some(match self.compact_now() {
+            Ok(()) => match self.store.reader().page_stats() {
+                Ok(after) => format!(
+                    "compacted the brain: {:.1} → {:.1} MB",
+                    file(&before) as f64 / 1_048_576.0,
+                    file(&after) as f64 / 1_048_576.0
+                ),
+                Err(e) => format!("compacted the brain; reading its size failed: {e}"),
+            },
+            Err(e) => format!(
+                "the accept is saved, but compacting the brain failed ({e}); `cairn doctor --repair` compacts it later"
+            ),
+        })
+    }
+
     /// Orphaned rows, free pages and the WAL's size; with `repair`, drops the orphans,
     /// `VACUUM`s when more than [`VACUUM_FREE_RATIO`] of the file is free pages (or `vacuum_due`
     /// is set) and checkpoints
@@ -159,9 +205,6 @@ impl Engine {
                 for (id, survivor) in &unpacked {
                     packed += usize::from(tx.pack_merged(*id, *survivor)?);
                 }
-                if packed > 0 {
-                    tx.set_meta(VACUUM_DUE_KEY, "merged-away records stored as changes")?;
-                }
                 Ok::<_, EngineError>(packed)
             })?;
             repaired.push(format!(
@@ -188,22 +231,18 @@ impl Engine {
         // so it does not fail the check; `--repair` acts on it.
         let vacuum_due = self.store.reader().meta(VACUUM_DUE_KEY)?;
         let bloated = pages.free_ratio() > VACUUM_FREE_RATIO;
-        if (bloated || vacuum_due.is_some()) && repair {
-            // The full-text index's segments merged into one first (deleted rows' tombstones
-            // go with them), so the VACUUM also returns what the index no longer needs.
-            self.store.optimize()?;
-            self.store.vacuum()?;
-            self.store.write(|tx| {
-                tx.delete_meta(VACUUM_DUE_KEY)?;
-                Ok::<_, EngineError>(())
-            })?;
-            // In WAL mode VACUUM writes the whole new file into the log: fold it back now so
-            // the brain on disk really shrinks (a reader elsewhere may postpone the truncate).
-            self.store.checkpoint_truncate()?;
+        // Space freed inside pages (merged-away records stored as changes) counts from 5 %,
+        // the line a dream's accept compacts at.
+        let reclaimable = pages.reclaimable_ratio() >= COMPACT_RATIO;
+        if (bloated || reclaimable || vacuum_due.is_some()) && repair {
+            self.compact_now()?;
             let after = self.store.reader().page_stats()?;
             repaired.push(format!(
-                "VACUUM: {} → {} pages ({} free pages released)",
-                pages.page_count, after.page_count, pages.freelist_count
+                "VACUUM: {} → {} pages ({} free pages and {} KiB freed inside pages released)",
+                pages.page_count,
+                after.page_count,
+                pages.freelist_count,
+                pages.reclaimable_bytes / 1024
             ));
         }
         let vacuum_due = vacuum_due.filter(|_| !repair);
@@ -211,11 +250,20 @@ impl Engine {
             name: "free pages".into(),
             ok: !bloated,
             detail: format!(
-                "{} of {} pages free ({:.0} %; VACUUM above {:.0} %){}",
+                "{} of {} pages free ({:.0} %; VACUUM above {:.0} %){}{}",
                 pages.freelist_count,
                 pages.page_count,
                 pages.free_ratio() * 100.0,
                 VACUUM_FREE_RATIO * 100.0,
+                if pages.reclaimable_bytes > 0 && !repair {
+                    format!(
+                        "; {} KiB freed inside pages by merges (a dream's accept or `cairn doctor --repair` compacts from {:.0} %)",
+                        pages.reclaimable_bytes / 1024,
+                        COMPACT_RATIO * 100.0
+                    )
+                } else {
+                    String::new()
+                },
                 vacuum_due.as_ref().map_or(String::new(), |reason| format!(
                     "; free space inside pages ({reason}): `cairn doctor --repair` compacts it"
                 ))

@@ -241,3 +241,69 @@ fn a_survivor_merged_away_later_takes_its_merged_records_along() {
     assert_eq!(found(&mut engine, "word12x"), vec![id_c]);
     doctor_is_clean(&mut engine);
 }
+
+/// A day of long near-duplicate captures: merging them frees space inside pages, and the
+/// accept compacts the brain itself once that reaches 5 % of the file.
+#[test]
+fn an_accept_that_frees_enough_space_compacts_the_brain() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
+    // Twelve words changed in 300: MinHash ≈ 0.8, under the capture's 0.9, over the dream's 0.7.
+    let turn = |n: usize, edit: &str| {
+        let mut words: Vec<String> = (0..300).map(|i| format!("t{n}w{i}")).collect();
+        for at in (10..300).step_by(25) {
+            words[at] = format!("{edit}{at}");
+        }
+        words.join(" ")
+    };
+    for n in 0..40 {
+        let mut engine = engine_at(dir.path(), start + chrono::Duration::minutes(2 * n as i64));
+        capture(&mut engine, &turn(n, "first"));
+        let mut engine = engine_at(
+            dir.path(),
+            start + chrono::Duration::minutes(2 * n as i64 + 1),
+        );
+        capture(&mut engine, &turn(n, "second"));
+    }
+    let page_count = |dir: &std::path::Path| -> i64 {
+        let conn = rusqlite::Connection::open(dir.join("brain.db")).unwrap();
+        conn.query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = page_count(dir.path());
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::hours(10));
+    let outcome = dream_and_accept(&mut engine);
+    let accepted = outcome.accepted.expect("accepted");
+    assert_eq!(accepted.applied.len(), 40, "{:?}", accepted.skipped);
+    let compacted = accepted.compacted.expect("the accept compacted the brain");
+    assert!(compacted.starts_with("compacted the brain"), "{compacted}");
+    assert!(
+        outcome.message.contains("compacted the brain"),
+        "{}",
+        outcome.message
+    );
+    assert!(page_count(dir.path()) < before);
+    let conn = rusqlite::Connection::open(dir.path().join("brain.db")).unwrap();
+    let reclaimable: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'reclaimable_bytes'",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    assert_eq!(reclaimable, None);
+    // Every merged-away turn still reads whole.
+    for record in engine
+        .list(&ListRequest {
+            status: Some(Status::Archived),
+            limit: 0,
+            all_projects: true,
+            ..ListRequest::default()
+        })
+        .unwrap()
+    {
+        assert!(record.body.contains("first"), "{}", record.body);
+        assert_eq!(record.body.split(' ').count(), 300);
+    }
+    doctor_is_clean(&mut engine);
+}

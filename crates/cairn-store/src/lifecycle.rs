@@ -80,6 +80,9 @@ pub struct PageStats {
     pub page_size: i64,
     pub page_count: i64,
     pub freelist_count: i64,
+    /// Bytes freed inside pages since the last `VACUUM` (merged-away records stored as
+    /// changes), which the free-page count does not see.
+    pub reclaimable_bytes: i64,
 }
 
 impl PageStats {
@@ -88,6 +91,17 @@ impl PageStats {
             0.0
         } else {
             self.freelist_count as f64 / self.page_count as f64
+        }
+    }
+
+    /// Free pages and the space freed inside pages, as a share of the file.
+    pub fn reclaimable_ratio(&self) -> f64 {
+        let file = self.page_count * self.page_size;
+        if file == 0 {
+            0.0
+        } else {
+            ((self.freelist_count * self.page_size + self.reclaimable_bytes) as f64 / file as f64)
+                .min(1.0)
         }
     }
 }
@@ -566,10 +580,16 @@ impl Reader<'_> {
                 .query_row(&format!("PRAGMA {name}"), [], |row| row.get(0))
                 .map_err(self.lifecycle_map())
         };
+        let reclaimable_bytes = self
+            .meta("reclaimable_bytes")?
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0)
+            .max(0);
         Ok(PageStats {
             page_size: pragma("page_size")?,
             page_count: pragma("page_count")?,
             freelist_count: pragma("freelist_count")?,
+            reclaimable_bytes,
         })
     }
 }
@@ -614,10 +634,11 @@ impl Store {
         Ok(())
     }
 
-    /// `VACUUM`: rewrites the file without its free pages.
+    /// `VACUUM`: rewrites the file without its free pages or the space freed inside pages
+    /// (`meta.reclaimable_bytes`, which it resets).
     pub fn vacuum(&mut self) -> Result<()> {
         self.conn
-            .execute_batch("VACUUM")
+            .execute_batch("VACUUM; DELETE FROM meta WHERE key = 'reclaimable_bytes';")
             .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 

@@ -407,7 +407,8 @@ impl WriteTx<'_> {
     /// The record reads back exactly as before. A survivor that was itself merged away since
     /// is followed to the record it was merged into, so every base is stored whole; records
     /// stored against `id` move to the same base. Returns false (nothing changed) when the
-    /// survivor no longer exists.
+    /// survivor no longer exists. The bytes the record's row shrank by are added to
+    /// `meta.reclaimable_bytes`: space freed inside pages, which only a `VACUUM` returns.
     pub fn pack_merged(&self, id: i64, survivor: i64) -> Result<bool> {
         let base = self.merged_base(survivor)?.unwrap_or(survivor);
         let base_exists: bool = self
@@ -424,7 +425,24 @@ impl WriteTx<'_> {
         for (dependent, body) in self.merged_dependents(id)? {
             self.store_against(dependent, &body, base)?;
         }
+        let stored_length = |id: i64| -> Result<i64> {
+            self.tx
+                .prepare_cached("SELECT length(CAST(body AS BLOB)) FROM memories WHERE id = ?1")
+                .and_then(|mut s| s.query_row([id], |row| row.get(0)))
+                .map_err(self.map())
+        };
+        let before = stored_length(id)?;
         self.store_against(id, &member.body, base)?;
+        let freed = before - stored_length(id)?;
+        if freed > 0 {
+            self.tx
+                .prepare_cached(
+                    "INSERT INTO meta (key, value) VALUES ('reclaimable_bytes', ?1) \
+                     ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + ?1",
+                )
+                .and_then(|mut s| s.execute([freed]))
+                .map_err(self.map())?;
+        }
         Ok(true)
     }
 

@@ -166,6 +166,9 @@ pub struct AcceptReport {
     pub status: String,
     pub applied: Vec<ProposalOutcome>,
     pub skipped: Vec<ProposalOutcome>,
+    /// What compacting the brain after the accept did, when it ran (or why it failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compacted: Option<String>,
 }
 
 /// A proposal before it is stored.
@@ -637,6 +640,11 @@ impl Engine {
         } else {
             None
         };
+        // The daily maintenance leaves the log folded back into the brain. A reader holding
+        // the log postpones it to a later write (`checkpoint_if_large`); nothing is lost.
+        if self.store.wal_bytes() > 0 {
+            let _ = self.store.checkpoint_truncate();
+        }
         let dream = self.dream_show(&id)?;
         let count = dream.proposals.len();
         let mut message = match (&existing, &accepted) {
@@ -654,6 +662,9 @@ impl Engine {
                 "dream {id}: {count} proposals — `cairn dream show {id}`, `cairn dream accept {id} [--only KIND]`, `cairn dream reject {id}`"
             ),
         };
+        if let Some(compacted) = accepted.as_ref().and_then(|a| a.compacted.as_deref()) {
+            message.push_str(&format!("; {compacted}"));
+        }
         if pruned.sets > 0 {
             message.push_str(&format!(
                 "; pruned the proposal details of {} decided set{} ({} proposals, dream.keep_decided_days = {keep})",
@@ -1165,7 +1176,7 @@ impl Engine {
         } else {
             "partial"
         };
-        self.store.write(|tx| {
+        let mut report = self.store.write(|tx| {
             let mut applied = Vec::new();
             let mut skipped = Vec::new();
             for proposal in &selected {
@@ -1206,13 +1217,18 @@ impl Engine {
             } else {
                 tx.decide_dream_run(id, "partial", &now_text, &decision)?;
             }
-            Ok(AcceptReport {
+            Ok::<_, EngineError>(AcceptReport {
                 id: id.to_string(),
                 status: status.to_string(),
                 applied,
                 skipped,
+                compacted: None,
             })
-        })
+        })?;
+        if report.applied.iter().any(|p| p.kind == "merge") {
+            report.compacted = self.compact_after_accept();
+        }
+        Ok(report)
     }
 }
 
@@ -1297,15 +1313,9 @@ fn apply_proposal(
                     context,
                     json!({"merged_into": survivor, "similarity": item["similarity"], "by": context.by}),
                 )?;
-                // Out of the full-text index, its body stored against the survivor's. The
-                // space that frees inside pages only leaves the file with a VACUUM, which
-                // `cairn doctor --repair` runs when this is set.
-                if tx.pack_merged(id, survivor)? {
-                    tx.set_meta(
-                        crate::maintenance::VACUUM_DUE_KEY,
-                        "dream merges stored merged-away records as changes",
-                    )?;
-                }
+                // Out of the full-text index, its body stored against the survivor's (the
+                // space that frees inside pages is counted; the accept compacts from 5 %).
+                tx.pack_merged(id, survivor)?;
                 merged_ids.push(id);
             }
             if let Some(kept) = tx.reader().get(survivor)? {
