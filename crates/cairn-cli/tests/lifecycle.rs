@@ -436,8 +436,8 @@ fn end_to_end_duplicates_and_stale_facts_are_consolidated_by_dream_and_accept() 
 #[test]
 fn a_merged_away_record_reads_whole_and_is_found_through_its_survivor() {
     let brain = Brain::new();
-    let fridays = format!("{DEPLOY} on fridays");
-    let mondays = format!("{DEPLOY} on mondays");
+    let fridays = format!("{DEPLOY} on fridays, see src/deploy.rs");
+    let mondays = format!("{DEPLOY} on mondays, see src/deploy.rs");
     let first = remember(&brain, &["--type", "note", "--body", &fridays]);
     let second = remember(
         &brain,
@@ -477,6 +477,15 @@ fn a_merged_away_record_reads_whole_and_is_found_through_its_survivor() {
     assert!(String::from_utf8_lossy(&export.stdout).contains(&older));
     let doctor = brain.json(&["doctor"], 0);
     assert_eq!(doctor["ok"], true, "{doctor}");
+    // The graph labels it from its whole text too.
+    let around = brain.json(&["neighbors", "src/deploy.rs", "--direction", "in"], 0);
+    let node = around["neighbors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"]["id"] == merged)
+        .unwrap_or_else(|| panic!("{around}"));
+    assert_eq!(node["node"]["title"], older.as_str());
 
     brain.json(&["restore", &merged.to_string()], 0);
     assert_eq!(

@@ -804,11 +804,27 @@ impl Reader<'_> {
 
     /// A record's project, status, type and label text, for showing it as a graph node.
     pub fn record_node(&self, id: i64) -> Result<Option<(String, String, String, String)>> {
+        // The body read as every reader reads it: a merged-away one is decoded against its
+        // survivor's (schema v10).
         self.conn
-            .prepare_cached("SELECT project, status, type, COALESCE(title, substr(body, 1, 200)) FROM memories WHERE id = ?1")
+            .prepare_cached(
+                "SELECT project, status, type, title, body, \
+                 (SELECT base.body FROM memories base WHERE base.id = memories.merged_into) \
+                 FROM memories WHERE id = ?1",
+            )
             .and_then(|mut s| {
-                s.query_row([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
-                    .optional()
+                s.query_row([id], |row| {
+                    let title: Option<String> = row.get(3)?;
+                    let label = match title {
+                        Some(title) => title,
+                        None => crate::records::body_from(row, 4, 5)?
+                            .chars()
+                            .take(200)
+                            .collect(),
+                    };
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, label))
+                })
+                .optional()
             })
             .map_err(self.graph_map())
     }

@@ -16,7 +16,7 @@ const MEMORY_COLUMNS: &str = "id, project, scope, type, title, body, summary, ta
 /// The body as stored: text, or (a dream's merged-away record, schema v10) a
 /// [`cairn_core::delta`] against the body of the record in `merged_into` — which is always
 /// stored whole, so one step reads any body.
-fn body_from(row: &Row<'_>, body: usize, base: usize) -> rusqlite::Result<String> {
+pub(crate) fn body_from(row: &Row<'_>, body: usize, base: usize) -> rusqlite::Result<String> {
     match row.get_ref(body)? {
         rusqlite::types::ValueRef::Blob(delta) => {
             let base: Option<String> = row.get(base)?;
