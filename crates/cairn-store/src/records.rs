@@ -995,7 +995,9 @@ impl Reader<'_> {
         let page_size = count("PRAGMA page_size")?;
         Ok(Stats {
             // Merged-away records are not indexed (schema v10).
-            records: count("SELECT count(*) FROM memories_fts_source")?,
+            records: count(
+                "SELECT (SELECT count(*) FROM memories) - (SELECT count(*) FROM memories WHERE merged_into IS NOT NULL)",
+            )?,
             by_status: grouped(
                 "SELECT status, count(*) FROM memories GROUP BY status ORDER BY status",
             )?,
@@ -1018,7 +1020,9 @@ impl Reader<'_> {
         };
         Ok(IndexGaps {
             // Merged-away records are not indexed (schema v10).
-            records: count("SELECT count(*) FROM memories_fts_source")?,
+            records: count(
+                "SELECT (SELECT count(*) FROM memories) - (SELECT count(*) FROM memories WHERE merged_into IS NOT NULL)",
+            )?,
             fts_rows: count("SELECT count(*) FROM memories_fts_docsize")?,
             dangling_links: count(
                 "SELECT count(*) FROM memories m WHERE (m.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories o WHERE o.id = m.supersedes)) \

@@ -144,7 +144,9 @@ impl Reader<'_> {
         Ok(VectorCounts {
             // A dream's merged-away records have no vector (schema v10): their survivor stands
             // for them, as in the full-text index.
-            records: count("SELECT count(*) FROM memories WHERE merged_into IS NULL")?,
+            records: count(
+                "SELECT (SELECT count(*) FROM memories) - (SELECT count(*) FROM memories WHERE merged_into IS NOT NULL)",
+            )?,
             with_vector: count(
                 "SELECT count(*) FROM vectors v WHERE EXISTS (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.merged_into IS NULL)",
             )?,
