@@ -635,11 +635,21 @@ impl Store {
     }
 
     /// `VACUUM`: rewrites the file without its free pages or the space freed inside pages
-    /// (`meta.reclaimable_bytes`, which it resets).
+    /// (`meta.reclaimable_bytes`, which it resets). The copy it builds goes to a temporary
+    /// file, not memory (`temp_store = MEMORY` otherwise): a brain of several GB must not
+    /// need as much RAM to be compacted.
     pub fn vacuum(&mut self) -> Result<()> {
-        self.conn
-            .execute_batch("VACUUM; DELETE FROM meta WHERE key = 'reclaimable_bytes';")
-            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+        let result = self
+            .conn
+            .execute_batch(
+                "PRAGMA temp_store = FILE; VACUUM; DELETE FROM meta WHERE key = 'reclaimable_bytes';",
+            )
+            .map_err(|e| StoreError::from_sqlite(e, &self.path));
+        let restored = self
+            .conn
+            .execute_batch("PRAGMA temp_store = MEMORY;")
+            .map_err(|e| StoreError::from_sqlite(e, &self.path));
+        result.and(restored)
     }
 
     /// Checkpoints the WAL into the file and truncates it to zero bytes (when no reader holds
