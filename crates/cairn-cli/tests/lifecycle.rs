@@ -41,6 +41,27 @@ fn sql(brain: &Brain, statement: &str) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
+/// A gotcha 40 days old and a near-duplicate note of it 35 days old: (gotcha, copy).
+fn deploy_gotcha_and_a_copy(brain: &Brain) -> (i64, i64) {
+    let first = remember(
+        brain,
+        &["--type", "gotcha", "--body", DEPLOY, "--at", "40d"],
+    );
+    let second = remember(
+        brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("{DEPLOY} today"),
+            "--allow-duplicate",
+            "--at",
+            "35d",
+        ],
+    );
+    (first, second)
+}
+
 fn proposals_of<'a>(dream: &'a Value, kind: &str) -> Vec<&'a Value> {
     dream["dream"]["proposals"]
         .as_array()
@@ -289,22 +310,7 @@ fn review_lists_unchecked_tier_a_and_b_records_until_verified() {
 fn end_to_end_duplicates_and_stale_facts_are_consolidated_by_dream_and_accept() {
     let brain = Brain::new();
     // Captured duplicates (the write path lets near duplicates under 0.9 in, or by choice).
-    let first = remember(
-        &brain,
-        &["--type", "gotcha", "--body", DEPLOY, "--at", "40d"],
-    );
-    let second = remember(
-        &brain,
-        &[
-            "--type",
-            "note",
-            "--body",
-            &format!("{DEPLOY} today"),
-            "--allow-duplicate",
-            "--at",
-            "35d",
-        ],
-    );
+    let (first, second) = deploy_gotcha_and_a_copy(&brain);
     let third = remember(
         &brain,
         &[
@@ -1118,22 +1124,7 @@ fn fresh_dream(brain: &Brain, n: usize) -> Value {
 #[test]
 fn decided_dream_sets_lose_their_proposal_details_after_keep_decided_days() {
     let brain = Brain::new();
-    let first = remember(
-        &brain,
-        &["--type", "gotcha", "--body", DEPLOY, "--at", "40d"],
-    );
-    let second = remember(
-        &brain,
-        &[
-            "--type",
-            "note",
-            "--body",
-            &format!("{DEPLOY} today"),
-            "--allow-duplicate",
-            "--at",
-            "35d",
-        ],
-    );
+    let (first, second) = deploy_gotcha_and_a_copy(&brain);
     let accepted = brain.json(&["dream", "--accept"], 0);
     let id = accepted["dream"]["id"].as_str().unwrap().to_string();
     assert_eq!(accepted["accepted"]["status"], "accepted", "{accepted}");

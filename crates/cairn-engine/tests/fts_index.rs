@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{engine_at, test_now};
+use common::{engine_at, found_anywhere as found, test_now};
 
 use cairn_core::record::MemoryType;
-use cairn_engine::{Engine, Mode, RecallRequest, RememberRequest, UpdateRequest};
+use cairn_engine::{Engine, RememberRequest, UpdateRequest};
 use std::path::Path;
 
 fn open_brain(dir: &Path) -> Engine {
@@ -25,26 +25,6 @@ fn store(engine: &mut Engine, body: &str, title: Option<&str>) -> i64 {
         .expect("stored")
         .id
         .expect("an id")
-}
-
-fn found(engine: &mut Engine, query: &str) -> Vec<i64> {
-    let request = RecallRequest {
-        limit: 50,
-        touch: false,
-        mode: Mode::Lexical,
-        all: true,
-        floor: Some(0.0),
-        ..RecallRequest::new(query)
-    };
-    let mut ids: Vec<i64> = engine
-        .recall(&request)
-        .expect("recall")
-        .results
-        .iter()
-        .map(|r| r.id)
-        .collect();
-    ids.sort();
-    ids
 }
 
 fn assert_consistent(engine: &mut Engine, step: &str) {

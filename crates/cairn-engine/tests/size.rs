@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{engine_at, forty_words};
+use common::{engine_at, forty_words, found_anywhere as found};
 
 use cairn_core::record::{MemoryType, Status};
 use cairn_engine::lifecycle::DreamOptions;
@@ -134,24 +134,6 @@ fn stored(dir: &std::path::Path, id: i64) -> (String, Option<i64>) {
         |row| Ok((row.get(0)?, row.get(1)?)),
     )
     .unwrap()
-}
-
-/// Ids a lexical recall over every status returns for `query`.
-fn found(engine: &mut Engine, query: &str) -> Vec<i64> {
-    let mut request = cairn_engine::RecallRequest::new(query);
-    request.all = true;
-    request.touch = false;
-    request.mode = cairn_engine::Mode::Lexical;
-    request.limit = 50;
-    let mut ids: Vec<i64> = engine
-        .recall(&request)
-        .unwrap()
-        .results
-        .iter()
-        .map(|r| r.id)
-        .collect();
-    ids.sort();
-    ids
 }
 
 fn doctor_is_clean(engine: &mut Engine) {

@@ -1,8 +1,9 @@
 //! cairn-store: the SQLite brain file.
 //!
 //! One database file holds records, their history, the event log, conflicts, declared scopes
-//! and the FTS5 index (an external-content table, so text is stored once: the write path
-//! inserts a record's row, triggers replace or delete it when the record's text changes). Every write runs in one `BEGIN IMMEDIATE` transaction; WAL lets readers (hooks, the
+//! and the FTS5 index (an external-content table over the records not merged away, so text is
+//! stored once: the write path inserts a record's row, triggers replace or delete it when the
+//! record's text changes or a dream merges it away). Every write runs in one `BEGIN IMMEDIATE` transaction; WAL lets readers (hooks, the
 //! MCP server, the CLI) go on while one process writes.
 
 mod agent;
@@ -13,6 +14,8 @@ mod lifecycle;
 mod records;
 mod schema;
 mod search;
+#[cfg(test)]
+mod testing;
 mod vectors;
 mod wiki;
 
@@ -590,19 +593,8 @@ mod tests {
             words[7] = edit.to_string();
             words.join(" ")
         };
-        let record = |text: String, status: &str| -> cairn_core::memory::Memory {
-            serde_json::from_value(serde_json::json!({
-                "id": 0, "project": "p", "scope": "global", "type": "episode",
-                "title": null, "body": text, "summary": null, "tags": [], "importance": 3,
-                "confidence": "reported", "trust": "captured", "trust_zone": "private_self",
-                "sensitivity": "normal", "source": null, "commit": null, "review_at": null,
-                "expires_at": null, "pinned": false, "status": status, "supersedes": null,
-                "superseded_by": null, "external_id": null, "created_at": "2026-01-01T00:00:00Z",
-                "updated_at": "2026-01-01T00:00:00Z", "last_accessed_at": null,
-                "valid_from": "2026-01-01T00:00:00Z", "use_count": 0, "content_hash": "x",
-                "retired_at": null
-            }))
-            .unwrap()
+        let record = |text: String, status: &str| {
+            crate::testing::memory("p", cairn_core::record::MemoryType::Episode, &text, status)
         };
         let (kept, merged, lost) = store
             .write(|tx| {

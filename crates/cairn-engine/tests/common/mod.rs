@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use cairn_engine::{Context, Engine};
+use cairn_engine::{Context, Engine, Mode, RecallRequest};
 use chrono::{DateTime, TimeZone, Utc};
 use std::path::Path;
 
@@ -32,4 +32,25 @@ pub fn forty_words(edits: &[(usize, &str)]) -> String {
         words[*at] = (*replacement).to_string();
     }
     words.join(" ")
+}
+
+/// Ids a lexical recall over every status finds for `query` (no floor, no touch), sorted.
+pub fn found_anywhere(engine: &mut Engine, query: &str) -> Vec<i64> {
+    let request = RecallRequest {
+        limit: 50,
+        touch: false,
+        mode: Mode::Lexical,
+        all: true,
+        floor: Some(0.0),
+        ..RecallRequest::new(query)
+    };
+    let mut ids: Vec<i64> = engine
+        .recall(&request)
+        .expect("recall")
+        .results
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    ids.sort();
+    ids
 }
