@@ -323,7 +323,8 @@ fn handle(
                 let prompt = field(&payload, &["prompt"]).unwrap_or("");
                 engine.capture_turn(&session, prompt, response)
             } else if let Some(path) = field(&payload, &["transcript_path"]) {
-                engine.capture_transcript(&session, Path::new(path))
+                capture_with_backlog(&mut engine, &session, Path::new(path), event.deadline())
+                    .map(|(report, _)| report)
             } else {
                 return Ok(None);
             };
@@ -333,14 +334,56 @@ fn handle(
         HookEvent::SessionEnd => {
             let mut engine = open_engine(db, project, &cwd)?;
             if !engine.context().read_only {
-                engine
-                    .note_event(
-                        "session_end",
-                        json!({"session": session, "reason": field(&payload, &["reason"]), "client": client_name(client)}),
+                // The session's last chance: a backlog its Stops did not finish is taken now,
+                // within this hook's shorter deadline; what is still left is recorded.
+                let mut uncaptured = None;
+                if let Some(path) = field(&payload, &["transcript_path"])
+                    && client == Client::ClaudeCode
+                    && Path::new(path).exists()
+                {
+                    let (report, size) = capture_with_backlog(
+                        &mut engine,
+                        &session,
+                        Path::new(path),
+                        event.deadline(),
                     )
+                    .map_err(|e| format!("capture at session end: {e}"))?;
+                    if report.more {
+                        uncaptured = Some(size.saturating_sub(report.offset_after));
+                    }
+                }
+                let mut detail = json!({"session": session, "reason": field(&payload, &["reason"]), "client": client_name(client)});
+                if let Some(bytes) = uncaptured {
+                    detail["uncaptured_bytes"] = bytes.into();
+                }
+                engine
+                    .note_event("session_end", detail)
                     .map_err(|e| format!("session end: {e}"))?;
             }
             Ok(None)
+        }
+    }
+}
+
+/// Captures a transcript, and again while a capture stops at its bound (200 turns, 8 MB) with
+/// whole turns left behind it — a backlog: cairn installed in the middle of a long session,
+/// hooks that failed for a while — as long as less than two fifths of the hook's deadline has
+/// passed (a capture of 200 turns takes under 0.2 s on a 100,000-record brain). Each capture is
+/// its own transaction, so a hook stopped at its deadline loses nothing: the next one goes on
+/// from the stored offset. Returns the last capture and the transcript's size.
+fn capture_with_backlog(
+    engine: &mut Engine,
+    session: &str,
+    path: &Path,
+    deadline: Duration,
+) -> Result<(cairn_engine::CaptureReport, u64), cairn_engine::EngineError> {
+    let started = std::time::Instant::now();
+    let budget = deadline * 2 / 5;
+    loop {
+        let report = engine.capture_transcript(session, path)?;
+        if !report.more || started.elapsed() >= budget {
+            let size = std::fs::metadata(path).map_or(report.offset_after, |m| m.len());
+            return Ok((report, size));
         }
     }
 }

@@ -568,3 +568,90 @@ fn output_never_exceeds_the_client_cap() {
     );
     assert!(session_end.stdout.is_empty());
 }
+
+/// A transcript of `turns` answered turns in Claude Code's JSONL shape.
+fn long_transcript(brain: &Brain, name: &str, turns: usize) -> PathBuf {
+    let text: String = (0..turns)
+        .map(|i| {
+            let user = serde_json::json!({"type": "user", "message": {"role": "user", "content": format!("question {i} about alpha{i}")}});
+            let answer = serde_json::json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": format!("answer {i} is beta{i}")}]}});
+            format!("{user}\n{answer}\n")
+        })
+        .collect();
+    let path = brain.dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A backlog longer than one capture (200 turns) is taken by the same Stop, capture after
+/// capture, within the hook's deadline.
+#[test]
+fn one_stop_catches_up_a_backlog_longer_than_one_capture() {
+    let brain = Brain::new();
+    let t = long_transcript(&brain, "long.jsonl", 450);
+    hook(
+        &brain,
+        &["stop"],
+        &payload("claude-stop.json", &brain, &t, ""),
+    );
+    assert_eq!(
+        records(&brain, "episode").len(),
+        450,
+        "{}",
+        error_log(&brain)
+    );
+}
+
+/// SessionEnd takes what the session's Stops left (its last chance: no later Stop reads this
+/// transcript) and records what it could not take in its time.
+#[test]
+fn session_end_captures_the_backlog_and_records_what_is_left() {
+    let brain = Brain::new();
+    let t = long_transcript(&brain, "ended.jsonl", 300);
+    hook(
+        &brain,
+        &["session-end"],
+        &payload("claude-session-end.json", &brain, &t, ""),
+    );
+    assert_eq!(
+        records(&brain, "episode").len(),
+        300,
+        "{}",
+        error_log(&brain)
+    );
+    let session_end = |brain: &Brain| -> Value {
+        brain
+            .json(&["log", "--limit", "100"], 0)
+            .as_array()
+            .unwrap()
+            .iter()
+            .rfind(|e| e["op"] == "session_end")
+            .cloned()
+            .expect("a session_end event")
+    };
+    assert!(
+        session_end(&brain)["detail"]
+            .get("uncaptured_bytes")
+            .is_none(),
+        "{}",
+        session_end(&brain)
+    );
+
+    // 20,000 turns cannot be captured in two fifths of even a 5 s deadline: what is left is
+    // recorded with the session's end.
+    let other = Brain::new();
+    let t = long_transcript(&other, "huge.jsonl", 20_000);
+    hook_with(
+        &other,
+        &["session-end"],
+        &payload("claude-session-end.json", &other, &t, ""),
+        &[("CAIRN_HOOK_DEADLINE_MS", "5000")],
+    );
+    let captured = records(&other, "episode").len();
+    assert!((200..20_000).contains(&captured), "{captured}");
+    let end = session_end(&other);
+    assert!(
+        end["detail"]["uncaptured_bytes"].as_u64().unwrap_or(0) > 0,
+        "{end}"
+    );
+}

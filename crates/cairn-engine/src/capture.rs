@@ -39,6 +39,10 @@ pub struct CaptureReport {
     pub inbox_added: usize,
     pub offset_before: u64,
     pub offset_after: u64,
+    /// The capture stopped at its turn or byte bound with whole turns left behind it: another
+    /// capture continues from `offset_after` (the hooks do, within their deadline).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub more: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -118,6 +122,8 @@ impl Engine {
                 store_turn(tx, turn, &project, &source, now, &actor, &mut report, &mut counts)?;
             }
             report.offset_after = from + plan.consumed;
+            report.more = report.offset_after > from
+                && (plan.turns.len() >= MAX_CAPTURE_TURNS || (to < size && report.offset_after < size));
             let at = format_ts(now);
             tx.set_capture_offset(&CaptureOffset {
                 session_id: session_id.to_string(),

@@ -197,10 +197,12 @@ fn a_long_backlog_is_captured_over_several_captures_each_turn_once() {
     let first = engine.capture_transcript("long", &path).expect("captured");
     assert_eq!(first.episodes_added, MAX_CAPTURE_TURNS);
     assert!(first.offset_after < transcript.len() as u64);
+    assert!(first.more, "the first capture says turns are left");
     let second = engine.capture_transcript("long", &path).expect("captured");
     assert_eq!(second.offset_before, first.offset_after);
     assert_eq!(second.episodes_added, 50);
     assert_eq!(second.offset_after, transcript.len() as u64);
+    assert!(!second.more);
     let third = engine.capture_transcript("long", &path).expect("captured");
     assert_eq!(third.turns, 0);
     assert_eq!(episodes(&engine).len(), turns);
