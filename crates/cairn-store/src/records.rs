@@ -994,10 +994,7 @@ impl Reader<'_> {
         let page_count = count("PRAGMA page_count")?;
         let page_size = count("PRAGMA page_size")?;
         Ok(Stats {
-            // Merged-away records are not indexed (schema v10).
-            records: count(
-                "SELECT (SELECT count(*) FROM memories) - (SELECT count(*) FROM memories WHERE merged_into IS NOT NULL)",
-            )?,
+            records: count("SELECT count(*) FROM memories")?,
             by_status: grouped(
                 "SELECT status, count(*) FROM memories GROUP BY status ORDER BY status",
             )?,
