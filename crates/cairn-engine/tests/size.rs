@@ -166,6 +166,8 @@ fn a_merged_away_record_reads_whole_but_is_stored_as_changes_outside_the_index()
     // The words both share find the survivor only; A's own word finds nothing.
     assert_eq!(found(&mut engine, "word12x word30x"), vec![id_b]);
     assert_eq!(found(&mut engine, "onlyina"), Vec::<i64>::new());
+    // Still a record of the brain: counted, though not indexed.
+    assert_eq!(engine.stats().unwrap().records, 2);
     doctor_is_clean(&mut engine);
 
     // Restore: whole again, and in the index again.
