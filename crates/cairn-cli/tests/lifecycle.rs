@@ -1241,22 +1241,16 @@ fn decided_dream_sets_lose_their_proposal_details_after_keep_decided_days() {
     );
 
     // Already decided: accepting or rejecting it again is refused with the reason.
-    let refused = brain.json(&["dream", "accept", &id], 3);
-    assert!(
-        refused["error"]
-            .as_str()
-            .unwrap()
-            .contains("already accepted"),
-        "{refused}"
-    );
-    let refused = brain.json(&["dream", "reject", &id], 3);
-    assert!(
-        refused["error"]
-            .as_str()
-            .unwrap()
-            .contains("already accepted"),
-        "{refused}"
-    );
+    for verb in ["accept", "reject"] {
+        let refused = brain.json(&["dream", verb, &id], 3);
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .contains("already accepted"),
+            "{verb}: {refused}"
+        );
+    }
 
     // 0: a set rejected now is pruned at the next run; the undecided one never is.
     brain.json(&["config", "set", "dream.keep_decided_days", "0"], 0);
