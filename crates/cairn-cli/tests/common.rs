@@ -41,6 +41,22 @@ impl Brain {
         cmd
     }
 
+    /// Runs `statement` on the brain with the `sqlite3` CLI (installed by scripts/setup.sh),
+    /// behind cairn's back, and returns its trimmed output.
+    pub fn sql(&self, statement: &str) -> String {
+        let output = std::process::Command::new("sqlite3")
+            .arg(&self.db)
+            .arg(statement)
+            .output()
+            .expect("sqlite3 is installed (scripts/setup.sh)");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
     /// Runs `cairn --json ARGS…` expecting `code`, and parses stdout.
     pub fn json(&self, args: &[&str], code: i32) -> Value {
         let output = self
@@ -78,4 +94,14 @@ impl Brain {
             .map(|r| r["id"].as_i64().unwrap())
             .collect()
     }
+}
+
+/// The check called `name` in a `doctor --json` report.
+pub fn doctor_check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {report}"))
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::Brain;
+use common::{Brain, doctor_check};
 use serde_json::Value;
 
 fn export_lines(brain: &Brain) -> Vec<Value> {
@@ -186,22 +186,11 @@ fn recall_batch_answers_each_line_in_order() {
 fn doctor_repair_vacuums_when_space_was_freed_inside_pages() {
     let brain = Brain::new();
     brain.remember("fact", None, "Space freed inside pages is not a free page.");
-    let status = std::process::Command::new("sqlite3")
-        .arg(&brain.db)
-        .arg("INSERT INTO meta (key, value) VALUES ('vacuum_due', 'a test freed space');")
-        .status()
-        .unwrap();
-    assert!(status.success());
+    brain.sql("INSERT INTO meta (key, value) VALUES ('vacuum_due', 'a test freed space');");
     // Not a defect: doctor stays ok and says what --repair would do.
     let report = brain.json(&["doctor"], 0);
     assert_eq!(report["ok"], true);
-    let pages = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "free pages")
-        .unwrap()
-        .clone();
+    let pages = doctor_check(&report, "free pages");
     assert!(
         pages["detail"]
             .as_str()
@@ -229,12 +218,7 @@ fn doctor_reports_ok_and_repair_is_idempotent() {
     let report = brain.json(&["doctor"], 0);
     assert_eq!(report["ok"], true);
     // break the derived index behind cairn's back, then repair twice
-    let status = std::process::Command::new("sqlite3")
-        .arg(&brain.db)
-        .arg("INSERT INTO memories_fts(memories_fts) VALUES('delete-all');")
-        .status()
-        .unwrap();
-    assert!(status.success());
+    brain.sql("INSERT INTO memories_fts(memories_fts) VALUES('delete-all');");
     let broken = brain.json(&["doctor"], 1);
     assert_eq!(broken["ok"], false);
     let repaired = brain.json(&["doctor", "--repair"], 0);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Brain;
+use common::{Brain, doctor_check};
 use serde_json::Value;
 
 fn names(list: &Value, field: &str) -> Vec<String> {
@@ -317,13 +317,7 @@ fn unknown_endpoints_are_refused_or_quarantined_until_they_exist() {
     assert_eq!(brain.json(&["graph"], 0)["edges"], 0);
     // the doctor mentions what waits in quarantine
     let doctor = brain.json(&["doctor"], 0);
-    let graph_check = doctor["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "graph")
-        .unwrap()
-        .clone();
+    let graph_check = doctor_check(&doctor, "graph");
     assert!(
         graph_check["detail"]
             .as_str()
@@ -571,12 +565,9 @@ fn the_doctor_rebuilds_tampered_edge_intervals_from_the_log() {
     let brain = Brain::new();
     brain.remember("note", None, "Touches src/app.rs and src/db.rs.");
     assert_eq!(brain.json(&["doctor"], 0)["ok"], true);
-    let status = std::process::Command::new("sqlite3")
-        .arg(&brain.db)
-        .arg("DELETE FROM edges WHERE relation = 'relates'; UPDATE edges SET valid_from = '2000-01-01T00:00:00Z';")
-        .status()
-        .unwrap();
-    assert!(status.success());
+    brain.sql(
+        "DELETE FROM edges WHERE relation = 'relates'; UPDATE edges SET valid_from = '2000-01-01T00:00:00Z';",
+    );
     let sick = brain.json(&["doctor"], 1);
     assert_eq!(sick["ok"], false);
     let repaired = brain.json(&["doctor", "--repair"], 0);

@@ -27,20 +27,6 @@ fn status(brain: &Brain, id: i64) -> String {
         .to_string()
 }
 
-fn sql(brain: &Brain, statement: &str) -> String {
-    let output = std::process::Command::new("sqlite3")
-        .arg(&brain.db)
-        .arg(statement)
-        .output()
-        .expect("sqlite3 is installed (scripts/setup.sh)");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
 /// A gotcha 40 days old and a near-duplicate note of it 35 days old: (gotcha, copy).
 fn deploy_gotcha_and_a_copy(brain: &Brain) -> (i64, i64) {
     let first = remember(
@@ -460,10 +446,9 @@ fn a_merged_away_record_reads_whole_and_is_found_through_its_survivor() {
     };
     assert_eq!(status(&brain, merged), "archived");
     assert_eq!(
-        sql(
-            &brain,
-            &format!("SELECT typeof(body), merged_into FROM memories WHERE id = {merged}")
-        ),
+        brain.sql(&format!(
+            "SELECT typeof(body), merged_into FROM memories WHERE id = {merged}"
+        )),
         format!("blob|{survivor}")
     );
     assert_eq!(
@@ -495,10 +480,9 @@ fn a_merged_away_record_reads_whole_and_is_found_through_its_survivor() {
 
     brain.json(&["restore", &merged.to_string()], 0);
     assert_eq!(
-        sql(
-            &brain,
-            &format!("SELECT typeof(body), merged_into FROM memories WHERE id = {merged}")
-        ),
+        brain.sql(&format!(
+            "SELECT typeof(body), merged_into FROM memories WHERE id = {merged}"
+        )),
         "text|"
     );
     assert_eq!(brain.recall_ids(&[word]), vec![merged]);
@@ -825,10 +809,8 @@ fn a_dream_killed_at_any_point_leaves_the_live_brain_untouched_and_the_next_run_
     );
     remember(&brain, &["--type", "note", "--body", "src/deploy.rs two"]);
     remember(&brain, &["--type", "note", "--body", "src/deploy.rs three"]);
-    let records_before = sql(
-        &brain,
-        "SELECT count(*), group_concat(status || updated_at) FROM memories",
-    );
+    let records_before =
+        brain.sql("SELECT count(*), group_concat(status || updated_at) FROM memories");
     let pid_file = brain.dir.path().join("llm.pid");
     let fake = script(
         &brain,
@@ -870,13 +852,10 @@ fn a_dream_killed_at_any_point_leaves_the_live_brain_untouched_and_the_next_run_
         !snapshots_left(&brain).is_empty(),
         "the killed dream left its snapshot"
     );
-    assert_eq!(sql(&brain, "PRAGMA integrity_check"), "ok");
-    assert_eq!(sql(&brain, "SELECT count(*) FROM dream_runs"), "0");
+    assert_eq!(brain.sql("PRAGMA integrity_check"), "ok");
+    assert_eq!(brain.sql("SELECT count(*) FROM dream_runs"), "0");
     assert_eq!(
-        sql(
-            &brain,
-            "SELECT count(*), group_concat(status || updated_at) FROM memories"
-        ),
+        brain.sql("SELECT count(*), group_concat(status || updated_at) FROM memories"),
         records_before
     );
 
@@ -896,20 +875,17 @@ fn a_dream_killed_at_any_point_leaves_the_live_brain_untouched_and_the_next_run_
         let _ = child.kill();
         child.wait().unwrap();
         assert_eq!(
-            sql(&brain, "PRAGMA integrity_check"),
+            brain.sql("PRAGMA integrity_check"),
             "ok",
             "after a kill at {delay} ms"
         );
         assert_eq!(
-            sql(
-                &brain,
-                "SELECT count(*), group_concat(status || updated_at) FROM memories"
-            ),
+            brain.sql("SELECT count(*), group_concat(status || updated_at) FROM memories"),
             records_before,
             "after a kill at {delay} ms"
         );
         // A stored set is always whole: its proposals match the counts in its report.
-        for run in sql(&brain, "SELECT id FROM dream_runs").lines() {
+        for run in brain.sql("SELECT id FROM dream_runs").lines() {
             let shown = brain.json(&["dream", "show", run], 0);
             let counted: i64 = shown["report"]["proposals"]
                 .as_object()
@@ -949,25 +925,19 @@ fn doctor_repair_drops_orphans_vacuums_a_bloated_file_and_is_idempotent() {
     for id in &ids[..120] {
         brain.json(&["forget", &id.to_string(), "--hard"], 0);
     }
-    sql(
-        &brain,
-        &format!(
+    brain.sql(&format!(
             "INSERT INTO conflicts (memory_id, other_id, reason, created_at) VALUES ({}, 999999, 'x', '2026-01-01T00:00:00Z')",
             ids[149]
         ),
     );
-    sql(
-        &brain,
-        "INSERT INTO generated_records (memory_id, generator, marked_at) VALUES (888888, 'summary', '2026-01-01T00:00:00Z')",
+    brain.sql("INSERT INTO generated_records (memory_id, generator, marked_at) VALUES (888888, 'summary', '2026-01-01T00:00:00Z')",
     );
-    sql(
-        &brain,
-        &format!("DELETE FROM memories_fts WHERE rowid = {}", ids[140]),
-    );
+    brain.sql(&format!(
+        "DELETE FROM memories_fts WHERE rowid = {}",
+        ids[140]
+    ));
     // Bloat: pages freed by a bulk delete that nobody vacuumed.
-    sql(
-        &brain,
-        "CREATE TABLE junk(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO junk SELECT randomblob(2000) FROM n; DROP TABLE junk;",
+    brain.sql("CREATE TABLE junk(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO junk SELECT randomblob(2000) FROM n; DROP TABLE junk;",
     );
     let doctor = brain.json(&["doctor"], 1);
     let bad: Vec<&str> = doctor["checks"]
@@ -1019,7 +989,7 @@ fn a_damaged_brain_is_recovered_into_a_new_file_and_never_deleted() {
             &["--type", "fact", "--body", &body, "--allow-duplicate"],
         );
     }
-    sql(&brain, "PRAGMA wal_checkpoint(TRUNCATE)");
+    brain.sql("PRAGMA wal_checkpoint(TRUNCATE)");
     // Damage pages in the middle of the file (the header stays readable).
     let mut bytes = std::fs::read(&brain.db).unwrap();
     let page = 4096;
@@ -1088,21 +1058,19 @@ fn text(brain: &Brain, args: &[&str]) -> String {
 
 /// Moves a set's decision `days` back (the CLI has no clock to turn).
 fn decided_days_ago(brain: &Brain, id: &str, days: i64) {
-    sql(
-        brain,
-        &format!(
+    brain.sql(&format!(
             "UPDATE dream_runs SET decided_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-{days} days') WHERE id = '{id}'"
         ),
     );
 }
 
 fn proposal_rows(brain: &Brain, id: &str) -> i64 {
-    sql(
-        brain,
-        &format!("SELECT count(*) FROM dream_proposals WHERE run_id = '{id}'"),
-    )
-    .parse()
-    .unwrap()
+    brain
+        .sql(&format!(
+            "SELECT count(*) FROM dream_proposals WHERE run_id = '{id}'"
+        ))
+        .parse()
+        .unwrap()
 }
 
 /// A dream over a brain with one more record than before: a new set each time.
@@ -1146,11 +1114,9 @@ fn decided_dream_sets_lose_their_proposal_details_after_keep_decided_days() {
         );
     }
     assert!(
-        !sql(
-            &brain,
-            "SELECT count(*) FROM meta WHERE key LIKE 'config:dream.keep%'"
-        )
-        .starts_with('1')
+        !brain
+            .sql("SELECT count(*) FROM meta WHERE key LIKE 'config:dream.keep%'")
+            .starts_with('1')
     );
     let bogus = brain
         .cmd()
@@ -1283,10 +1249,9 @@ fn decided_dream_sets_lose_their_proposal_details_after_keep_decided_days() {
     assert_eq!(proposal_rows(&brain, &rejected), 0);
     assert_eq!(proposal_rows(&brain, &proposed), proposed_rows);
     assert_eq!(
-        sql(
-            &brain,
-            &format!("SELECT status FROM dream_runs WHERE id = '{proposed}'")
-        ),
+        brain.sql(&format!(
+            "SELECT status FROM dream_runs WHERE id = '{proposed}'"
+        )),
         "proposed"
     );
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Brain;
+use common::{Brain, doctor_check as check};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -34,15 +34,6 @@ fn remember(brain: &Brain, embedder: &str, body: &str) -> i64 {
         0,
     );
     outcome["id"].as_i64().expect("an id")
-}
-
-fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name}: {report}"))
 }
 
 const NOTES: [&str; 4] = [
@@ -114,12 +105,7 @@ fn half_the_vectors_missing_recall_stays_correct_doctor_reports_reindex_complete
     let doctor = with_embedder(&brain, "hash-64", &["doctor"], 0);
     assert_eq!(check(&doctor, "semantic index")["ok"], true, "{doctor}");
     // Drop half the vectors behind cairn's back.
-    let deleted = std::process::Command::new("sqlite3")
-        .arg(&brain.db)
-        .arg("DELETE FROM vectors WHERE memory_id % 2 = 1;")
-        .status()
-        .expect("sqlite3 runs");
-    assert!(deleted.success());
+    brain.sql("DELETE FROM vectors WHERE memory_id % 2 = 1;");
     let doctor = with_embedder(&brain, "hash-64", &["doctor"], 1);
     let semantic = check(&doctor, "semantic index");
     assert_eq!(semantic["ok"], false, "{doctor}");
