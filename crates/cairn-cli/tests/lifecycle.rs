@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Brain;
+use common::{Brain, doctor_check};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -1254,4 +1254,96 @@ fn decided_dream_sets_lose_their_proposal_details_after_keep_decided_days() {
         )),
         "proposed"
     );
+}
+
+/// Forty long turns and a near-duplicate of each (twelve words in 300 changed): merging them
+/// frees over 5 % of the file inside pages, and `dream --accept` compacts the brain itself.
+#[test]
+fn an_accept_that_frees_enough_space_compacts_the_brain() {
+    let brain = Brain::new();
+    let mut lines = String::new();
+    for n in 0..40 {
+        for edit in ["first", "second"] {
+            let mut words: Vec<String> = (0..300).map(|i| format!("t{n}w{i}")).collect();
+            for at in (10..300).step_by(25) {
+                words[at] = format!("{edit}{at}");
+            }
+            lines.push_str(&format!(
+                "{}\n",
+                serde_json::json!({"type": "note", "body": words.join(" ")})
+            ));
+        }
+    }
+    let file = brain.dir.path().join("turns.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    brain.json(&["import", file.to_str().unwrap()], 0);
+    let pages_before: i64 = brain.sql("PRAGMA page_count").parse().unwrap();
+    let dream = brain.json(&["dream", "--accept"], 0);
+    assert_eq!(proposals_of(&dream, "merge").len(), 40, "{dream}");
+    let compacted = dream["accepted"]["compacted"].as_str().unwrap_or_default();
+    assert!(compacted.starts_with("compacted the brain"), "{dream}");
+    assert!(
+        dream["message"]
+            .as_str()
+            .unwrap()
+            .contains("compacted the brain")
+    );
+    let pages_after: i64 = brain.sql("PRAGMA page_count").parse().unwrap();
+    assert!(pages_after < pages_before, "{pages_before} → {pages_after}");
+    assert_eq!(
+        brain.sql("SELECT count(*) FROM meta WHERE key = 'reclaimable_bytes'"),
+        "0"
+    );
+    assert_eq!(
+        brain.sql("SELECT count(*) FROM memories WHERE typeof(body) = 'blob'"),
+        "40"
+    );
+    assert_eq!(brain.json(&["doctor"], 0)["ok"], true);
+}
+
+/// A brain whose dreams merged records before schema v10: doctor names them, `--repair`
+/// stores them as changes to their survivors (out of the index), and they read the same.
+#[test]
+fn doctor_repair_packs_records_merged_before_schema_v10() {
+    let brain = Brain::new();
+    let kept = remember(
+        &brain,
+        &["--type", "note", "--body", &format!("{DEPLOY} on mondays")],
+    );
+    let old_text = format!("{DEPLOY} on fridays");
+    let merged = remember(
+        &brain,
+        &["--type", "note", "--body", &old_text, "--allow-duplicate"],
+    );
+    // What a v9 dream left: the record archived, its merge only in the event log.
+    brain.sql(&format!(
+        "UPDATE memories SET status = 'archived' WHERE id = {merged}; \
+         INSERT INTO events (at, op, memory_id, project, detail, receipt) VALUES \
+         ('2026-01-01T00:00:00Z', 'merge', {merged}, 'test-project', \
+         '{{\"extra\":{{\"merged_into\":{kept}}},\"status\":\"archived\"}}', 'r');"
+    ));
+    assert_eq!(brain.recall_ids(&["fridays", "--all"]), vec![merged]);
+    let report = brain.json(&["doctor"], 0);
+    let check = doctor_check(&report, "merged-away records");
+    assert_eq!(check["fix"], "cairn doctor --repair", "{report}");
+    let repaired = brain.json(&["doctor", "--repair"], 0);
+    assert!(
+        repaired["repaired"]
+            .to_string()
+            .contains("stored 1 merged-away records"),
+        "{repaired}"
+    );
+    assert_eq!(
+        brain.sql(&format!(
+            "SELECT merged_into FROM memories WHERE id = {merged}"
+        )),
+        kept.to_string()
+    );
+    assert_eq!(
+        brain.json(&["show", &merged.to_string()], 0)["body"],
+        old_text.as_str()
+    );
+    assert!(brain.recall_ids(&["fridays", "--all"]).is_empty());
+    let again = brain.json(&["doctor", "--repair"], 0);
+    assert!(again["repaired"].as_array().unwrap().is_empty(), "{again}");
 }
