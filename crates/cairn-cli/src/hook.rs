@@ -88,6 +88,17 @@ impl HookEvent {
         Duration::from_millis(millis)
     }
 
+    /// How long Stop, PreCompact and SessionEnd keep taking backlog captures: two fifths of the
+    /// deadline, or `CAIRN_HOOK_BACKLOG_MS` (a tuning and test setting: a test that asserts how
+    /// much a backlog loop takes sets both, so its verdict never depends on the machine's speed).
+    pub fn backlog_budget(self) -> Duration {
+        std::env::var("CAIRN_HOOK_BACKLOG_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or_else(|| self.deadline() * 2 / 5)
+    }
+
     /// The event name a client expects back in `hookSpecificOutput`.
     fn output_name(self, client: Client) -> &'static str {
         match (self, client) {
@@ -323,8 +334,13 @@ fn handle(
                 let prompt = field(&payload, &["prompt"]).unwrap_or("");
                 engine.capture_turn(&session, prompt, response)
             } else if let Some(path) = field(&payload, &["transcript_path"]) {
-                capture_with_backlog(&mut engine, &session, Path::new(path), event.deadline())
-                    .map(|(report, _)| report)
+                capture_with_backlog(
+                    &mut engine,
+                    &session,
+                    Path::new(path),
+                    event.backlog_budget(),
+                )
+                .map(|(report, _)| report)
             } else {
                 return Ok(None);
             };
@@ -345,7 +361,7 @@ fn handle(
                         &mut engine,
                         &session,
                         Path::new(path),
-                        event.deadline(),
+                        event.backlog_budget(),
                     )
                     .map_err(|e| format!("capture at session end: {e}"))?;
                     if report.more {
@@ -367,18 +383,18 @@ fn handle(
 
 /// Captures a transcript, and again while a capture stops at its bound (200 turns, 8 MB) with
 /// whole turns left behind it — a backlog: cairn installed in the middle of a long session,
-/// hooks that failed for a while — as long as less than two fifths of the hook's deadline has
-/// passed (a capture of 200 turns takes under 0.2 s on a 100,000-record brain). Each capture is
-/// its own transaction, so a hook stopped at its deadline loses nothing: the next one goes on
-/// from the stored offset. Returns the last capture and the transcript's size.
+/// hooks that failed for a while — as long as `budget` (two fifths of the hook's deadline,
+/// `HookEvent::backlog_budget`) has not passed; the first capture always runs (a capture of
+/// 200 turns takes under 0.2 s on a 100,000-record brain). Each capture is its own transaction,
+/// so a hook stopped at its deadline loses nothing: the next one goes on from the stored offset.
+/// Returns the last capture and the transcript's size.
 fn capture_with_backlog(
     engine: &mut Engine,
     session: &str,
     path: &Path,
-    deadline: Duration,
+    budget: Duration,
 ) -> Result<(cairn_engine::CaptureReport, u64), cairn_engine::EngineError> {
     let started = std::time::Instant::now();
-    let budget = deadline * 2 / 5;
     loop {
         let report = engine.capture_transcript(session, path)?;
         if !report.more || started.elapsed() >= budget {

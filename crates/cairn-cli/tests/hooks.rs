@@ -23,6 +23,10 @@ fn payload(name: &str, brain: &Brain, transcript: &Path, prompt: &str) -> String
         .replace("PROMPT", prompt)
 }
 
+/// A hook deadline no test build on a loaded machine misses, for tests whose verdict is about
+/// how much work a hook does rather than how fast.
+const GENEROUS_DEADLINE_MS: &str = "120000";
+
 fn hook(brain: &Brain, args: &[&str], stdin: &str) -> Output {
     hook_with(brain, args, stdin, &[])
 }
@@ -589,10 +593,12 @@ fn long_transcript(brain: &Brain, name: &str, turns: usize) -> PathBuf {
 fn one_stop_catches_up_a_backlog_longer_than_one_capture() {
     let brain = Brain::new();
     let t = long_transcript(&brain, "long.jsonl", 450);
-    hook(
+    // The verdict is about the loop, not the machine's speed: a deadline no test build misses.
+    hook_with(
         &brain,
         &["stop"],
         &payload("claude-stop.json", &brain, &t, ""),
+        &[("CAIRN_HOOK_DEADLINE_MS", GENEROUS_DEADLINE_MS)],
     );
     assert_eq!(
         records(&brain, "episode").len(),
@@ -608,10 +614,11 @@ fn one_stop_catches_up_a_backlog_longer_than_one_capture() {
 fn session_end_captures_the_backlog_and_records_what_is_left() {
     let brain = Brain::new();
     let t = long_transcript(&brain, "ended.jsonl", 300);
-    hook(
+    hook_with(
         &brain,
         &["session-end"],
         &payload("claude-session-end.json", &brain, &t, ""),
+        &[("CAIRN_HOOK_DEADLINE_MS", GENEROUS_DEADLINE_MS)],
     );
     assert_eq!(
         records(&brain, "episode").len(),
@@ -637,18 +644,21 @@ fn session_end_captures_the_backlog_and_records_what_is_left() {
         session_end(&brain)
     );
 
-    // 20,000 turns cannot be captured in two fifths of even a 5 s deadline: what is left is
-    // recorded with the session's end.
+    // A backlog longer than the loop's time: with no time for more than the first capture, one
+    // capture (200 turns) is taken and what is left is recorded with the session's end.
     let other = Brain::new();
-    let t = long_transcript(&other, "huge.jsonl", 20_000);
+    let t = long_transcript(&other, "huge.jsonl", 1_000);
     hook_with(
         &other,
         &["session-end"],
         &payload("claude-session-end.json", &other, &t, ""),
-        &[("CAIRN_HOOK_DEADLINE_MS", "5000")],
+        &[
+            ("CAIRN_HOOK_DEADLINE_MS", GENEROUS_DEADLINE_MS),
+            ("CAIRN_HOOK_BACKLOG_MS", "0"),
+        ],
     );
     let captured = records(&other, "episode").len();
-    assert!((200..20_000).contains(&captured), "{captured}");
+    assert_eq!(captured, 200, "{}", error_log(&other));
     let end = session_end(&other);
     assert!(
         end["detail"]["uncaptured_bytes"].as_u64().unwrap_or(0) > 0,
