@@ -1,11 +1,11 @@
 //! `cairn share --zone Z [--query Q | --ids …] [--include-content]` and
 //! `cairn import envelope FILE`.
 
-use crate::cli::{Cli, open};
 use crate::output::print_json;
+use crate::settings::Settings;
+use crate::values;
 use anyhow::{Context as _, Result};
 use cairn_core::record::TrustZone;
-use cairn_engine::EngineError;
 use cairn_engine::share::{MAX_ENVELOPE_BYTES, ShareRequest};
 use clap::Args;
 use std::io::Read as _;
@@ -14,9 +14,9 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct ShareArgs {
-    /// Who receives it: private_self, trusted_collaborator, outside_contact, paid_public.
-    #[arg(long)]
-    pub zone: String,
+    /// Who receives it.
+    #[arg(long, value_parser = values::trust_zone())]
+    pub zone: TrustZone,
     /// Share the records a recall for this finds (as the zone would see them).
     #[arg(long, conflicts_with = "ids")]
     pub query: Option<String>,
@@ -35,11 +35,10 @@ pub struct ShareArgs {
     pub out: Option<PathBuf>,
 }
 
-pub fn run_share(args: &Cli, share: &ShareArgs) -> Result<ExitCode> {
-    let zone = share.zone.parse::<TrustZone>().map_err(EngineError::from)?;
-    let mut engine = open(args, "share")?;
+pub fn run(settings: &Settings, share: &ShareArgs) -> Result<ExitCode> {
+    let mut engine = settings.open("share")?;
     let envelope = engine.share(&ShareRequest {
-        zone,
+        zone: share.zone,
         query: share.query.clone(),
         ids: share.ids.clone(),
         include_content: share.include_content,
@@ -53,7 +52,7 @@ pub fn run_share(args: &Cli, share: &ShareArgs) -> Result<ExitCode> {
                 .with_context(|| format!("cannot write {}", temporary.display()))?;
             std::fs::rename(&temporary, path)
                 .with_context(|| format!("cannot move the envelope into {}", path.display()))?;
-            if args.json {
+            if settings.json {
                 print_json(&serde_json::json!({
                     "status": "shared", "file": path.display().to_string(), "count": envelope.count,
                     "withheld": envelope.withheld, "payload_sha256": envelope.payload_sha256,
@@ -74,7 +73,7 @@ pub fn run_share(args: &Cli, share: &ShareArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_import(args: &Cli, file: &Path) -> Result<ExitCode> {
+pub fn import_envelope(settings: &Settings, file: &Path) -> Result<ExitCode> {
     let mut bytes = Vec::new();
     if file.as_os_str() == "-" {
         std::io::stdin()
@@ -88,9 +87,9 @@ pub fn run_import(args: &Cli, file: &Path) -> Result<ExitCode> {
             .read_to_end(&mut bytes)
             .with_context(|| format!("cannot read {}", file.display()))?;
     }
-    let mut engine = open(args, "import")?;
+    let mut engine = settings.open("import")?;
     let report = engine.import_envelope(&bytes)?;
-    if args.json {
+    if settings.json {
         print_json(&report);
     } else {
         let s = &report.import.summary;

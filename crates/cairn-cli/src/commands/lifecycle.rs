@@ -3,8 +3,8 @@
 //! as text or, with `--json`, as JSON. Settings are resolved here (the environment is read
 //! only by the binary) and handed to the engine as plain data.
 
-use crate::cli::{Cli, open};
 use crate::output::{print_json, snippet};
+use crate::settings::Settings;
 use anyhow::{Result, bail};
 use cairn_engine::Engine;
 use cairn_engine::lifecycle::config::parse_days;
@@ -14,6 +14,29 @@ use cairn_engine::lifecycle::{
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
 use std::time::Duration;
+
+#[derive(Debug, Subcommand)]
+pub enum LifecycleCommand {
+    /// Archive expired records, lower the confidence of records nobody accessed, archive those
+    /// below the floor (never tier A, pinned or guardrails).
+    Decay(DecayArgs),
+    /// Consolidate on a snapshot: propose decay, merges, forgetting, summaries; then
+    /// `dream show|accept|reject|list`.
+    Dream(DreamArgs),
+    /// Settings kept in the brain (llm.command, llm.url, dream.auto_accept, …).
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+pub fn run(settings: &Settings, command: &LifecycleCommand) -> Result<ExitCode> {
+    match command {
+        LifecycleCommand::Decay(decay) => run_decay(settings, decay),
+        LifecycleCommand::Dream(dream) => run_dream(settings, dream),
+        LifecycleCommand::Config { command } => run_config(settings, command),
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct DecayArgs {
@@ -116,11 +139,11 @@ pub fn llm_config(engine: &Engine) -> Result<Option<LlmConfig>> {
     }))
 }
 
-pub fn run_decay(args: &Cli, decay: &DecayArgs) -> Result<ExitCode> {
+fn run_decay(settings: &Settings, decay: &DecayArgs) -> Result<ExitCode> {
     if let Some(id) = &decay.explain {
-        let engine = open(args, "cli")?;
+        let engine = settings.open("cli")?;
         let explanation = engine.decay_explain(parse_id(id)?)?;
-        if args.json {
+        if settings.json {
             print_json(&explanation);
             return Ok(ExitCode::SUCCESS);
         }
@@ -165,9 +188,9 @@ pub fn run_decay(args: &Cli, decay: &DecayArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut engine = open(args, "decay")?;
+    let mut engine = settings.open("decay")?;
     let report = engine.decay(decay.dry_run)?;
-    if args.json {
+    if settings.json {
         print_json(&report);
         return Ok(ExitCode::SUCCESS);
     }
@@ -311,21 +334,21 @@ fn print_dream(view: &DreamView) {
     }
 }
 
-pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
+fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
     match &dream.command {
         Some(DreamCommand::Show { id }) => {
-            let engine = open(args, "cli")?;
+            let engine = settings.open("cli")?;
             let view = engine.dream_show(id)?;
-            if args.json {
+            if settings.json {
                 print_json(&view);
             } else {
                 print_dream(&view);
             }
         }
         Some(DreamCommand::List { limit }) => {
-            let engine = open(args, "cli")?;
+            let engine = settings.open("cli")?;
             let runs = engine.dream_list(*limit)?;
-            if args.json {
+            if settings.json {
                 print_json(&serde_json::json!({"dreams": runs}));
             } else if runs.is_empty() {
                 outln!("no dreams yet: `cairn dream` makes a proposal set");
@@ -347,18 +370,18 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
             }
         }
         Some(DreamCommand::Reject { id }) => {
-            let mut engine = open(args, "dream")?;
+            let mut engine = settings.open("dream")?;
             let view = engine.dream_reject(id)?;
-            if args.json {
+            if settings.json {
                 print_json(&serde_json::json!({"status": "rejected", "id": view.id}));
             } else {
                 outln!("rejected dream {}; nothing in the brain changed", view.id);
             }
         }
         Some(DreamCommand::Accept { id, only }) => {
-            let mut engine = open(args, "dream")?;
+            let mut engine = settings.open("dream")?;
             let report = engine.dream_accept(id, only)?;
-            if args.json {
+            if settings.json {
                 print_json(&report);
             } else {
                 outln!(
@@ -383,7 +406,7 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
             }
         }
         None => {
-            let mut engine = open(args, "dream")?;
+            let mut engine = settings.open("dream")?;
             let llm = if dream.no_llm {
                 None
             } else {
@@ -417,7 +440,7 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
                 max_llm_calls,
                 keep_decided_days,
             })?;
-            if args.json {
+            if settings.json {
                 print_json(&outcome);
             } else {
                 print_dream(&outcome.dream);
@@ -428,15 +451,15 @@ pub fn run_dream(args: &Cli, dream: &DreamArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_config(args: &Cli, command: &ConfigCommand) -> Result<ExitCode> {
+fn run_config(settings: &Settings, command: &ConfigCommand) -> Result<ExitCode> {
     match command {
         ConfigCommand::List => {
-            let engine = open(args, "cli")?;
-            let settings = engine.settings(&env)?;
-            if args.json {
-                print_json(&serde_json::json!({"settings": settings}));
+            let engine = settings.open("cli")?;
+            let stored = engine.settings(&env)?;
+            if settings.json {
+                print_json(&serde_json::json!({"settings": stored}));
             } else {
-                for s in &settings {
+                for s in &stored {
                     outln!(
                         "{:<20} {:<30} ({}) — {}",
                         s.key,
@@ -448,9 +471,9 @@ pub fn run_config(args: &Cli, command: &ConfigCommand) -> Result<ExitCode> {
             }
         }
         ConfigCommand::Get { key } => {
-            let engine = open(args, "cli")?;
+            let engine = settings.open("cli")?;
             let setting = engine.setting(key, &env)?;
-            if args.json {
+            if settings.json {
                 print_json(&setting);
             } else {
                 outln!(
@@ -461,18 +484,18 @@ pub fn run_config(args: &Cli, command: &ConfigCommand) -> Result<ExitCode> {
             }
         }
         ConfigCommand::Set { key, value } => {
-            let mut engine = open(args, "cli")?;
+            let mut engine = settings.open("cli")?;
             engine.set_setting(key, Some(value))?;
-            if args.json {
+            if settings.json {
                 print_json(&serde_json::json!({"status": "set", "key": key, "value": value}));
             } else {
                 outln!("{key} = {value}");
             }
         }
         ConfigCommand::Unset { key } => {
-            let mut engine = open(args, "cli")?;
+            let mut engine = settings.open("cli")?;
             engine.set_setting(key, None)?;
-            if args.json {
+            if settings.json {
                 print_json(&serde_json::json!({"status": "unset", "key": key}));
             } else {
                 outln!("{key} unset");

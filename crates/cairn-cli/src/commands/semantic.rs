@@ -1,15 +1,30 @@
-//! Semantic search from the command line: which embedder the configuration picks (a lazy
-//! loader handed to the engine), `cairn model install|status`, `cairn reindex`, and the
-//! progress bar long embedding runs show on a terminal.
+//! Semantic search from the command line: `cairn model install|status` and `cairn reindex`
+//! (a progress bar on a terminal while embedding).
 
-use crate::output::print_json;
+use crate::embedder::{config as embedder_config, local_model};
+use crate::output::{print_json, progress_bar};
+use crate::settings::Settings;
 use anyhow::{Context as _, Result};
-use cairn_embed::{EmbedError, EmbedderConfig, HttpConfig, LocalModel, MiniLmOptions};
-use cairn_engine::{EmbedderLoader, Engine, IndexReport};
+use cairn_embed::{EmbedderConfig, LocalModel};
+use cairn_engine::{Engine, IndexReport};
 use clap::Subcommand;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum SemanticCommand {
+    /// The local embedding model: install it, check it.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
+    /// Embed records that have no vector yet; after a model switch, re-embed everything.
+    Reindex {
+        /// Re-embed every record, not only the pending ones.
+        #[arg(long)]
+        full: bool,
+    },
+}
 
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
@@ -28,102 +43,28 @@ pub enum ModelCommand {
     Status,
 }
 
-/// The local model `CAIRN_MODEL` names (`e5` or `minilm`), else the default.
-pub fn local_model(name: Option<&str>) -> Result<LocalModel, EmbedError> {
-    let from_env = std::env::var("CAIRN_MODEL").ok();
-    match name
-        .or(from_env.as_deref())
-        .filter(|n| !n.trim().is_empty())
-    {
-        None => Ok(DEFAULT_LOCAL_MODEL),
-        Some(name) => LocalModel::parse(name).ok_or_else(|| EmbedError::InvalidConfig {
-            reason: format!("unknown local model {name:?}: expected e5 or minilm"),
-        }),
-    }
-}
-
-/// The default local model, chosen by the LoCoMo evaluation (docs/retrieval.md).
-pub const DEFAULT_LOCAL_MODEL: LocalModel = LocalModel::E5Small;
-
-/// The embedder the environment asks for: `CAIRN_EMBEDDER=local|http|none` (default: local,
-/// or http when `CAIRN_EMBED_URL` is set), the local model from `CAIRN_MODEL`, the model
-/// directory from `--model-dir` / `CAIRN_MODEL_DIR` / the cache dir, and the `CAIRN_EMBED_*`
-/// variables for http.
-pub fn embedder_config(model_dir: Option<&Path>) -> Result<EmbedderConfig, EmbedError> {
-    let choice = std::env::var("CAIRN_EMBEDDER")
-        .ok()
-        .map(|v| v.trim().to_ascii_lowercase())
-        .filter(|v| !v.is_empty());
-    let http = HttpConfig::from_env()?;
-    let model = local_model(None)?;
-    let local = || EmbedderConfig::Local {
-        model,
-        model_dir: model_dir.map(Path::to_path_buf),
-        options: MiniLmOptions::default(),
-    };
-    match (choice.as_deref(), http) {
-        (Some("none" | "off" | "lexical"), _) => Ok(EmbedderConfig::None),
-        (Some("http"), Some(http)) => Ok(EmbedderConfig::Http(http)),
-        (Some("http"), None) => Err(EmbedError::InvalidConfig {
-            reason: "CAIRN_EMBEDDER=http needs CAIRN_EMBED_URL (and CAIRN_EMBED_MODEL)".into(),
-        }),
-        (Some("local"), _) | (None, None) => Ok(local()),
-        (None, Some(http)) => Ok(EmbedderConfig::Http(http)),
-        (Some(other), _) => Err(EmbedError::InvalidConfig {
-            reason: format!("CAIRN_EMBEDDER={other:?}: expected local, http or none"),
-        }),
-    }
-}
-
-/// A loader for the engine: nothing is loaded until semantic search or indexing needs it.
-/// `CAIRN_EMBEDDER=hash` (or `hash-DIM`) is a deterministic fake for tests: it shares words,
-/// not meaning.
-pub fn embedder_loader(model_dir: Option<&Path>) -> EmbedderLoader {
-    if let Some(dimension) = hash_embedder_dimension() {
-        return Box::new(move || Ok(Some(Box::new(cairn_embed::HashEmbedder::new(dimension)))));
-    }
-    let config = embedder_config(model_dir);
-    Box::new(move || cairn_embed::open_embedder(&config?))
-}
-
-fn hash_embedder_dimension() -> Option<usize> {
-    let choice = std::env::var("CAIRN_EMBEDDER").ok()?;
-    let rest = choice.trim().strip_prefix("hash")?;
-    match rest.strip_prefix('-') {
-        Some(dimension) => dimension.parse().ok(),
-        None if rest.is_empty() => Some(64),
-        None => None,
-    }
-}
-
-/// A progress callback: a bar on a terminal (stderr), nothing otherwise.
-pub fn progress_bar(label: &'static str) -> impl FnMut(usize, usize) {
-    let mut bar: Option<indicatif::ProgressBar> = None;
-    let terminal = std::io::stderr().is_terminal();
-    move |done, total| {
-        if !terminal || total == 0 {
-            return;
+pub fn run(settings: &Settings, command: &SemanticCommand) -> Result<ExitCode> {
+    match command {
+        SemanticCommand::Model { command } => {
+            let mut engine = match command {
+                ModelCommand::Status => Some(settings.open("cli")?),
+                ModelCommand::Install { .. } => None,
+            };
+            run_model(
+                command,
+                settings.model_dir.as_deref(),
+                engine.as_mut(),
+                settings.json,
+            )
         }
-        let bar = bar.get_or_insert_with(|| {
-            let bar = indicatif::ProgressBar::new(total as u64);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar.set_message(label);
-            bar
-        });
-        bar.set_position(done as u64);
-        if done >= total {
-            bar.finish_and_clear();
+        SemanticCommand::Reindex { full } => {
+            let mut engine = settings.open("reindex")?;
+            run_reindex(&mut engine, *full, settings.json)
         }
     }
 }
 
-pub fn print_index_report(report: &IndexReport, json: bool) {
+fn print_index_report(report: &IndexReport, json: bool) {
     if json {
         print_json(report);
         return;
@@ -147,7 +88,7 @@ pub fn print_index_report(report: &IndexReport, json: bool) {
     }
 }
 
-pub fn run_reindex(engine: &mut Engine, full: bool, json: bool) -> Result<ExitCode> {
+fn run_reindex(engine: &mut Engine, full: bool, json: bool) -> Result<ExitCode> {
     let mut progress = progress_bar("embedding");
     let report = engine.reindex(full, &mut progress)?;
     print_index_report(&report, json);
@@ -170,7 +111,7 @@ fn install_target(model_dir: Option<&Path>, model: LocalModel) -> Result<PathBuf
         .context("no place to install the model: set --model-dir, CAIRN_MODEL_DIR or HOME")
 }
 
-pub fn run_model(
+fn run_model(
     command: &ModelCommand,
     model_dir: Option<&Path>,
     engine: Option<&mut Engine>,
@@ -273,25 +214,5 @@ pub fn run_model(
                 ExitCode::from(1)
             })
         }
-    }
-}
-
-/// After an import: embed what it added (a progress bar on a terminal). A missing model is
-/// not an error here — the records are stored and recall works lexically — so this returns
-/// a note to print instead.
-pub fn index_after_import(engine: &mut Engine) -> Option<String> {
-    if !engine.embedder_is_configured() {
-        return None;
-    }
-    let mut progress = progress_bar("embedding");
-    match engine.index_pending(None, &mut progress) {
-        Ok(report) if report.embedded + report.reused + report.failed == 0 => None,
-        Ok(report) => Some(format!(
-            "embedded {} records ({} reused), {} failed, {} pending",
-            report.embedded, report.reused, report.failed, report.pending
-        )),
-        Err(error) => Some(format!(
-            "not embedded ({error}); recall works lexically, `cairn reindex` embeds them later"
-        )),
     }
 }

@@ -1,33 +1,12 @@
-//! `cairn export wiki DIR` and `cairn import wiki DIR`, and the shape of `export` (JSONL by
-//! default, or a subcommand naming another target).
+//! `cairn export wiki DIR` and `cairn import wiki DIR`.
 
-use crate::cli::{Cli, open};
 use crate::output::print_json;
+use crate::settings::Settings;
 use anyhow::Result;
 use cairn_engine::wiki::{PageStatus, WikiExportOptions, WikiImportOptions};
-use clap::{Args, Subcommand};
+use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// `export [--format jsonl] [FILE|-]`, or `export wiki DIR`.
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct ExportArgs {
-    #[command(subcommand)]
-    pub target: Option<ExportTarget>,
-    #[arg(long, default_value = "jsonl")]
-    pub format: String,
-    /// Output file, or `-` for stdout.
-    #[arg(default_value = "-")]
-    pub file: String,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ExportTarget {
-    /// Write the brain as a Markdown wiki (index.md, a folder per type, one page per record,
-    /// log.md, SCHEMA.md); only pages that changed are rewritten.
-    Wiki(WikiExportArgs),
-}
 
 #[derive(Debug, Args)]
 pub struct WikiExportArgs {
@@ -51,9 +30,8 @@ pub struct WikiImportArgs {
     pub force: bool,
 }
 
-pub fn run_export(args: &Cli, target: &ExportTarget) -> Result<ExitCode> {
-    let ExportTarget::Wiki(wiki) = target;
-    let engine = open(args, "cli")?;
+pub fn export(settings: &Settings, wiki: &WikiExportArgs) -> Result<ExitCode> {
+    let engine = settings.open("cli")?;
     let report = engine.export_wiki(
         &wiki.dir,
         &WikiExportOptions {
@@ -61,7 +39,7 @@ pub fn run_export(args: &Cli, target: &ExportTarget) -> Result<ExitCode> {
             force: wiki.force,
         },
     )?;
-    if args.json {
+    if settings.json {
         print_json(&report);
     } else {
         outln!(
@@ -88,10 +66,10 @@ pub fn run_export(args: &Cli, target: &ExportTarget) -> Result<ExitCode> {
     )
 }
 
-pub fn run_import(args: &Cli, wiki: &WikiImportArgs) -> Result<ExitCode> {
-    let mut engine = open(args, "wiki")?;
+pub fn import(settings: &Settings, wiki: &WikiImportArgs) -> Result<ExitCode> {
+    let mut engine = settings.open("wiki")?;
     let report = engine.import_wiki(&wiki.dir, &WikiImportOptions { force: wiki.force })?;
-    if args.json {
+    if settings.json {
         print_json(&report);
     } else {
         let s = &report.summary;

@@ -6,8 +6,9 @@
 //! file is not valid JSON or TOML. Only entries that run cairn are ever added or removed; the
 //! rest of a file keeps its content and key order.
 
-use crate::cli::Cli;
 use crate::ojson::Json;
+use crate::settings::Settings;
+use crate::values;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,8 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
-    /// claude-code, codex, cursor or gemini.
+    /// The client to configure.
+    #[arg(value_parser = values::client())]
     pub client: String,
     /// Print what would change (a diff per file) and change nothing.
     #[arg(long)]
@@ -515,7 +517,7 @@ fn write_atomically(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn run_install(args: &Cli, install: &InstallArgs) -> Result<ExitCode> {
+pub fn run(settings: &Settings, install: &InstallArgs) -> Result<ExitCode> {
     let command = match &install.command {
         Some(command) => command.clone(),
         None => std::env::current_exe()
@@ -523,8 +525,7 @@ pub fn run_install(args: &Cli, install: &InstallArgs) -> Result<ExitCode> {
             .display()
             .to_string(),
     };
-    let client = install.client.trim().to_ascii_lowercase();
-    let (changes, notes) = plan(&client, &command, install.uninstall)?;
+    let (changes, notes) = plan(&install.client, &command, install.uninstall)?;
     let stamp = chrono::Utc::now().format("%Y%m%d%H%M%S").to_string();
     let mut report = Vec::new();
     for change in &changes {
@@ -539,7 +540,7 @@ pub fn run_install(args: &Cli, install: &InstallArgs) -> Result<ExitCode> {
         let before = change.before.as_deref().unwrap_or("");
         let after = change.after.as_deref().unwrap_or("");
         if install.dry_run {
-            if !args.json {
+            if !settings.json {
                 out!("{}", diff(&change.path, before, after));
             }
             report.push(serde_json::json!({"path": path, "status": "would change", "diff": diff(&change.path, before, after)}));
@@ -565,9 +566,9 @@ pub fn run_install(args: &Cli, install: &InstallArgs) -> Result<ExitCode> {
             "backup": backup,
         }));
     }
-    if args.json {
+    if settings.json {
         crate::output::print_json(&serde_json::json!({
-            "client": client, "command": command, "uninstall": install.uninstall,
+            "client": install.client, "command": command, "uninstall": install.uninstall,
             "dry_run": install.dry_run, "files": report, "notes": notes,
         }));
         return Ok(ExitCode::SUCCESS);

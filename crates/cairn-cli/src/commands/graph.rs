@@ -2,8 +2,9 @@
 //! entities, entity add, clusters, relation-type. Glue: each calls one engine function and
 //! prints its answer as text or, with `--json`, as JSON.
 
-use crate::cli::{Cli, open};
 use crate::output::{print_json, snippet};
+use crate::settings::Settings;
+use crate::values;
 use anyhow::Result;
 use cairn_engine::graph::{
     ClustersRequest, Direction, EdgeView, EntitiesRequest, GraphRequest, NeighborsRequest,
@@ -100,8 +101,8 @@ pub struct EdgesArgs {
 pub struct NeighborsArgs {
     node: String,
     /// in: what depends on X (breaks if it changes); out: what X depends on; both.
-    #[arg(long, default_value = "both")]
-    direction: String,
+    #[arg(long, default_value = "both", value_parser = values::direction())]
+    direction: Direction,
     #[arg(long, default_value_t = 2)]
     depth: u32,
     #[arg(long, value_name = "TIME")]
@@ -183,10 +184,10 @@ fn edge_line(edge: &EdgeView) -> String {
     line
 }
 
-pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
+pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
     match command {
         GraphCommand::Relate(relate) => {
-            let mut engine = open(args, "cli")?;
+            let mut engine = settings.open("cli")?;
             let outcome = engine.relate(&RelateRequest {
                 src: relate.src.clone(),
                 relation: relate.relation.clone(),
@@ -196,7 +197,7 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                 allow_dangling: relate.allow_dangling,
                 confidence: relate.confidence,
             })?;
-            if args.json {
+            if settings.json {
                 print_json(&outcome);
             } else {
                 match outcome.status {
@@ -208,14 +209,14 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             }
         }
         GraphCommand::Unrelate(unrelate) => {
-            let mut engine = open(args, "cli")?;
+            let mut engine = settings.open("cli")?;
             let outcome = engine.unrelate(
                 &unrelate.src,
                 &unrelate.relation,
                 &unrelate.dst,
                 unrelate.at.as_deref(),
             )?;
-            if args.json {
+            if settings.json {
                 print_json(&outcome);
             } else {
                 match outcome.status {
@@ -225,13 +226,13 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             }
         }
         GraphCommand::Graph(graph) => {
-            let engine = open(args, "cli")?;
+            let engine = settings.open("cli")?;
             let answer = engine.graph(&GraphRequest {
                 as_of: graph.as_of.clone(),
                 limit: graph.limit,
                 relation: graph.relation.clone(),
             })?;
-            if args.json {
+            if settings.json {
                 print_json(&answer);
             } else {
                 outln!(
@@ -264,9 +265,9 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             }
         }
         GraphCommand::Edges(edges) => {
-            let engine = open(args, "cli")?;
+            let engine = settings.open("cli")?;
             let answer = engine.edges(&edges.node, edges.history, edges.as_of.as_deref())?;
-            if args.json {
+            if settings.json {
                 print_json(&answer);
             } else {
                 outln!(
@@ -307,14 +308,14 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             }
         }
         GraphCommand::Neighbors(neighbors) => {
-            let engine = open(args, "cli")?;
+            let engine = settings.open("cli")?;
             let mut request = NeighborsRequest::new(neighbors.node.clone());
-            request.direction = neighbors.direction.parse::<Direction>()?;
+            request.direction = neighbors.direction;
             request.depth = neighbors.depth;
             request.as_of = neighbors.as_of.clone();
             request.limit = neighbors.limit;
             let answer = engine.neighbors(&request)?;
-            if args.json {
+            if settings.json {
                 print_json(&answer);
             } else {
                 let direction = match answer.direction {
@@ -360,12 +361,12 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             }
         }
         GraphCommand::Entities(entities) => {
-            let engine = open(args, "cli")?;
+            let engine = settings.open("cli")?;
             let list = engine.entities(&EntitiesRequest {
                 entity_type: entities.entity_type.clone(),
                 limit: entities.limit,
             })?;
-            if args.json {
+            if settings.json {
                 print_json(&list);
             } else if list.is_empty() {
                 outln!(
@@ -389,9 +390,9 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
         }
         GraphCommand::Entity { command } => match command {
             EntityCommand::Relink => {
-                let mut engine = open(args, "cli")?;
+                let mut engine = settings.open("cli")?;
                 let (records, written) = engine.relink_records()?;
-                if args.json {
+                if settings.json {
                     print_json(
                         &serde_json::json!({"status": "relinked", "records": records, "edges_written": written}),
                     );
@@ -406,9 +407,9 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                 entity_type,
                 aliases,
             } => {
-                let mut engine = open(args, "cli")?;
+                let mut engine = settings.open("cli")?;
                 let added = engine.add_entity(name, entity_type, aliases)?;
-                if args.json {
+                if settings.json {
                     print_json(&added);
                 } else {
                     outln!("{}", added.message);
@@ -416,12 +417,12 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
             }
         },
         GraphCommand::Clusters(clusters) => {
-            let engine = open(args, "cli")?;
+            let engine = settings.open("cli")?;
             let answer = engine.clusters(&ClustersRequest {
                 min_size: clusters.min_size,
                 max: clusters.max,
             })?;
-            if args.json {
+            if settings.json {
                 print_json(&answer);
             } else {
                 outln!(
@@ -462,14 +463,14 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                 symmetric,
                 description,
             } => {
-                let mut engine = open(args, "cli")?;
+                let mut engine = settings.open("cli")?;
                 let declared = engine.declare_relation_type(
                     name,
                     *weight,
                     *symmetric,
                     description.as_deref(),
                 )?;
-                if args.json {
+                if settings.json {
                     print_json(
                         &serde_json::json!({"status": "declared", "relation_type": declared}),
                     );
@@ -487,9 +488,9 @@ pub fn run(args: &Cli, command: &GraphCommand) -> Result<ExitCode> {
                 }
             }
             RelationTypeCommand::List => {
-                let engine = open(args, "cli")?;
+                let engine = settings.open("cli")?;
                 let types = engine.relation_types()?;
-                if args.json {
+                if settings.json {
                     print_json(&types);
                 } else {
                     for t in &types {

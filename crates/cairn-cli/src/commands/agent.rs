@@ -2,25 +2,77 @@
 //! ranked (tasks, measures, the activity log, the identity, awareness). Glue: each command is
 //! one engine call and its printing.
 
-use crate::cli::{Cli, open};
 use crate::output::{print_json, snippet};
+use crate::settings::Settings;
+use crate::values;
 use anyhow::Result;
 use cairn_core::brief::SectionKind;
 use cairn_core::record::MemoryType;
-use cairn_engine::{BriefRequest, EngineError, RememberStatus, event_line};
+use cairn_engine::{BriefRequest, RememberStatus, event_line};
 use clap::{Args, Subcommand};
 use std::collections::HashMap;
 use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// What an agent gets at session start, under a byte budget.
+    Brief(BriefArgs),
+    /// Records past their review date, open conflicts, and tier A/B records nobody re-checked.
+    Review {
+        /// List tier A/B records not verified for this many days (0: leave them out).
+        #[arg(long, default_value_t = 180, value_name = "N")]
+        stale_days: u32,
+    },
+    /// Candidate facts captured from transcripts, awaiting a decision.
+    Inbox {
+        #[command(subcommand)]
+        command: Option<InboxCommand>,
+    },
+    /// Tasks this project owes (kept outside memory ranking).
+    Task {
+        #[command(subcommand)]
+        command: TaskCommand,
+    },
+    /// Readings of a named value over time: last value and trend.
+    Measure {
+        #[command(subcommand)]
+        command: MeasureCommand,
+    },
+    /// The activity log: what happened, what the last session did.
+    Log(LogArgs),
+    /// Who the agent is (one short text).
+    Identity {
+        #[command(subcommand)]
+        command: IdentityCommand,
+    },
+    /// Short-lived working items (at most 10, with expiry).
+    Awareness {
+        #[command(subcommand)]
+        command: AwarenessCommand,
+    },
+}
+
+pub fn run(settings: &Settings, command: &AgentCommand) -> Result<ExitCode> {
+    match command {
+        AgentCommand::Brief(brief) => run_brief(settings, brief),
+        AgentCommand::Review { stale_days } => run_review(settings, *stale_days),
+        AgentCommand::Inbox { command } => run_inbox(settings, command.as_ref()),
+        AgentCommand::Task { command } => run_task(settings, command),
+        AgentCommand::Measure { command } => run_measure(settings, command),
+        AgentCommand::Log(log) => run_log(settings, log),
+        AgentCommand::Identity { command } => run_identity(settings, command),
+        AgentCommand::Awareness { command } => run_awareness(settings, command),
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct BriefArgs {
     /// Byte budget (0 = no limit).
     #[arg(long, default_value_t = cairn_engine::DEFAULT_BRIEF_BUDGET)]
     pub budget: usize,
-    /// Only this section, in full (repeatable): guardrails, preferences, identity, pinned, due,
-    /// working-tree, inbox, activity, neighbourhood.
-    #[arg(long = "section", value_name = "NAME")]
-    pub sections: Vec<String>,
+    /// Only this section, in full (repeatable, or comma-separated).
+    #[arg(long = "section", value_name = "NAME", value_delimiter = ',', value_parser = values::section())]
+    pub sections: Vec<SectionKind>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -106,42 +158,21 @@ pub enum InboxCommand {
     Accept {
         id: i64,
         /// Store it as this type instead of the suggested one.
-        #[arg(long = "type")]
-        memory_type: Option<String>,
+        #[arg(long = "type", value_name = "TYPE", value_parser = values::memory_type())]
+        memory_type: Option<MemoryType>,
     },
     /// Discard a candidate.
     Dismiss { id: i64 },
 }
 
-pub fn parse_sections(names: &[String]) -> Result<Vec<SectionKind>> {
-    names
-        .iter()
-        .flat_map(|n| n.split(','))
-        .filter(|n| !n.trim().is_empty())
-        .map(|name| {
-            SectionKind::parse(name).ok_or_else(|| {
-                EngineError::Invalid(format!(
-                    "unknown section {name:?}: expected one of {}",
-                    SectionKind::PRIORITY
-                        .iter()
-                        .map(|k| k.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .into()
-            })
-        })
-        .collect()
-}
-
-pub fn run_brief(args: &Cli, brief: &BriefArgs) -> Result<ExitCode> {
-    let engine = open(args, "cli")?;
+fn run_brief(settings: &Settings, brief: &BriefArgs) -> Result<ExitCode> {
+    let engine = settings.open("cli")?;
     let request = BriefRequest {
         budget: brief.budget,
-        sections: parse_sections(&brief.sections)?,
+        sections: brief.sections.clone(),
     };
     let brief = engine.brief(&request)?;
-    if args.json {
+    if settings.json {
         print_json(&brief);
     } else {
         out!("{}", brief.assembled.text);
@@ -149,14 +180,14 @@ pub fn run_brief(args: &Cli, brief: &BriefArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_review(args: &Cli, stale_days: u32) -> Result<ExitCode> {
-    let engine = open(args, "cli")?;
+fn run_review(settings: &Settings, stale_days: u32) -> Result<ExitCode> {
+    let engine = settings.open("cli")?;
     let report = if stale_days == 0 {
         engine.review()?
     } else {
         engine.review_stale(stale_days)?
     };
-    if args.json {
+    if settings.json {
         print_json(&report);
         return Ok(ExitCode::SUCCESS);
     }
@@ -195,8 +226,8 @@ pub fn run_review(args: &Cli, stale_days: u32) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
-    let mut engine = open(args, "cli")?;
+fn run_task(settings: &Settings, command: &TaskCommand) -> Result<ExitCode> {
+    let mut engine = settings.open("cli")?;
     match command {
         TaskCommand::Add {
             title,
@@ -205,7 +236,7 @@ pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
             personal,
         } => {
             let task = engine.task_add(title, detail.as_deref(), due.as_deref(), *personal)?;
-            if args.json {
+            if settings.json {
                 print_json(&task);
             } else {
                 outln!("task {} added: {}", task.id, task.title);
@@ -213,7 +244,7 @@ pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
         }
         TaskCommand::List { all } => {
             let tasks = engine.tasks(*all)?;
-            if args.json {
+            if settings.json {
                 print_json(&tasks);
             } else if tasks.is_empty() {
                 outln!("no open tasks");
@@ -231,7 +262,7 @@ pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
         }
         TaskCommand::Done { id } => {
             let task = engine.task_done(*id)?;
-            if args.json {
+            if settings.json {
                 print_json(&task);
             } else {
                 outln!("task {} done: {}", task.id, task.title);
@@ -241,8 +272,8 @@ pub fn run_task(args: &Cli, command: &TaskCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_measure(args: &Cli, command: &MeasureCommand) -> Result<ExitCode> {
-    let mut engine = open(args, "cli")?;
+fn run_measure(settings: &Settings, command: &MeasureCommand) -> Result<ExitCode> {
+    let mut engine = settings.open("cli")?;
     let summaries = match command {
         MeasureCommand::Record {
             name,
@@ -252,7 +283,7 @@ pub fn run_measure(args: &Cli, command: &MeasureCommand) -> Result<ExitCode> {
         } => vec![engine.measure_record(name, *value, unit.as_deref(), note.as_deref())?],
         MeasureCommand::Show { name } => engine.measures(name.as_deref())?,
     };
-    if args.json {
+    if settings.json {
         match command {
             MeasureCommand::Record { .. } => print_json(&summaries[0]),
             MeasureCommand::Show { .. } => print_json(&summaries),
@@ -280,10 +311,10 @@ pub fn run_measure(args: &Cli, command: &MeasureCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_log(args: &Cli, log: &LogArgs) -> Result<ExitCode> {
-    let engine = open(args, "cli")?;
+fn run_log(settings: &Settings, log: &LogArgs) -> Result<ExitCode> {
+    let engine = settings.open("cli")?;
     let events = engine.activity(log.limit, log.last_session)?;
-    if args.json {
+    if settings.json {
         print_json(&events);
         return Ok(ExitCode::SUCCESS);
     }
@@ -302,8 +333,8 @@ pub fn run_log(args: &Cli, log: &LogArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_identity(args: &Cli, command: &IdentityCommand) -> Result<ExitCode> {
-    let mut engine = open(args, "cli")?;
+fn run_identity(settings: &Settings, command: &IdentityCommand) -> Result<ExitCode> {
+    let mut engine = settings.open("cli")?;
     let identity = match command {
         IdentityCommand::Show => engine.identity()?,
         IdentityCommand::Set { text } => {
@@ -317,7 +348,7 @@ pub fn run_identity(args: &Cli, command: &IdentityCommand) -> Result<ExitCode> {
             Some(engine.set_identity(&body)?)
         }
     };
-    if args.json {
+    if settings.json {
         print_json(&identity);
     } else {
         match identity {
@@ -328,12 +359,12 @@ pub fn run_identity(args: &Cli, command: &IdentityCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_awareness(args: &Cli, command: &AwarenessCommand) -> Result<ExitCode> {
-    let mut engine = open(args, "cli")?;
+fn run_awareness(settings: &Settings, command: &AwarenessCommand) -> Result<ExitCode> {
+    let mut engine = settings.open("cli")?;
     match command {
         AwarenessCommand::Add { text, expires } => {
             let (row, dropped) = engine.aware(text, expires.as_deref())?;
-            if args.json {
+            if settings.json {
                 print_json(&serde_json::json!({"item": row, "dropped": dropped}));
             } else {
                 outln!(
@@ -354,7 +385,7 @@ pub fn run_awareness(args: &Cli, command: &AwarenessCommand) -> Result<ExitCode>
         }
         AwarenessCommand::List => {
             let rows = engine.awareness()?;
-            if args.json {
+            if settings.json {
                 print_json(&rows);
             } else if rows.is_empty() {
                 outln!("nothing in awareness");
@@ -366,7 +397,7 @@ pub fn run_awareness(args: &Cli, command: &AwarenessCommand) -> Result<ExitCode>
         }
         AwarenessCommand::Drop { id } => {
             let dropped = engine.awareness_drop(*id)?;
-            if args.json {
+            if settings.json {
                 print_json(&serde_json::json!({"dropped": dropped, "id": id}));
             } else if dropped {
                 outln!("dropped awareness {id}");
@@ -378,12 +409,12 @@ pub fn run_awareness(args: &Cli, command: &AwarenessCommand) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_inbox(args: &Cli, command: Option<&InboxCommand>) -> Result<ExitCode> {
-    let mut engine = open(args, "cli")?;
+fn run_inbox(settings: &Settings, command: Option<&InboxCommand>) -> Result<ExitCode> {
+    let mut engine = settings.open("cli")?;
     match command.unwrap_or(&InboxCommand::List { all: false }) {
         InboxCommand::List { all } => {
             let rows = engine.inbox(*all)?;
-            if args.json {
+            if settings.json {
                 print_json(&rows);
             } else if rows.is_empty() {
                 outln!("the inbox is empty");
@@ -402,13 +433,8 @@ pub fn run_inbox(args: &Cli, command: Option<&InboxCommand>) -> Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         InboxCommand::Accept { id, memory_type } => {
-            let memory_type = memory_type
-                .as_deref()
-                .map(str::parse::<MemoryType>)
-                .transpose()
-                .map_err(EngineError::from)?;
-            let outcome = engine.inbox_accept(*id, memory_type)?;
-            if args.json {
+            let outcome = engine.inbox_accept(*id, *memory_type)?;
+            if settings.json {
                 print_json(&outcome);
             } else {
                 outln!("{}", outcome.message);
@@ -421,7 +447,7 @@ pub fn run_inbox(args: &Cli, command: Option<&InboxCommand>) -> Result<ExitCode>
         }
         InboxCommand::Dismiss { id } => {
             let row = engine.inbox_dismiss(*id)?;
-            if args.json {
+            if settings.json {
                 print_json(&row);
             } else {
                 outln!("dismissed inbox item {}", row.id);
