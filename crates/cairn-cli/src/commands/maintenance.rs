@@ -145,7 +145,7 @@ pub fn run(settings: &Settings, command: &MaintenanceCommand) -> Result<ExitCode
 
 fn run_recover(settings: &Settings, target: &Path) -> Result<ExitCode> {
     let damaged = &settings.db;
-    let tables = cairn_engine::recover_brain(&damaged, target)?;
+    let tables = cairn_engine::recover_brain(damaged, target)?;
     let rows: i64 = tables.iter().map(|t| t.rows).sum();
     let lost: i64 = tables.iter().map(|t| t.lost).sum();
     if settings.json {

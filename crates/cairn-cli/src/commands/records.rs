@@ -356,7 +356,7 @@ fn run_remember(settings: &Settings, remember: &RememberArgs) -> Result<ExitCode
 }
 
 /// Text from an argument, a file or stdin, checked for UTF-8 and NUL before anything else.
-pub fn read_text(value: Option<&OsString>, file: Option<&Path>) -> Result<Option<String>> {
+fn read_text(value: Option<&OsString>, file: Option<&Path>) -> Result<Option<String>> {
     let bytes = match (value, file) {
         (Some(v), _) if v == "-" => {
             let mut bytes = Vec::new();
