@@ -1,6 +1,7 @@
 //! One module per area of the command line, each with its own subcommand enum (flattened into
 //! the one list in `cli.rs`) and one `run(&Settings, &command)`. A command module never
-//! imports the dispatcher: they depend on `settings`, `output`, `values` and the engine only.
+//! imports the dispatcher: it depends on the shared helpers (`settings`, `output`, `values`,
+//! `embedder`, `ojson`) and the engine; `records` hands `recall` to its sibling.
 
 pub mod agent;
 pub mod exchange;
