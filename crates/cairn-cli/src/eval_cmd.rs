@@ -7,8 +7,8 @@
 //! `Engine::recall` with `as_of` one day after the conversation's last session, once per mode.
 //! Scoring follows `../shared/eval/locomo/README.md`.
 
-use crate::cli::Cli;
 use crate::output::print_json;
+use crate::settings::Settings;
 use anyhow::{Context as _, Result, bail};
 use cairn_engine::exchange::ImportOptions;
 use cairn_engine::{Context, Engine, Mode, RecallRequest, SemanticConfig};
@@ -340,7 +340,7 @@ pub fn peak_rss_mb() -> Option<f64> {
     Some(round3(kb / 1024.0))
 }
 
-pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
+pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
     let EvalCommand::Locomo(locomo) = command;
     let modes: Vec<Mode> = locomo
         .mode
@@ -417,9 +417,7 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
         match &shared {
             Some(embedder) => engine.set_shared_embedder(embedder.clone()),
             None if embedder_problem.is_none() => {
-                engine.set_embedder_loader(crate::semantic_cmd::embedder_loader(
-                    args.model_dir.as_deref(),
-                ));
+                engine.set_embedder_loader(crate::embedder::loader(settings.model_dir.as_deref()));
                 match engine.load_embedder() {
                     Ok(Some(embedder)) => match &locomo.cache {
                         Some(path) => {
@@ -456,7 +454,7 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
         let imported = clock.elapsed().as_secs_f64();
         if shared.is_some() {
             let clock = Instant::now();
-            let mut progress = crate::semantic_cmd::progress_bar("embedding");
+            let mut progress = crate::output::progress_bar("embedding");
             let indexed = engine.index_pending(None, &mut progress)?;
             if indexed.failed > 0 {
                 eprintln!(
@@ -560,7 +558,7 @@ pub fn run(args: &Cli, command: &EvalCommand) -> Result<ExitCode> {
         std::fs::write(out, serde_json::to_string_pretty(&report)? + "\n")
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
-    if args.json {
+    if settings.json {
         print_json(&report);
     } else {
         print_summary(&report, &ks);

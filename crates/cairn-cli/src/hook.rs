@@ -6,11 +6,11 @@
 //! The JSON shapes of each client's hook payloads live here and nowhere else
 //! (research/agent-integration.md B.1; Gemini CLI and Cursor docs for theirs).
 
-use crate::cli::Cli;
+use crate::settings::Settings;
 use cairn_core::brief::{self, cap_injection, one_line};
 use cairn_core::capture::{is_trivial_prompt, matched_terms, passes_injection_floor};
 use cairn_core::query;
-use cairn_engine::{BriefRequest, Context, Engine, Mode, RecallRequest, TermCutoff};
+use cairn_engine::{BriefRequest, Engine, Mode, RecallRequest, TermCutoff};
 use clap::Args;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -135,12 +135,9 @@ impl Client {
 /// What the worker hands back: text for stdout, or nothing.
 type Outcome = Result<Option<String>, String>;
 
-pub fn run_hook(args: &Cli, hook: &HookArgs) -> ExitCode {
-    let db = args
+pub fn run_hook(settings: &Settings, hook: &HookArgs) -> ExitCode {
+    let log_path = settings
         .db
-        .clone()
-        .unwrap_or_else(cairn_engine::default_brain_path);
-    let log_path = db
         .parent()
         .map(|dir| dir.join("hook-errors.log"))
         .unwrap_or_else(|| PathBuf::from("hook-errors.log"));
@@ -187,9 +184,8 @@ pub fn run_hook(args: &Cli, hook: &HookArgs) -> ExitCode {
             std::process::exit(0);
         }
     });
-    let outcome =
-        std::panic::catch_unwind(|| handle(event, client, &db, args.project.clone(), hook.budget))
-            .unwrap_or_else(|_| Err("the hook panicked".to_string()));
+    let outcome = std::panic::catch_unwind(|| handle(event, client, settings, hook.budget))
+        .unwrap_or_else(|_| Err("the hook panicked".to_string()));
     let mut finished = finished
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -268,28 +264,13 @@ fn working_dir(payload: &Value) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-fn open_engine(db: &Path, project: Option<String>, cwd: &Path) -> Result<Engine, String> {
-    let context = Context {
-        project: match project.filter(|p| !p.trim().is_empty()) {
-            Some(project) => project.trim().to_string(),
-            None => cairn_engine::git::project_key(cwd),
-        },
-        cwd: cwd.to_path_buf(),
-        actor: "hook".to_string(),
-        read_only: std::env::var("CAIRN_READ_ONLY")
-            .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
-        now: None,
-    };
-    Engine::open(db, context).map_err(|e| format!("cannot open the brain: {e}"))
+fn open_engine(settings: &Settings, cwd: &Path) -> Result<Engine, String> {
+    settings
+        .open_in("hook", cwd)
+        .map_err(|e| format!("cannot open the brain: {e}"))
 }
 
-fn handle(
-    event: HookEvent,
-    client: Client,
-    db: &Path,
-    project: Option<String>,
-    budget: Option<usize>,
-) -> Outcome {
+fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<usize>) -> Outcome {
     let payload = read_payload()?;
     let cwd = working_dir(&payload);
     let session = field(&payload, &["session_id", "conversation_id", "sessionId"])
@@ -297,7 +278,7 @@ fn handle(
         .to_string();
     match event {
         HookEvent::SessionStart => {
-            let mut engine = open_engine(db, project, &cwd)?;
+            let mut engine = open_engine(settings, &cwd)?;
             let brief = engine
                 .brief(&BriefRequest {
                     budget: budget.unwrap_or(cairn_engine::DEFAULT_BRIEF_BUDGET),
@@ -321,12 +302,12 @@ fn handle(
                 // Cursor's beforeSubmitPrompt cannot add context; its agent recalls over MCP.
                 return Ok(None);
             }
-            let mut engine = open_engine(db, project, &cwd)?;
+            let mut engine = open_engine(settings, &cwd)?;
             let text = recall_block(&mut engine, prompt, budget.unwrap_or(RECALL_BUDGET))?;
             Ok(text.map(|text| inject(event, client, &text)))
         }
         HookEvent::Stop | HookEvent::PreCompact => {
-            let mut engine = open_engine(db, project, &cwd)?;
+            let mut engine = open_engine(settings, &cwd)?;
             // A client that hands the turn over directly (Gemini AfterAgent, Cursor
             // afterAgentResponse) is captured from the payload; Claude Code from its transcript.
             let response = field(&payload, &["prompt_response", "text"]);
@@ -348,7 +329,7 @@ fn handle(
             Ok(None)
         }
         HookEvent::SessionEnd => {
-            let mut engine = open_engine(db, project, &cwd)?;
+            let mut engine = open_engine(settings, &cwd)?;
             if !engine.context().read_only {
                 // The session's last chance: a backlog its Stops did not finish is taken now,
                 // within this hook's shorter deadline; what is still left is recorded.

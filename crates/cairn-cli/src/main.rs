@@ -21,34 +21,29 @@ macro_rules! out {
     };
 }
 
-mod agent;
 mod cli;
+mod commands;
 mod embed_cache;
+mod embedder;
 mod eval_cmd;
-mod graph_cmd;
 mod hook;
-mod import_cmd;
-mod install;
-mod lifecycle_cmd;
-mod mcp;
 mod ojson;
 mod output;
-mod semantic_cmd;
-mod share_cmd;
-mod wiki_cmd;
+mod settings;
+mod values;
 
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
-    let json = args.json;
-    match cli::run(args) {
+    let cli = cli::Cli::parse();
+    let settings = settings::Settings::new(&cli.globals);
+    match cli::run(&settings, &cli.command) {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => ExitCode::from(output::BROKEN_PIPE),
         Err(error) => {
             let code = output::exit_code(&error);
-            output::print_error(&error, json);
+            output::print_error(&error, settings.json);
             code
         }
     }

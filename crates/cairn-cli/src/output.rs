@@ -2,7 +2,7 @@
 
 use cairn_engine::EngineError;
 use serde::Serialize;
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 
 /// Exit code 3: the write needs a decision.
@@ -91,4 +91,31 @@ pub fn snippet(text: &str, max: usize) -> String {
     let mut cut: String = flat.chars().take(max).collect();
     cut.push('…');
     cut
+}
+
+/// A progress callback: a bar on a terminal (stderr), nothing otherwise.
+pub fn progress_bar(label: &'static str) -> impl FnMut(usize, usize) {
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let terminal = std::io::stderr().is_terminal();
+    move |done, total| {
+        if !terminal || total == 0 {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_message(label);
+            bar
+        });
+        bar.set_position(done as u64);
+        if done >= total {
+            bar.finish_and_clear();
+        }
+    }
 }

@@ -136,9 +136,9 @@ fn unknown_vocabulary_is_refused_with_the_allowed_values() {
         .cmd()
         .args(["remember", "--type", "lore", "--body", "x"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(
-            predicate::str::contains("unknown type \"lore\"")
+            predicate::str::contains("invalid value 'lore'")
                 .and(predicate::str::contains("gotcha")),
         );
     brain
@@ -153,8 +153,8 @@ fn unknown_vocabulary_is_refused_with_the_allowed_values() {
             "x",
         ])
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("unknown confidence"));
+        .code(2)
+        .stderr(predicate::str::contains("confirmed, reported, inferred"));
     brain
         .cmd()
         .args([
@@ -167,8 +167,10 @@ fn unknown_vocabulary_is_refused_with_the_allowed_values() {
             "x",
         ])
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("unknown trust zone"));
+        .code(2)
+        .stderr(predicate::str::contains(
+            "private_self, trusted_collaborator",
+        ));
     brain
         .cmd()
         .args([
@@ -195,10 +197,15 @@ fn unknown_vocabulary_is_refused_with_the_allowed_values() {
         .cmd()
         .args(["recall", "x", "--mode", "psychic"])
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("unknown mode"));
-    let json = brain.json(&["remember", "--type", "lore", "--body", "x"], 1);
-    assert_eq!(json["status"], "error");
+        .code(2)
+        .stderr(predicate::str::contains("hybrid, lexical, semantic"));
+    // a usage error is the argument parser's: exit 2 and a message on stderr, even with --json
+    brain
+        .cmd()
+        .args(["--json", "remember", "--type", "lore", "--body", "x"])
+        .assert()
+        .code(2)
+        .stdout("");
     assert_eq!(record_count(&brain), 0);
 }
 

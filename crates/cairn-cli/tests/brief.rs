@@ -259,8 +259,8 @@ fn an_empty_brain_briefs_without_empty_sections() {
         .args(["brief", "--section", "gossip"])
         .output()
         .unwrap();
-    assert_eq!(unknown.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown section"));
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("guardrails, preferences"));
 }
 
 /// A git repository with changed, staged, renamed and untracked files, and records the graph

@@ -420,11 +420,14 @@ fn bad_graph_input_says_what_is_wrong() {
         1,
         "nothing in this brain is called",
     );
-    check(
-        &["neighbors", "api", "--direction", "sideways"],
-        1,
-        "unknown direction",
-    );
+    // a wrong direction is a usage error (exit 2, on stderr) naming the allowed words
+    let sideways = brain
+        .cmd()
+        .args(["--json", "neighbors", "api", "--direction", "sideways"])
+        .output()
+        .unwrap();
+    assert_eq!(sideways.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&sideways.stderr).contains("in, out, both"));
     check(
         &["entity", "add", "42", "--type", "service"],
         1,

@@ -296,8 +296,11 @@ fn invalid_config_files_are_refused_untouched() {
     assert!(stderr.contains("is not valid TOML"), "{stderr}");
     assert_eq!(home.read(".codex/config.toml"), "model = \n[[broken");
 
-    let (_, stderr) = home.install(&["vscode"], 1);
-    assert!(stderr.contains("unknown client"), "{stderr}");
+    let (_, stderr) = home.install(&["vscode"], 2);
+    assert!(
+        stderr.contains("claude-code, codex, cursor, gemini"),
+        "{stderr}"
+    );
 }
 
 #[test]

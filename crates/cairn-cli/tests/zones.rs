@@ -89,19 +89,17 @@ fn an_unknown_zone_is_refused() {
         .args(["recall", "rollout", "--zone", "everyone"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // a usage error (exit 2) naming the allowed zones
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("unknown trust zone \"everyone\""),
-        "{stderr}"
-    );
+    assert!(stderr.contains("invalid value 'everyone'"), "{stderr}");
     assert!(stderr.contains("paid_public"), "{stderr}");
     let out = brain
         .cmd()
         .args(["share", "--zone", "world"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

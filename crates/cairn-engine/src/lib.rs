@@ -87,6 +87,63 @@ pub enum EngineError {
     },
 }
 
+/// What an [`EngineError`] means, for adapters that act on it (advice, exit codes) without
+/// reading its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The brain file is damaged or is not a cairn database.
+    Damaged,
+    /// No brain file yet.
+    Missing,
+    /// Another process held the lock past the busy timeout.
+    Locked,
+    /// The file or the process (`CAIRN_READ_ONLY`) does not allow writing.
+    ReadOnly,
+    /// A newer schema, or one that needs migrating first.
+    Schema,
+    /// The disk filled up during a write.
+    DiskFull,
+    /// No such record.
+    NotFound,
+    /// The operation needs a decision (exit code 3).
+    Refused,
+    /// The input was refused: bad value, too large, empty, unknown word.
+    Invalid,
+    /// Anything else (I/O, SQLite, malformed stored data).
+    Other,
+}
+
+impl EngineError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EngineError::Store(store) => match store {
+                StoreError::Corrupt { .. } => ErrorKind::Damaged,
+                StoreError::Missing { .. } => ErrorKind::Missing,
+                StoreError::Locked { .. } => ErrorKind::Locked,
+                StoreError::ReadOnly { .. } => ErrorKind::ReadOnly,
+                StoreError::NewerSchema { .. } | StoreError::NeedsMigration { .. } => {
+                    ErrorKind::Schema
+                }
+                StoreError::DiskFull { .. } => ErrorKind::DiskFull,
+                StoreError::Io { .. }
+                | StoreError::Sqlite { .. }
+                | StoreError::Malformed { .. } => ErrorKind::Other,
+            },
+            EngineError::ReadOnly { .. } => ErrorKind::ReadOnly,
+            EngineError::NotFound { .. } => ErrorKind::NotFound,
+            EngineError::Refused { .. } => ErrorKind::Refused,
+            EngineError::Sanitize(_)
+            | EngineError::Unknown(_)
+            | EngineError::Scope(_)
+            | EngineError::Time(_)
+            | EngineError::TooLarge { .. }
+            | EngineError::Empty { .. }
+            | EngineError::Invalid(_) => ErrorKind::Invalid,
+            EngineError::Io { .. } => ErrorKind::Other,
+        }
+    }
+}
+
 pub type Result<T> = std::result::Result<T, EngineError>;
 
 /// Who is asking, from where.

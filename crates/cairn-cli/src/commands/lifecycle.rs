@@ -1,0 +1,506 @@
+//! The lifecycle commands (DESIGN §8): decay, dream (show, accept, reject, list), config, and
+//! the review listing's stale part. Glue: each calls one engine function and prints its answer
+//! as text or, with `--json`, as JSON. Settings are resolved here (the environment is read
+//! only by the binary) and handed to the engine as plain data.
+
+use crate::output::{print_json, snippet};
+use crate::settings::Settings;
+use anyhow::{Result, bail};
+use cairn_engine::Engine;
+use cairn_engine::lifecycle::config::parse_days;
+use cairn_engine::lifecycle::{
+    DreamOptions, DreamOutcome, DreamView, KEEP_DECIDED_DAYS, LlmConfig,
+};
+use clap::{Args, Subcommand};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Subcommand)]
+pub enum LifecycleCommand {
+    /// Archive expired records, lower the confidence of records nobody accessed, archive those
+    /// below the floor (never tier A, pinned or guardrails).
+    Decay(DecayArgs),
+    /// Consolidate on a snapshot: propose decay, merges, forgetting, summaries; then
+    /// `dream show|accept|reject|list`.
+    Dream(DreamArgs),
+    /// Settings kept in the brain (llm.command, llm.url, dream.auto_accept, …).
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+pub fn run(settings: &Settings, command: &LifecycleCommand) -> Result<ExitCode> {
+    match command {
+        LifecycleCommand::Decay(decay) => run_decay(settings, decay),
+        LifecycleCommand::Dream(dream) => run_dream(settings, dream),
+        LifecycleCommand::Config { command } => run_config(settings, command),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct DecayArgs {
+    /// List what would change without changing anything.
+    #[arg(long)]
+    dry_run: bool,
+    /// Say what decay did to one record and why, and what it would do now.
+    #[arg(long, value_name = "ID", conflicts_with = "dry_run")]
+    explain: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DreamArgs {
+    #[command(subcommand)]
+    command: Option<DreamCommand>,
+    /// Run by a scheduler: proposes, and accepts only when `dream.auto_accept` is true.
+    #[arg(long)]
+    unattended: bool,
+    /// Apply the proposals right away (refused for unattended runs unless configured).
+    #[arg(long)]
+    accept: bool,
+    /// Skip the LLM phases even when an LLM is configured.
+    #[arg(long)]
+    no_llm: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DreamCommand {
+    /// One proposal set with every proposal.
+    Show { id: String },
+    /// Apply a proposal set (or only some kinds) to the live brain.
+    Accept {
+        id: String,
+        /// Only these kinds: decay, merge, forget, summary, reflection (comma-separated).
+        #[arg(long, value_delimiter = ',', value_name = "KIND")]
+        only: Vec<String>,
+    },
+    /// Discard a proposal set; nothing changes.
+    Reject { id: String },
+    /// Proposal sets, newest first.
+    List {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Every setting with its value and where it comes from (env, brain, default).
+    List,
+    /// One setting's value.
+    Get { key: String },
+    /// Store a setting in this brain.
+    Set {
+        key: String,
+        /// The value (may start with `-`: a negative number reaches the setting's check).
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
+    /// Remove a stored setting (back to its default).
+    Unset { key: String },
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn parse_id(given: &str) -> Result<i64> {
+    let trimmed = given.trim().trim_start_matches('#');
+    trimmed
+        .parse::<i64>()
+        .map_err(|_| anyhow::anyhow!("{given:?} is not a record id: use 42 or #42"))
+}
+
+/// The LLM the settings configure: the command wins over the URL; `None` when neither is set.
+pub fn llm_config(engine: &Engine) -> Result<Option<LlmConfig>> {
+    let value = |key: &str| -> Result<Option<String>> { Ok(engine.setting(key, &env)?.value) };
+    let timeout = value("llm.timeout_secs")?
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(120);
+    let timeout = Duration::from_secs(timeout);
+    if let Some(command) = value("llm.command")?.filter(|c| !c.trim().is_empty()) {
+        return Ok(Some(LlmConfig::Command { command, timeout }));
+    }
+    let Some(url) = value("llm.url")?.filter(|u| !u.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let Some(model) = value("llm.model")?.filter(|m| !m.trim().is_empty()) else {
+        bail!(
+            "llm.url is set ({url}) but llm.model is not; nothing was run — `cairn config set llm.model NAME`"
+        );
+    };
+    let key_env = value("llm.api_key_env")?.unwrap_or_else(|| "CAIRN_LLM_API_KEY".into());
+    Ok(Some(LlmConfig::Http {
+        url,
+        model,
+        api_key: env(&key_env).filter(|k| !k.is_empty()),
+        timeout,
+    }))
+}
+
+fn run_decay(settings: &Settings, decay: &DecayArgs) -> Result<ExitCode> {
+    if let Some(id) = &decay.explain {
+        let engine = settings.open("cli")?;
+        let explanation = engine.decay_explain(parse_id(id)?)?;
+        if settings.json {
+            print_json(&explanation);
+            return Ok(ExitCode::SUCCESS);
+        }
+        outln!(
+            "{} ({}, {}, confidence {})",
+            explanation.label,
+            explanation.memory_type,
+            explanation.status,
+            explanation.confidence
+        );
+        match explanation.half_life_days {
+            Some(days) => {
+                outln!("  decays with a half-life of {days:.0} days when nobody accesses it")
+            }
+            None => outln!("  never decays"),
+        }
+        outln!("  now: {} — {}", explanation.verdict, explanation.reason);
+        if explanation.events.is_empty() {
+            outln!("  decay never changed it");
+        }
+        for event in &explanation.events {
+            let reason = event.detail["extra"]["reason"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_default();
+            let by = event.detail["extra"]["by"].as_str().unwrap_or("");
+            outln!(
+                "  {} {}{}{}",
+                event.at,
+                event.op,
+                if reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {reason}")
+                },
+                if by.is_empty() || by == event.op {
+                    String::new()
+                } else {
+                    format!(" (by {by})")
+                }
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut engine = settings.open("decay")?;
+    let report = engine.decay(decay.dry_run)?;
+    if settings.json {
+        print_json(&report);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let verb = if report.dry_run { "would " } else { "" };
+    if report.changes.is_empty() {
+        outln!(
+            "decay: nothing to do ({} active records, {} never decay)",
+            report.examined,
+            report.exempt
+        );
+    }
+    for change in &report.changes {
+        outln!(
+            "{verb}{} {}: {}",
+            change.action,
+            snippet(&change.label, 60),
+            change.reason
+        );
+    }
+    if !report.expired_but_kept.is_empty() {
+        let ids: Vec<String> = report
+            .expired_but_kept
+            .iter()
+            .map(|id| format!("#{id}"))
+            .collect();
+        outln!(
+            "kept although expired (tier A, pinned or guardrail): {}",
+            ids.join(", ")
+        );
+    }
+    if !report.dry_run && !report.changes.is_empty() {
+        outln!(
+            "{} changes; `cairn decay --explain ID` tells why, `cairn restore ID` brings an archived record back",
+            report.changes.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_dream(view: &DreamView) {
+    outln!(
+        "dream {} · {} · snapshot {}{}",
+        view.id,
+        view.status,
+        view.snapshot_at,
+        if view.unattended {
+            " · unattended"
+        } else {
+            ""
+        }
+    );
+    if let Some(decided) = &view.decided_at {
+        let decision = view.decision.as_ref();
+        let counts = match decision {
+            Some(d) if d["applied"].is_number() => format!(
+                ": {} applied, {} skipped",
+                d["applied"].as_i64().unwrap_or(0),
+                d["skipped"].as_i64().unwrap_or(0)
+            ),
+            _ => String::new(),
+        };
+        outln!("  {} at {decided}{counts}", view.status);
+    }
+    if let Some(pruned) = &view.pruned {
+        if let Some(kinds) = view.report["proposals"].as_object()
+            && !kinds.is_empty()
+        {
+            let counts: Vec<String> = kinds
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect();
+            outln!("  proposed: {}", counts.join(", "));
+        }
+        outln!("  {}", pruned.note);
+    }
+    if let Some(errors) = view.report["llm"]["errors"].as_array() {
+        for error in errors {
+            outln!("  LLM error: {}", error.as_str().unwrap_or(""));
+        }
+    }
+    if let Some(clusters) = view.report["clusters"].as_array()
+        && !clusters.is_empty()
+    {
+        outln!("  {} clusters of related records", clusters.len());
+    }
+    for proposal in &view.proposals {
+        let p = &proposal.payload;
+        let what = match proposal.kind.as_str() {
+            "decay" => format!(
+                "{} {}: {}",
+                p["action"].as_str().unwrap_or(""),
+                snippet(p["label"].as_str().unwrap_or(""), 50),
+                p["reason"].as_str().unwrap_or("")
+            ),
+            "merge" => {
+                let merged: Vec<String> = p["merged"]
+                    .as_array()
+                    .map(|items| {
+                        items
+                            .iter()
+                            .map(|m| {
+                                format!(
+                                    "#{} ({:.2})",
+                                    m["id"].as_i64().unwrap_or(0),
+                                    m["similarity"].as_f64().unwrap_or(0.0)
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "keep {}, archive near duplicates {}",
+                    snippet(p["survivor_label"].as_str().unwrap_or(""), 50),
+                    merged.join(", ")
+                )
+            }
+            "forget" => format!(
+                "{} (importance {:.2}, covered by #{} at {:.2})",
+                snippet(p["label"].as_str().unwrap_or(""), 50),
+                p["importance"].as_f64().unwrap_or(0.0),
+                p["twin"].as_i64().unwrap_or(0),
+                p["twin_similarity"].as_f64().unwrap_or(0.0)
+            ),
+            _ => format!(
+                "{}: {} [{}]",
+                p["title"].as_str().unwrap_or(""),
+                snippet(p["body"].as_str().unwrap_or(""), 70),
+                p["source"].as_str().unwrap_or("")
+            ),
+        };
+        outln!(
+            "  {:>3}. {:<10} {what}{}",
+            proposal.seq,
+            proposal.kind,
+            proposal
+                .outcome
+                .as_deref()
+                .map(|o| format!("  → {o}"))
+                .unwrap_or_default()
+        );
+    }
+}
+
+fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
+    match &dream.command {
+        Some(DreamCommand::Show { id }) => {
+            let engine = settings.open("cli")?;
+            let view = engine.dream_show(id)?;
+            if settings.json {
+                print_json(&view);
+            } else {
+                print_dream(&view);
+            }
+        }
+        Some(DreamCommand::List { limit }) => {
+            let engine = settings.open("cli")?;
+            let runs = engine.dream_list(*limit)?;
+            if settings.json {
+                print_json(&serde_json::json!({"dreams": runs}));
+            } else if runs.is_empty() {
+                outln!("no dreams yet: `cairn dream` makes a proposal set");
+            } else {
+                for run in &runs {
+                    outln!(
+                        "{} {} {} proposals {}{}",
+                        run.id,
+                        run.created_at,
+                        run.status,
+                        run.report["proposals"],
+                        if run.pruned.is_some() {
+                            " (details pruned)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            }
+        }
+        Some(DreamCommand::Reject { id }) => {
+            let mut engine = settings.open("dream")?;
+            let view = engine.dream_reject(id)?;
+            if settings.json {
+                print_json(&serde_json::json!({"status": "rejected", "id": view.id}));
+            } else {
+                outln!("rejected dream {}; nothing in the brain changed", view.id);
+            }
+        }
+        Some(DreamCommand::Accept { id, only }) => {
+            let mut engine = settings.open("dream")?;
+            let report = engine.dream_accept(id, only)?;
+            if settings.json {
+                print_json(&report);
+            } else {
+                outln!(
+                    "dream {}: {} applied, {} skipped ({})",
+                    report.id,
+                    report.applied.len(),
+                    report.skipped.len(),
+                    report.status
+                );
+                for outcome in report.applied.iter().chain(&report.skipped) {
+                    outln!(
+                        "  {:>3}. {:<10} {}: {}",
+                        outcome.seq,
+                        outcome.kind,
+                        outcome.outcome,
+                        outcome.detail
+                    );
+                }
+                if let Some(compacted) = &report.compacted {
+                    outln!("{compacted}");
+                }
+            }
+        }
+        None => {
+            let mut engine = settings.open("dream")?;
+            let llm = if dream.no_llm {
+                None
+            } else {
+                llm_config(&engine)?
+            };
+            let auto_accept = engine
+                .setting("dream.auto_accept", &env)?
+                .value
+                .is_some_and(|v| v.trim() == "true");
+            let max_llm_calls = engine
+                .setting("dream.max_llm_calls", &env)?
+                .value
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(6);
+            let keep = engine.setting("dream.keep_decided_days", &env)?;
+            let keep_decided_days = match keep.value.as_deref() {
+                None => KEEP_DECIDED_DAYS,
+                Some(value) => match parse_days(value) {
+                    Some(days) => days,
+                    None => bail!(
+                        "dream.keep_decided_days = {value:?} (from {}) is not a whole number of days, 0 or more; nothing was run — `cairn config set dream.keep_decided_days 7`",
+                        keep.from
+                    ),
+                },
+            };
+            let outcome: DreamOutcome = engine.dream(&DreamOptions {
+                unattended: dream.unattended,
+                accept: dream.accept,
+                auto_accept,
+                llm,
+                max_llm_calls,
+                keep_decided_days,
+            })?;
+            if settings.json {
+                print_json(&outcome);
+            } else {
+                print_dream(&outcome.dream);
+                outln!("{}", outcome.message);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_config(settings: &Settings, command: &ConfigCommand) -> Result<ExitCode> {
+    match command {
+        ConfigCommand::List => {
+            let engine = settings.open("cli")?;
+            let stored = engine.settings(&env)?;
+            if settings.json {
+                print_json(&serde_json::json!({"settings": stored}));
+            } else {
+                for s in &stored {
+                    outln!(
+                        "{:<20} {:<30} ({}) — {}",
+                        s.key,
+                        s.value.as_deref().unwrap_or("-"),
+                        s.from,
+                        s.help
+                    );
+                }
+            }
+        }
+        ConfigCommand::Get { key } => {
+            let engine = settings.open("cli")?;
+            let setting = engine.setting(key, &env)?;
+            if settings.json {
+                print_json(&setting);
+            } else {
+                outln!(
+                    "{} ({})",
+                    setting.value.as_deref().unwrap_or("-"),
+                    setting.from
+                );
+            }
+        }
+        ConfigCommand::Set { key, value } => {
+            let mut engine = settings.open("cli")?;
+            engine.set_setting(key, Some(value))?;
+            if settings.json {
+                print_json(&serde_json::json!({"status": "set", "key": key, "value": value}));
+            } else {
+                outln!("{key} = {value}");
+            }
+        }
+        ConfigCommand::Unset { key } => {
+            let mut engine = settings.open("cli")?;
+            engine.set_setting(key, None)?;
+            if settings.json {
+                print_json(&serde_json::json!({"status": "unset", "key": key}));
+            } else {
+                outln!("{key} unset");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,95 @@
+//! The global settings of one `cairn` process, built once from the global flags and the
+//! environment, and the one way to open the brain: every command, the hooks and the MCP server
+//! get their path, project, read-only flag and actor from here.
+
+use anyhow::{Context as _, Result};
+use cairn_engine::{Context, Engine, EngineError};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+/// The flags every command accepts (clap reads their environment variables too).
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The brain: a SQLite file (default: $XDG_DATA_HOME/cairn/brain.db).
+    #[arg(long, global = true, env = "CAIRN_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Project key (default: derived from the git root of the working directory).
+    #[arg(long, global = true, env = "CAIRN_PROJECT", value_name = "KEY")]
+    pub project: Option<String>,
+    /// Print the JSON contract instead of human text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Directory of the local embedding model (default: the cache dir; see `cairn model`).
+    #[arg(long, global = true, env = "CAIRN_MODEL_DIR", value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+}
+
+/// What every command needs to know about this process, resolved once.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The brain's file (`--db`, `CAIRN_DB`, else the default location).
+    pub db: PathBuf,
+    /// The project given with `--project` / `CAIRN_PROJECT` (trimmed; `None` when empty):
+    /// without one, the project is derived from git in the working directory.
+    pub project: Option<String>,
+    /// `--json`: print the JSON contract.
+    pub json: bool,
+    /// `--model-dir` / `CAIRN_MODEL_DIR`.
+    pub model_dir: Option<PathBuf>,
+    /// `CAIRN_READ_ONLY=1` (or `true`): every write is refused.
+    pub read_only: bool,
+}
+
+impl Settings {
+    /// Reads the global flags and the environment variables no flag covers.
+    pub fn new(globals: &GlobalArgs) -> Settings {
+        Settings {
+            db: globals
+                .db
+                .clone()
+                .unwrap_or_else(cairn_engine::default_brain_path),
+            project: globals
+                .project
+                .as_deref()
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_string),
+            json: globals.json,
+            model_dir: globals.model_dir.clone(),
+            read_only: std::env::var("CAIRN_READ_ONLY")
+                .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+        }
+    }
+
+    /// The context of calls made as `actor` by a process working in `cwd`. An explicit project
+    /// skips asking git (a process spawn).
+    pub fn context(&self, actor: &str, cwd: &Path) -> Context {
+        let mut context = match &self.project {
+            Some(project) => Context {
+                project: project.clone(),
+                cwd: cwd.to_path_buf(),
+                actor: String::new(),
+                read_only: false,
+                now: None,
+            },
+            None => Context::for_directory(cwd),
+        };
+        context.actor = actor.to_string();
+        context.read_only = self.read_only;
+        context
+    }
+
+    /// Opens the brain as seen from `cwd`, without an embedder (the hooks never load a model).
+    pub fn open_in(&self, actor: &str, cwd: &Path) -> Result<Engine, EngineError> {
+        Engine::open(&self.db, self.context(actor, cwd))
+    }
+
+    /// Opens the brain for a command run in the working directory; the embedding model the
+    /// configuration names is loaded only if a call needs it.
+    pub fn open(&self, actor: &str) -> Result<Engine> {
+        let cwd = std::env::current_dir().context("cannot read the working directory")?;
+        let mut engine = self.open_in(actor, &cwd)?;
+        engine.set_embedder_loader(crate::embedder::loader(self.model_dir.as_deref()));
+        Ok(engine)
+    }
+}
