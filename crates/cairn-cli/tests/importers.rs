@@ -178,10 +178,7 @@ fn mcp_memory_relations_become_graph_edges() {
     let report = brain.json(&["import", "mcp-memory", &fixture("memory.jsonl")], 0);
     let relations = report["relations"].as_array().unwrap();
     assert_eq!(relations.len(), 3, "{report}");
-    assert!(
-        relations.iter().all(|r| r["status"] == "added"),
-        "{report}"
-    );
+    assert!(relations.iter().all(|r| r["status"] == "added"), "{report}");
     let all = records(&brain);
     let id = |title: &str| by_title(&all, title)["id"].as_i64().unwrap();
     let (ana, shop, pricing) = (id("Ana Lima"), id("Shop Platform"), id("Pricing Service"));
@@ -205,7 +202,11 @@ fn mcp_memory_relations_become_graph_edges() {
     let mut expected = vec![
         (record(ana), "works_on".to_string(), record(shop)),
         (record(pricing), "part_of".to_string(), record(shop)),
-        ("Mobile Team".to_string(), "depends_on".to_string(), record(shop)),
+        (
+            "Mobile Team".to_string(),
+            "depends_on".to_string(),
+            record(shop),
+        ),
     ];
     expected.sort();
     assert_eq!(seen, expected, "{edges}");

@@ -729,8 +729,16 @@ fn the_official_python_sdk_drives_the_tools_the_cli_has() {
     // Two candidate facts in the inbox, from a captured transcript.
     let transcript = brain.dir.path().join("session.jsonl");
     let turns = [
-        ("u1", "Remember that the staging DB is on port 5433.", "Noted."),
-        ("u2", "Remember that deploys need a green canary first.", "Noted too."),
+        (
+            "u1",
+            "Remember that the staging DB is on port 5433.",
+            "Noted.",
+        ),
+        (
+            "u2",
+            "Remember that deploys need a green canary first.",
+            "Noted too.",
+        ),
     ];
     let mut text = String::new();
     for (uuid, user, assistant) in turns {
@@ -753,7 +761,10 @@ fn the_official_python_sdk_drives_the_tools_the_cli_has() {
         "the hook filled the inbox"
     );
     // One proposal set: a near duplicate to merge.
-    brain.json(&["remember", "--type", "note", "--at", "3d", "--body", DEPLOY], 0);
+    brain.json(
+        &["remember", "--type", "note", "--at", "3d", "--body", DEPLOY],
+        0,
+    );
     brain.json(
         &[
             "remember",

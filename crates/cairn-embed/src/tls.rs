@@ -112,7 +112,10 @@ mod tests {
             Some(PathBuf::from("/b.pem"))
         );
         assert_eq!(
-            ca_file_from_lookup(lookup(&[("CAIRN_CA_FILE", " "), ("SSL_CERT_FILE", "/a.pem")])),
+            ca_file_from_lookup(lookup(&[
+                ("CAIRN_CA_FILE", " "),
+                ("SSL_CERT_FILE", "/a.pem")
+            ])),
             Some(PathBuf::from("/a.pem"))
         );
     }
@@ -122,7 +125,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing.pem");
         let error = root_certs(Some(&missing)).unwrap_err();
-        assert!(error.contains("missing.pem") && error.contains("cannot read"), "{error}");
+        assert!(
+            error.contains("missing.pem") && error.contains("cannot read"),
+            "{error}"
+        );
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "no certificates here\n").unwrap();
         let error = root_certs(Some(&empty)).unwrap_err();

@@ -24,9 +24,7 @@ fn the_default_build_embeds_over_https_with_an_extra_ca() {
     assert_eq!(embedder.dimension(), 4);
     assert!(embedder.endpoint().starts_with("https://127.0.0.1:"));
 
-    let vectors = embedder
-        .embed_batch(&["alpha over tls", "beta"])
-        .unwrap();
+    let vectors = embedder.embed_batch(&["alpha over tls", "beta"]).unwrap();
     assert_eq!(vectors.len(), 2);
     let expected = |text: &str| {
         let raw = vector_for(text);
@@ -40,10 +38,7 @@ fn the_default_build_embeds_over_https_with_an_extra_ca() {
         }
     }
     // The probe and the batch: two requests answered over TLS.
-    assert_eq!(
-        server.answered.load(std::sync::atomic::Ordering::SeqCst),
-        2
-    );
+    assert_eq!(server.answered.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
 
 #[test]
@@ -57,8 +52,5 @@ fn an_untrusted_certificate_is_a_transport_error_not_a_silent_fallback() {
     );
     let text = error.to_string();
     assert!(text.contains("127.0.0.1"), "{text}");
-    assert_eq!(
-        server.answered.load(std::sync::atomic::Ordering::SeqCst),
-        0
-    );
+    assert_eq!(server.answered.load(std::sync::atomic::Ordering::SeqCst), 0);
 }

@@ -62,7 +62,9 @@ pub(crate) fn export_state(reader: &Reader<'_>, out: &mut dyn Write) -> Result<u
     }
     for run in reader.exchange_rows(ExchangeTable::DreamRuns, None)? {
         let proposals = match run.get("id") {
-            Some(id) => reader.exchange_rows(ExchangeTable::DreamProposals, Some(("run_id", id)))?,
+            Some(id) => {
+                reader.exchange_rows(ExchangeTable::DreamProposals, Some(("run_id", id)))?
+            }
             None => Vec::new(),
         };
         let proposals: Vec<Map<String, Value>> = proposals
@@ -252,7 +254,9 @@ fn import_setting(tx: &WriteTx<'_>, value: &Value) -> Result<(LineStatus, String
         }
         Some(current) => Ok((
             LineStatus::Refused,
-            format!("{key} is set to {current:?} in this brain; kept it (`cairn config set {key} …` changes it)"),
+            format!(
+                "{key} is set to {current:?} in this brain; kept it (`cairn config set {key} …` changes it)"
+            ),
         )),
         None => {
             tx.set_meta(&meta, setting)?;
@@ -292,8 +296,9 @@ fn import_dream_set(
         proposal.insert("run_id".to_string(), json!(id));
         for column in ["targets", "payload"] {
             if let Some(Value::String(text)) = proposal.get(column) {
-                let mut parsed: Value = serde_json::from_str(text)
-                    .map_err(|_| invalid("dream_set", &format!("a proposal's {column} is not JSON")))?;
+                let mut parsed: Value = serde_json::from_str(text).map_err(|_| {
+                    invalid("dream_set", &format!("a proposal's {column} is not JSON"))
+                })?;
                 if remap_ids(&mut parsed, id_map) {
                     proposal.insert(column.to_string(), json!(parsed.to_string()));
                 }

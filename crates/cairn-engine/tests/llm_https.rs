@@ -26,10 +26,7 @@ fn an_https_llm_url_answers_when_its_ca_is_trusted() {
         .complete_trusting("Summarize: tea, kettle.", Some(server.ca_file()))
         .expect("the chat call goes over TLS");
     assert_eq!(reply, CHAT_REPLY);
-    assert_eq!(
-        server.answered.load(std::sync::atomic::Ordering::SeqCst),
-        1
-    );
+    assert_eq!(server.answered.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 #[test]

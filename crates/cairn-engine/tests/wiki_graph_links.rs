@@ -51,12 +51,39 @@ fn pages_link_the_records_the_graph_relates() {
     let brain = tempfile::tempdir().unwrap();
     let wiki = tempfile::tempdir().unwrap();
     let mut engine = engine_at(brain.path(), test_now());
-    let api = remember(&mut engine, "Api server", "The api server answers on port 8081.");
-    let db = remember(&mut engine, "Main database", "The main database is Postgres 16.");
-    let cache = remember(&mut engine, "Edge cache", "The edge cache keeps pages for a minute.");
-    relate(&mut engine, &format!("#{api}"), "requires", &format!("#{db}"));
-    relate(&mut engine, &format!("#{cache}"), "relates", &format!("#{api}"));
-    relate(&mut engine, &format!("#{api}"), "affects", &format!("#{cache}"));
+    let api = remember(
+        &mut engine,
+        "Api server",
+        "The api server answers on port 8081.",
+    );
+    let db = remember(
+        &mut engine,
+        "Main database",
+        "The main database is Postgres 16.",
+    );
+    let cache = remember(
+        &mut engine,
+        "Edge cache",
+        "The edge cache keeps pages for a minute.",
+    );
+    relate(
+        &mut engine,
+        &format!("#{api}"),
+        "requires",
+        &format!("#{db}"),
+    );
+    relate(
+        &mut engine,
+        &format!("#{cache}"),
+        "relates",
+        &format!("#{api}"),
+    );
+    relate(
+        &mut engine,
+        &format!("#{api}"),
+        "affects",
+        &format!("#{cache}"),
+    );
     // An edge to an entity has no page to link to.
     engine.add_entity("postgres", "service", &[]).unwrap();
     relate(&mut engine, &format!("#{db}"), "part_of", "postgres");
@@ -74,7 +101,9 @@ fn pages_link_the_records_the_graph_relates() {
     );
     assert_eq!(
         links(wiki.path(), "fact/main-database.md"),
-        [format!("- ← requires [[fact/api-server|Api server]] (#{api})")]
+        [format!(
+            "- ← requires [[fact/api-server|Api server]] (#{api})"
+        )]
     );
     assert_eq!(
         links(wiki.path(), "fact/edge-cache.md"),

@@ -377,7 +377,11 @@ pub fn unrelated(outcome: &UnrelateOutcome) -> Reply {
         UnrelateStatus::Invalidated => "unrelated: the edge no longer holds from then on",
         UnrelateStatus::NothingOpen => "no open edge to close: nothing changed",
     };
-    headed(headline.to_string(), &[edge_line(&outcome.edge)], structured)
+    headed(
+        headline.to_string(),
+        &[edge_line(&outcome.edge)],
+        structured,
+    )
 }
 
 pub fn edges(answer: &EdgesAnswer) -> Reply {

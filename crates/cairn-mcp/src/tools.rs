@@ -1087,7 +1087,8 @@ fn unrelate() -> ToolSpec {
         "Close the open edge `src relation dst` at a time (default now). Nothing is deleted: the edge stays in the log and in `graph` as_of an earlier time. An edge that is not open changes nothing and says so.",
         CHANGES,
         |engine, args: UnrelateArgs| {
-            let outcome = engine.unrelate(&args.src, &args.relation, &args.dst, args.at.as_deref())?;
+            let outcome =
+                engine.unrelate(&args.src, &args.relation, &args.dst, args.at.as_deref())?;
             Ok(render::unrelated(&outcome))
         },
     )
@@ -1143,7 +1144,8 @@ fn entity_search() -> ToolSpec {
                     args.query
                 )));
             }
-            let matches = |text: &str| cairn_core::graph::extract::entity_key(text).contains(&wanted);
+            let matches =
+                |text: &str| cairn_core::graph::extract::entity_key(text).contains(&wanted);
             let mut found: Vec<_> = engine
                 .entities(&EntitiesRequest {
                     entity_type: None,

@@ -51,7 +51,9 @@ pub enum StoreError {
     },
     #[error("stored data is malformed in {}: {detail}", path.display())]
     Malformed { path: PathBuf, detail: String },
-    #[error("the table {table} has no column {column:?} (its columns: {known}); the row was not written")]
+    #[error(
+        "the table {table} has no column {column:?} (its columns: {known}); the row was not written"
+    )]
     UnknownColumn {
         table: &'static str,
         column: String,

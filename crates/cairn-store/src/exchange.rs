@@ -193,7 +193,11 @@ impl Reader<'_> {
 impl WriteTx<'_> {
     /// Inserts `row` into `table`; `Ok(false)` when a unique key (or the primary key) already
     /// holds a row, which is left as it was.
-    pub fn insert_exchange_row(&self, table: ExchangeTable, row: &Map<String, Value>) -> Result<bool> {
+    pub fn insert_exchange_row(
+        &self,
+        table: ExchangeTable,
+        row: &Map<String, Value>,
+    ) -> Result<bool> {
         let (columns, values) = self.reader().checked(table, row)?;
         let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
         let sql = format!(
@@ -236,7 +240,9 @@ impl Reader<'_> {
             )
             .map_err(map)?;
         let rows = statement
-            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
+            .query_map([], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            })
             .map_err(map)?
             .collect::<rusqlite::Result<std::collections::HashMap<_, _>>>()
             .map_err(map)?;

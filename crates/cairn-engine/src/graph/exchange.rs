@@ -42,7 +42,10 @@ pub(crate) fn export_graph(reader: &Reader<'_>, out: &mut dyn Write) -> Result<u
             json!({"kind": "relation_type", "name": t.name, "weight": t.weight, "symmetric": t.symmetric, "description": t.description, "declared_at": t.declared_at}),
         )?;
     }
-    for e in reader.entities(None, 0)? {
+    // In id order, so a fresh brain gives them the same ids.
+    let mut entities = reader.entities(None, 0)?;
+    entities.sort_by_key(|e| e.id);
+    for e in entities {
         let aliases = reader.aliases(e.id)?;
         write(
             json!({"kind": "entity", "id": e.id, "name": e.name, "type": e.entity_type, "key": e.key, "aliases": aliases, "created_at": e.created_at}),
