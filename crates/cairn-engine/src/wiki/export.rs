@@ -98,13 +98,8 @@ fn graph_links(reader: &cairn_store::Reader<'_>, at: &str) -> Result<GraphLinks>
         .map(|t| t.name)
         .collect();
     let mut links: GraphLinks = HashMap::new();
-    for (src, relation, dst) in reader.record_edges_valid_at(at)? {
-        use cairn_core::graph::NodeKind;
-        if src.kind != NodeKind::Record
-            || dst.kind != NodeKind::Record
-            || src.id == dst.id
-            || relation == "supersedes"
-        {
+    for (src, relation, dst) in reader.record_links_valid_at(at)? {
+        if src == dst || relation == "supersedes" {
             continue;
         }
         let inverse = if symmetric.contains(&relation) {
@@ -112,8 +107,8 @@ fn graph_links(reader: &cairn_store::Reader<'_>, at: &str) -> Result<GraphLinks>
         } else {
             format!("← {relation}")
         };
-        links.entry(src.id).or_default().push((relation, dst.id));
-        links.entry(dst.id).or_default().push((inverse, src.id));
+        links.entry(src).or_default().push((relation, dst));
+        links.entry(dst).or_default().push((inverse, src));
     }
     Ok(links)
 }
