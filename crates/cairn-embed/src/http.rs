@@ -724,7 +724,20 @@ mod tests {
         assert_eq!(config.api_key.as_deref(), Some("sk-fallback"));
         assert_eq!(config.timeout, Duration::from_millis(2500));
         assert_eq!(config.dimension, Some(768));
+        assert_eq!(config.ca_file, None);
         assert!(!format!("{config:?}").contains("sk-fallback"));
+        let with_ca = HttpConfig::from_lookup(env(&[
+            ("CAIRN_EMBED_URL", "https://proxy.internal"),
+            ("CAIRN_EMBED_MODEL", "m"),
+            ("SSL_CERT_FILE", "/etc/ssl/system.pem"),
+            ("CAIRN_CA_FILE", "/etc/company-ca.pem"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            with_ca.ca_file.as_deref(),
+            Some(std::path::Path::new("/etc/company-ca.pem"))
+        );
 
         let error = HttpConfig::from_lookup(env(&[("CAIRN_EMBED_URL", "http://h")])).unwrap_err();
         assert!(error.to_string().contains("CAIRN_EMBED_MODEL"), "{error}");
