@@ -151,7 +151,10 @@ fn the_mcp_memory_graph_maps_entities_and_reports_the_rest() {
         body.contains("- Uses Neovim"),
         "a repeated entity's observations merge: {body}"
     );
-    assert!(body.contains("- works_on → Shop_Platform"), "{body}");
+    assert!(
+        !body.contains("works_on"),
+        "relations are graph edges, not text: {body}"
+    );
     assert_eq!(ana["tags"], serde_json::json!(["mcp-memory", "person"]));
     assert_eq!(ana["external_id"], "mcp-memory:entity:Ana_Lima");
     let notes = unmapped(&report).join("\n");
@@ -159,11 +162,76 @@ fn the_mcp_memory_graph_maps_entities_and_reports_the_rest() {
         "line 7: entity \"Ana_Lima\" appears again",
         "line 8: unknown line type \"note\"",
         "line 9: not valid JSON",
-        "names no entity \"Mobile_Team\"",
-        "2 relation(s) kept as text",
     ] {
         assert!(notes.contains(needle), "{needle}: {notes}");
     }
+    assert!(!notes.contains("kept as text"), "{notes}");
+}
+
+/// Regression (issue 13, item 8): the MCP-memory importer kept relations as text "until the
+/// graph lands". Each relation is now an edge: between the records of the file's entities, or
+/// to a graph entity for a name the file does not define; unknown relation types are declared;
+/// a second import adds no edge.
+#[test]
+fn mcp_memory_relations_become_graph_edges() {
+    let brain = Brain::new();
+    let report = brain.json(&["import", "mcp-memory", &fixture("memory.jsonl")], 0);
+    let relations = report["relations"].as_array().unwrap();
+    assert_eq!(relations.len(), 3, "{report}");
+    assert!(relations.iter().all(|r| r["status"] == "added"), "{report}");
+    let all = records(&brain);
+    let id = |title: &str| by_title(&all, title)["id"].as_i64().unwrap();
+    let (ana, shop, pricing) = (id("Ana Lima"), id("Shop Platform"), id("Pricing Service"));
+
+    let edges = brain.json(&["edges", &format!("#{shop}")], 0);
+    let mut seen: Vec<(String, String, String)> = edges["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["relation"] != "mentions")
+        .map(|e| {
+            (
+                e["src"]["name"].as_str().unwrap().to_string(),
+                e["relation"].as_str().unwrap().to_string(),
+                e["dst"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let record = |id: i64| format!("#{id}");
+    let mut expected = vec![
+        (record(ana), "works_on".to_string(), record(shop)),
+        (record(pricing), "part_of".to_string(), record(shop)),
+        (
+            "Mobile Team".to_string(),
+            "depends_on".to_string(),
+            record(shop),
+        ),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected, "{edges}");
+
+    let types = brain.json(&["relation-type", "list"], 0);
+    let declared: Vec<&str> = types
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["builtin"] == false)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(declared, ["depends_on", "works_on"], "{types}");
+
+    let again = brain.json(&["import", "mcp-memory", &fixture("memory.jsonl")], 0);
+    assert!(
+        again["relations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == "noop"),
+        "a second import adds no edge: {again}"
+    );
+    let graph = brain.json(&["graph", "--relation", "works_on"], 0);
+    assert_eq!(graph["edges"], 1, "{graph}");
 }
 
 #[test]

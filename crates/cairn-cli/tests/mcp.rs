@@ -199,6 +199,18 @@ fn tools_carry_schemas_and_honest_annotations() {
         "neighbors",
         "entities",
         "graph",
+        "unrelate",
+        "edges",
+        "clusters",
+        "entity_add",
+        "entity_search",
+        "awareness_drop",
+        "inbox_accept",
+        "inbox_dismiss",
+        "dream_list",
+        "dream_show",
+        "dream_accept",
+        "dream_reject",
     ] {
         assert!(
             names.contains(&expected),
@@ -219,12 +231,27 @@ fn tools_carry_schemas_and_honest_annotations() {
         "neighbors",
         "entities",
         "graph",
+        "edges",
+        "clusters",
+        "entity_search",
+        "dream_list",
+        "dream_show",
     ] {
         let annotations = &tool(read_only)["annotations"];
         assert_eq!(annotations["readOnlyHint"], true, "{read_only}");
         assert_eq!(annotations["openWorldHint"], false, "{read_only}");
     }
-    for destructive in ["forget", "update", "supersede", "identity_set"] {
+    for destructive in [
+        "forget",
+        "update",
+        "supersede",
+        "identity_set",
+        "unrelate",
+        "awareness_drop",
+        "inbox_dismiss",
+        "dream_accept",
+        "dream_reject",
+    ] {
         let annotations = &tool(destructive)["annotations"];
         assert_eq!(annotations["readOnlyHint"], false, "{destructive}");
         assert_eq!(annotations["destructiveHint"], true, "{destructive}");
@@ -518,6 +545,17 @@ fn read_only_mode_refuses_every_tool_that_writes() {
             "relate",
             json!({"src": "#1", "relation": "relates", "dst": "#1", "allow_dangling": true}),
         ),
+        (11, "entity_add", json!({"name": "vault"})),
+        (
+            12,
+            "unrelate",
+            json!({"src": "#1", "relation": "relates", "dst": "#1"}),
+        ),
+        (13, "awareness_drop", json!({"id": 1})),
+        (14, "inbox_accept", json!({"id": 1})),
+        (15, "inbox_dismiss", json!({"id": 1})),
+        (16, "dream_accept", json!({"id": "d"})),
+        (17, "dream_reject", json!({"id": "d"})),
     ] {
         let answer = server.call(id, tool, arguments);
         assert_eq!(answer["result"]["isError"], true, "{tool}: {answer}");
@@ -673,4 +711,93 @@ fn the_official_python_sdk_drives_the_graph_tools() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("graph tools ok"), "{stdout}");
+}
+
+/// A note in two near-identical versions (a dream merges them).
+const DEPLOY: &str = "Deploys to staging go through the canary first, then the full rollout once the error rate has stayed under one percent for ten minutes";
+
+#[test]
+fn the_official_python_sdk_drives_the_tools_the_cli_has() {
+    // Regression (issue 13, item 9): MCP had no unrelate, edges, clusters, entity add or
+    // search, awareness drop, inbox accept/dismiss, or dream list/show/accept/reject.
+    let python = python();
+    assert!(
+        python.exists(),
+        "the MCP Python SDK is missing: run `bash scripts/setup.sh` (it creates .venv-test/ with the `mcp` package)"
+    );
+    let brain = Brain::new();
+    // Two candidate facts in the inbox, from a captured transcript.
+    let transcript = brain.dir.path().join("session.jsonl");
+    let turns = [
+        (
+            "u1",
+            "Remember that the staging DB is on port 5433.",
+            "Noted.",
+        ),
+        (
+            "u2",
+            "Remember that deploys need a green canary first.",
+            "Noted too.",
+        ),
+    ];
+    let mut text = String::new();
+    for (uuid, user, assistant) in turns {
+        text.push_str(&format!("{}\n", json!({"type": "user", "uuid": uuid, "sessionId": "s1", "timestamp": "2026-11-30T10:00:00Z", "message": {"role": "user", "content": user}})));
+        text.push_str(&format!("{}\n", json!({"type": "assistant", "uuid": format!("a-{uuid}"), "requestId": format!("r-{uuid}"), "timestamp": "2026-11-30T10:00:05Z", "message": {"role": "assistant", "content": [{"type": "text", "text": assistant}]}})));
+    }
+    std::fs::write(&transcript, text).unwrap();
+    let stop = json!({"session_id": "s1", "transcript_path": transcript, "cwd": brain.dir.path(), "hook_event_name": "Stop", "stop_hook_active": false});
+    brain
+        .cmd()
+        .args(["hook", "stop"])
+        .write_stdin(stop.to_string())
+        .assert()
+        .success();
+    assert!(
+        brain
+            .json(&["inbox", "list"], 0)
+            .as_array()
+            .is_some_and(|items| items.len() >= 2),
+        "the hook filled the inbox"
+    );
+    // One proposal set: a near duplicate to merge.
+    brain.json(
+        &["remember", "--type", "note", "--at", "3d", "--body", DEPLOY],
+        0,
+    );
+    brain.json(
+        &[
+            "remember",
+            "--type",
+            "note",
+            "--allow-duplicate",
+            "--at",
+            "2d",
+            "--body",
+            &format!("{DEPLOY} now"),
+        ],
+        0,
+    );
+    brain.json(&["dream"], 0);
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let output = Command::new(&python)
+        .arg(&script)
+        .arg(assert_cmd::cargo::cargo_bin("cairn"))
+        .arg("parity")
+        .current_dir(brain.dir.path())
+        .env("CAIRN_DB", &brain.db)
+        .env("CAIRN_PROJECT", "test-project")
+        .env("CAIRN_EMBEDDER", "none")
+        .env("CAIRN_TEST_DEPLOY", DEPLOY)
+        .env_remove("CAIRN_READ_ONLY")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("parity tools ok"), "{stdout}");
 }

@@ -4,10 +4,15 @@ Run by tests/mcp.rs with the binary path as the first argument; the brain comes 
 Two sessions: the legacy handshake (`initialize`, what deployed clients speak) and the
 stateless 2026-07-28 revision (`server/discover`). With `graph` as the second argument, one
 session drives the knowledge-graph tools instead (relate, neighbors, entities, graph) against
-an empty brain. Exits non-zero on the first failed check.
+an empty brain. With `parity`, one session drives the tools that answer what the CLI's
+unrelate, edges, clusters, entity add, awareness drop, inbox accept/dismiss and dream
+list/show/accept/reject do, on a brain tests/mcp.rs prepared (two inbox items, one proposal
+set). Exits non-zero on the first failed check.
 """
 
+import json
 import os
+import subprocess
 import sys
 
 import anyio
@@ -165,9 +170,128 @@ async def graph(binary):
             print("graph tools ok", flush=True)
 
 
+def cli(binary, *args):
+    """Runs the CLI on the same brain, for what the test needs between two tool calls."""
+    done = subprocess.run([binary, "--json", *args], env=dict(os.environ), capture_output=True, text=True)
+    check(done.returncode == 0, f"cairn {' '.join(args)}: {done.stdout} {done.stderr}")
+    return json.loads(done.stdout)
+
+
+async def parity(binary):
+    params = StdioServerParameters(command=binary, args=["mcp"], env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            reads = ["edges", "clusters", "entity_search", "dream_list", "dream_show"]
+            writes = ["unrelate", "entity_add", "awareness_drop", "inbox_accept", "inbox_dismiss", "dream_accept", "dream_reject"]
+            for name in reads + writes:
+                check(name in tools, f"{name} missing from {sorted(tools)}")
+                check(tools[name].annotations.open_world_hint is False, f"{name}: closed world")
+                check(tools[name].annotations.read_only_hint is (name in reads), f"{name}: read-only hint")
+            for name in ["unrelate", "awareness_drop", "inbox_dismiss", "dream_accept", "dream_reject"]:
+                check(tools[name].annotations.destructive_hint is True, f"{name} changes what exists")
+            check(tools["entity_add"].annotations.destructive_hint is False, "entity_add destroys nothing")
+
+            # entity add and search
+            added = await session.call_tool("entity_add", {"name": "billing service", "type": "service", "aliases": ["billing-svc"]})
+            check(not added.is_error, f"entity_add: {text(added)}")
+            check(added.structured_content["name"] == "billing service", f"entity_add: {added.structured_content}")
+            check("<stored-data" in text(added), f"the entity name is fenced: {text(added)}")
+            found = await session.call_tool("entity_search", {"query": "BILLING"})
+            names = [e["name"] for e in found.structured_content["entities"]]
+            check("billing service" in names, f"entity_search: {found.structured_content}")
+            by_alias = await session.call_tool("entity_search", {"query": "svc"})
+            check([e["name"] for e in by_alias.structured_content["entities"]] == ["billing service"], f"by alias: {by_alias.structured_content}")
+            nothing = await session.call_tool("entity_search", {"query": "  "})
+            check(error_text(nothing) and "no letters or digits" in text(nothing), f"blank query: {text(nothing)}")
+
+            # relate, edges (now and with history), unrelate
+            related = await session.call_tool("relate", {"src": "billing service", "relation": "requires", "dst": "postgres-main"})
+            check(related.is_error, "an unknown end is refused (postgres-main does not exist yet)")
+            await session.call_tool("entity_add", {"name": "postgres-main", "type": "service"})
+            related = await session.call_tool("relate", {"src": "billing service", "relation": "requires", "dst": "postgres-main"})
+            check(related.structured_content["status"] == "asserted", f"relate: {related.structured_content}")
+            edges = await session.call_tool("edges", {"node": "billing-svc"})
+            check(not edges.is_error, f"edges: {text(edges)}")
+            check([e["relation"] for e in edges.structured_content["edges"]] == ["requires"], f"edges: {edges.structured_content}")
+            check("<stored-data" in text(edges) and "requires postgres-main" in text(edges), f"edges text: {text(edges)}")
+            ended = await session.call_tool("unrelate", {"src": "billing service", "relation": "requires", "dst": "postgres-main"})
+            check(not ended.is_error and ended.structured_content["status"] == "invalidated", f"unrelate: {ended.structured_content}")
+            again = await session.call_tool("unrelate", {"src": "billing service", "relation": "requires", "dst": "postgres-main"})
+            check(again.structured_content["status"] == "nothing_open", f"unrelate again: {again.structured_content}")
+            now = await session.call_tool("edges", {"node": "billing service"})
+            check(now.structured_content["edges"] == [], f"closed edge no longer valid: {now.structured_content}")
+            history = await session.call_tool("edges", {"node": "billing service", "history": True})
+            ops = [entry["op"] for entry in history.structured_content["history"]]
+            check(ops == ["assert", "invalidate"], f"edge history: {history.structured_content}")
+
+            # clusters: the same answer as the CLI
+            clusters = await session.call_tool("clusters", {"min_size": 2})
+            check(not clusters.is_error, f"clusters: {text(clusters)}")
+            expected = cli(binary, "clusters", "--min-size", "2")
+            check(clusters.structured_content["found"] == expected["found"], f"clusters: {clusters.structured_content} vs {expected}")
+            check(clusters.structured_content["clusters"] == expected["clusters"], f"clusters: {clusters.structured_content} vs {expected}")
+
+            # awareness drop
+            item = await session.call_tool("awareness_add", {"text": "Release freeze this week"})
+            item_id = item.structured_content["item"]["id"]
+            dropped = await session.call_tool("awareness_drop", {"id": item_id})
+            check(dropped.structured_content == {"dropped": True, "id": item_id}, f"awareness_drop: {dropped.structured_content}")
+            gone = await session.call_tool("awareness", {})
+            check(gone.structured_content["awareness"] == [], f"dropped: {gone.structured_content}")
+            twice = await session.call_tool("awareness_drop", {"id": item_id})
+            check(twice.structured_content["dropped"] is False, f"drop twice: {twice.structured_content}")
+
+            # inbox accept and dismiss
+            inbox = (await session.call_tool("inbox", {})).structured_content["inbox"]
+            check(len(inbox) >= 2, f"the prepared inbox: {inbox}")
+            accepted = await session.call_tool("inbox_accept", {"id": inbox[0]["id"], "type": "fact"})
+            check(not accepted.is_error, f"inbox_accept: {text(accepted)}")
+            check(accepted.structured_content["status"] == "added", f"inbox_accept: {accepted.structured_content}")
+            stored = cli(binary, "show", str(accepted.structured_content["id"]))
+            check(stored["type"] == "fact" and stored["body"] == inbox[0]["body"], f"accepted record: {stored}")
+            dismissed = await session.call_tool("inbox_dismiss", {"id": inbox[1]["id"]})
+            check(not dismissed.is_error and dismissed.structured_content["item"]["resolution"] == "dismissed", f"inbox_dismiss: {dismissed.structured_content}")
+            left = (await session.call_tool("inbox", {})).structured_content["inbox"]
+            check(all(i["id"] not in (inbox[0]["id"], inbox[1]["id"]) for i in left), f"resolved items left the inbox: {left}")
+            missing = await session.call_tool("inbox_dismiss", {"id": 9999})
+            check(missing.is_error, f"an unknown inbox item: {text(missing)}")
+
+            # dreams: list, show, reject; a new set, accept
+            listed = await session.call_tool("dream_list", {})
+            sets = listed.structured_content["dreams"]
+            check(len(sets) == 1 and sets[0]["status"] == "proposed", f"dream_list: {sets}")
+            first = sets[0]["id"]
+            shown = await session.call_tool("dream_show", {"id": first})
+            check(not shown.is_error, f"dream_show: {text(shown)}")
+            check(any(p["kind"] == "merge" for p in shown.structured_content["proposals"]), f"dream_show: {shown.structured_content}")
+            check("<stored-data" in text(shown), f"proposal labels are fenced: {text(shown)}")
+            check(shown.structured_content == cli(binary, "dream", "show", first), "dream_show answers what the CLI answers")
+            rejected = await session.call_tool("dream_reject", {"id": first})
+            check(not rejected.is_error and rejected.structured_content == {"status": "rejected", "id": first}, f"dream_reject: {rejected.structured_content}")
+            refused = await session.call_tool("dream_accept", {"id": first})
+            check(error_text(refused) and "rejected" in text(refused), f"a rejected set cannot be accepted: {text(refused)}")
+            cli(binary, "remember", "--type", "note", "--allow-duplicate", "--at", "1d", "--body",
+                os.environ["CAIRN_TEST_DEPLOY"] + " again")
+            second = cli(binary, "dream")["dream"]["id"]
+            check(second != first, "a new proposal set")
+            applied = await session.call_tool("dream_accept", {"id": second, "only": ["merge"]})
+            check(not applied.is_error, f"dream_accept: {text(applied)}")
+            check(len(applied.structured_content["applied"]) >= 1, f"dream_accept: {applied.structured_content}")
+            statuses = {d["id"]: d["status"] for d in (await session.call_tool("dream_list", {"limit": 0})).structured_content["dreams"]}
+            check(statuses[first] == "rejected" and statuses[second] in ("accepted", "partial"), f"statuses: {statuses}")
+            unknown = await session.call_tool("dream_show", {"id": "nope"})
+            check(error_text(unknown) and "no dream" in text(unknown), f"unknown set: {text(unknown)}")
+            print("parity tools ok", flush=True)
+
+
 async def main(binary, mode):
     if mode == "graph":
         await graph(binary)
+        return
+    if mode == "parity":
+        await parity(binary)
         return
     await legacy(binary)
     await modern(binary)

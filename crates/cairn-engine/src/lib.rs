@@ -7,6 +7,7 @@ mod agent;
 mod brief;
 mod capture;
 pub mod exchange;
+mod exchange_state;
 pub mod git;
 pub mod graph;
 pub mod importers;

@@ -4,8 +4,10 @@
 use cairn_core::brief::{DATA_CLOSE, DATA_NOTE, DATA_OPEN, fence_items, neutralize, one_line};
 use cairn_core::memory::Memory;
 use cairn_engine::graph::{
-    Direction, EdgeView, EntityView, GraphAnswer, NeighborsAnswer, RelateOutcome, RelateStatus,
+    ClustersAnswer, Direction, EdgeView, EdgesAnswer, EntityAdded, EntityView, GraphAnswer,
+    NeighborsAnswer, RelateOutcome, RelateStatus, UnrelateOutcome, UnrelateStatus,
 };
+use cairn_engine::lifecycle::{AcceptReport, DreamView};
 use cairn_engine::{EngineError, RecallAnswer, RememberOutcome, RememberStatus, ReviewReport};
 use cairn_store::{ConflictRow, HistoryRow};
 use serde_json::{Value, json};
@@ -366,5 +368,220 @@ pub fn graph(answer: &GraphAnswer) -> Reply {
         ));
     }
     let lines: Vec<String> = answer.listed.iter().map(edge_line).collect();
+    headed(headline, &lines, structured)
+}
+
+pub fn unrelated(outcome: &UnrelateOutcome) -> Reply {
+    let structured = serde_json::to_value(outcome).unwrap_or_default();
+    let headline = match outcome.status {
+        UnrelateStatus::Invalidated => "unrelated: the edge no longer holds from then on",
+        UnrelateStatus::NothingOpen => "no open edge to close: nothing changed",
+    };
+    headed(
+        headline.to_string(),
+        &[edge_line(&outcome.edge)],
+        structured,
+    )
+}
+
+pub fn edges(answer: &EdgesAnswer) -> Reply {
+    let structured = serde_json::to_value(answer).unwrap_or_default();
+    let headline = format!(
+        "{} edge(s) valid as of {}",
+        answer.edges.len(),
+        answer.as_of
+    );
+    // The node's name is stored text (an entity's name, a record's title): fenced with the rest.
+    let mut lines = vec![format!("node: {}", answer.node.describe())];
+    lines.extend(answer.edges.iter().map(edge_line));
+    if let Some(intervals) = &answer.intervals {
+        lines.extend(
+            intervals
+                .iter()
+                .map(|edge| format!("interval: {}", edge_line(edge))),
+        );
+    }
+    if let Some(history) = &answer.history {
+        lines.extend(history.iter().map(|entry| {
+            format!(
+                "log #{} {} {}: {} {} {} ({})",
+                entry.seq,
+                entry.recorded_at,
+                entry.op,
+                entry.src.name,
+                entry.relation,
+                entry.dst.name,
+                entry.origin
+            )
+        }));
+    }
+    headed(headline, &lines, structured)
+}
+
+pub fn entity_added(added: &EntityAdded) -> Reply {
+    let structured = serde_json::to_value(added).unwrap_or_default();
+    let aliases = if added.aliases.is_empty() {
+        String::new()
+    } else {
+        format!(" · aliases: {}", added.aliases.join(", "))
+    };
+    headed(
+        format!(
+            "entity {} ({} edge(s) left quarantine)",
+            added.status, added.promoted_from_quarantine
+        ),
+        &[format!("{} ({}){aliases}", added.name, added.entity_type)],
+        structured,
+    )
+}
+
+pub fn clusters(answer: &ClustersAnswer) -> Reply {
+    let structured = serde_json::to_value(answer).unwrap_or_default();
+    let mut headline = format!(
+        "{} cluster(s) among {} records (label propagation {} after {} round(s))",
+        answer.found,
+        answer.records,
+        if answer.converged {
+            "converged"
+        } else {
+            "stopped at the round limit"
+        },
+        answer.rounds
+    );
+    if answer.found > answer.clusters.len() {
+        headline.push_str(&format!("; {} shown (max)", answer.clusters.len()));
+    }
+    let mut lines = Vec::new();
+    for cluster in &answer.clusters {
+        lines.push(format!(
+            "cluster #{} · {} records · member_hash {}",
+            cluster.id,
+            cluster.size,
+            &cluster.member_hash[..cluster.member_hash.len().min(16)]
+        ));
+        lines.extend(
+            cluster
+                .members
+                .iter()
+                .map(|m| format!("  #{} {}", m.id, m.title)),
+        );
+    }
+    headed(headline, &lines, structured)
+}
+
+pub fn dream_list(runs: &[DreamView]) -> Reply {
+    let structured = json!({ "dreams": runs });
+    if runs.is_empty() {
+        return plain(
+            "no dreams yet: `cairn dream` makes a proposal set".into(),
+            structured,
+        );
+    }
+    // Ids, times, statuses and counts only: no stored text.
+    let lines: Vec<String> = runs
+        .iter()
+        .map(|run| {
+            format!(
+                "{} {} {} · {} proposals{}",
+                run.id,
+                run.created_at,
+                run.status,
+                run.report["proposals"],
+                if run.pruned.is_some() {
+                    " (details pruned)"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    plain(lines.join("\n"), structured)
+}
+
+/// What one proposal would do, in a line (labels are stored text: the caller fences it).
+fn proposal_line(kind: &str, payload: &Value) -> String {
+    match kind {
+        "decay" => format!(
+            "#{} {}: {} ({})",
+            payload["id"],
+            payload["action"].as_str().unwrap_or(""),
+            payload["label"].as_str().unwrap_or(""),
+            payload["reason"].as_str().unwrap_or("")
+        ),
+        "merge" => {
+            let merged: Vec<String> = payload["merged"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| format!("#{}", m["id"]))
+                .collect();
+            format!(
+                "keep #{} {}, archive near duplicates {}",
+                payload["survivor"],
+                payload["survivor_label"].as_str().unwrap_or(""),
+                merged.join(", ")
+            )
+        }
+        "forget" => format!(
+            "#{} {} (covered by #{})",
+            payload["id"],
+            payload["label"].as_str().unwrap_or(""),
+            payload["twin"]
+        ),
+        _ => format!(
+            "{}: {}",
+            payload["title"].as_str().unwrap_or(""),
+            payload["body"].as_str().unwrap_or("")
+        ),
+    }
+}
+
+pub fn dream(view: &DreamView) -> Reply {
+    let structured = serde_json::to_value(view).unwrap_or_default();
+    let headline = format!(
+        "dream {} · {} · made {} from the snapshot of {} · {} proposal(s)",
+        view.id,
+        view.status,
+        view.created_at,
+        view.snapshot_at,
+        view.proposals.len()
+    );
+    let lines: Vec<String> = view
+        .proposals
+        .iter()
+        .map(|p| {
+            format!(
+                "{}. {} {}{}",
+                p.seq,
+                p.kind,
+                proposal_line(&p.kind, &p.payload),
+                p.outcome
+                    .as_deref()
+                    .map(|o| format!(" → {o}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    headed(headline, &lines, structured)
+}
+
+pub fn dream_accepted(report: &AcceptReport) -> Reply {
+    let structured = serde_json::to_value(report).unwrap_or_default();
+    let mut headline = format!(
+        "dream {}: {} applied, {} skipped ({})",
+        report.id,
+        report.applied.len(),
+        report.skipped.len(),
+        report.status
+    );
+    if let Some(compacted) = &report.compacted {
+        headline.push_str(&format!("\ncompaction: {compacted}"));
+    }
+    let lines: Vec<String> = report
+        .applied
+        .iter()
+        .chain(&report.skipped)
+        .map(|o| format!("{}. {} {}: {}", o.seq, o.kind, o.outcome, o.detail))
+        .collect();
     headed(headline, &lines, structured)
 }

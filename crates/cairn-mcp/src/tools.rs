@@ -1,15 +1,15 @@
 //! The tool registry: one function per tool, each returning a [`ToolSpec`] (name, static
 //! description, input schema derived from its argument struct, annotations, handler).
 //!
-//! Adding a tool is one function plus one line in [`registry`]; the graph's `relate`,
-//! `neighbors`, `entities` and `graph` plug in that way. Descriptions are static text reviewed here — stored memory is
+//! Adding a tool is one function plus one line in [`registry`]; the graph's tools, awareness
+//! drop, the inbox decisions and the dream tools plug in that way. Descriptions are static text reviewed here — stored memory is
 //! never interpolated into a description (tool poisoning, research/reliability.md A.3).
 
 use crate::render::{self, Reply};
 use cairn_core::brief::SectionKind;
 use cairn_core::record::{Confidence, MemoryType};
 use cairn_engine::graph::{
-    Direction, EntitiesRequest, GraphRequest, NeighborsRequest, RelateRequest,
+    ClustersRequest, Direction, EntitiesRequest, GraphRequest, NeighborsRequest, RelateRequest,
 };
 use cairn_engine::{
     BriefRequest, Engine, EngineError, Mode, RecallRequest, RememberRequest, Review, UpdateRequest,
@@ -117,11 +117,23 @@ pub fn registry() -> Vec<ToolSpec> {
         identity_set(),
         awareness(),
         awareness_add(),
+        awareness_drop(),
         inbox(),
+        inbox_accept(),
+        inbox_dismiss(),
         relate(),
+        unrelate(),
         neighbors(),
+        edges(),
         entities(),
+        entity_search(),
+        entity_add(),
         graph(),
+        clusters(),
+        dream_list(),
+        dream_show(),
+        dream_accept(),
+        dream_reject(),
     ];
     if std::env::var("CAIRN_MCP_TEST_PANIC").is_ok_and(|v| v == "1") {
         tools.push(debug_panic());
@@ -982,6 +994,311 @@ fn graph() -> ToolSpec {
                 relation: args.relation,
             })?;
             Ok(render::graph(&answer))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ItemIdArgs {
+    /// The item's id (as listed).
+    id: i64,
+}
+
+fn awareness_drop() -> ToolSpec {
+    tool(
+        "awareness_drop",
+        "Drop an awareness item",
+        "Drop a live awareness item before it expires (the id `awareness` lists). Dropping one that is gone already changes nothing.",
+        CHANGES,
+        |engine, args: ItemIdArgs| {
+            let dropped = engine.awareness_drop(args.id)?;
+            let text = if dropped {
+                format!("dropped awareness {}", args.id)
+            } else {
+                format!("no live awareness item {}; nothing changed", args.id)
+            };
+            Ok(render::plain(
+                text,
+                json!({"dropped": dropped, "id": args.id}),
+            ))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct InboxAcceptArgs {
+    /// The inbox item's id (as `inbox` lists it).
+    id: i64,
+    /// Store it as this type instead of the suggested one: fact, decision, preference, …
+    #[serde(default, rename = "type")]
+    memory_type: Option<String>,
+}
+
+fn inbox_accept() -> ToolSpec {
+    tool(
+        "inbox_accept",
+        "Accept an inbox item",
+        "Store a captured candidate fact as a memory (through the usual write path: duplicates and secrets are still refused), and resolve the inbox item. Only do this when the user agreed.",
+        ADDS,
+        |engine, args: InboxAcceptArgs| {
+            let memory_type = args.memory_type.as_deref().map(parse_type).transpose()?;
+            let outcome = engine.inbox_accept(args.id, memory_type)?;
+            Ok(render::remembered(&outcome))
+        },
+    )
+}
+
+fn inbox_dismiss() -> ToolSpec {
+    tool(
+        "inbox_dismiss",
+        "Dismiss an inbox item",
+        "Resolve a captured candidate fact without storing it (kept in the inbox's history as dismissed).",
+        CHANGES,
+        |engine, args: ItemIdArgs| {
+            let row = engine.inbox_dismiss(args.id)?;
+            Ok(render::plain(
+                format!("dismissed inbox item {}", row.id),
+                json!({"item": row}),
+            ))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UnrelateArgs {
+    /// Source: a record (`#42` or `42`) or an entity's name or alias.
+    src: String,
+    /// The relation type of the edge.
+    relation: String,
+    /// Destination: a record (`#42` or `42`) or an entity's name or alias.
+    dst: String,
+    /// When it stopped holding (default now): RFC 3339, a date, or an age like 7d.
+    #[serde(default)]
+    at: Option<String>,
+}
+
+fn unrelate() -> ToolSpec {
+    tool(
+        "unrelate",
+        "End a relation",
+        "Close the open edge `src relation dst` at a time (default now). Nothing is deleted: the edge stays in the log and in `graph` as_of an earlier time. An edge that is not open changes nothing and says so.",
+        CHANGES,
+        |engine, args: UnrelateArgs| {
+            let outcome =
+                engine.unrelate(&args.src, &args.relation, &args.dst, args.at.as_deref())?;
+            Ok(render::unrelated(&outcome))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EdgesArgs {
+    /// A record (`#42` or `42`) or an entity's name or alias.
+    node: String,
+    /// Every validity interval and every log entry touching it, closed ones too.
+    #[serde(default)]
+    history: bool,
+    /// The edges valid then (RFC 3339, date, or age like 30d; default now).
+    #[serde(default)]
+    as_of: Option<String>,
+}
+
+fn edges() -> ToolSpec {
+    tool(
+        "edges",
+        "Edges of a node",
+        "The edges touching one record or entity valid at a time (default now); with history, every interval and every log entry (assert, invalidate) in order.",
+        READS,
+        |engine, args: EdgesArgs| {
+            let answer = engine.edges(&args.node, args.history, args.as_of.as_deref())?;
+            Ok(render::edges(&answer))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EntitySearchArgs {
+    /// Part of the name or alias to look for (case and spacing do not matter).
+    query: String,
+    /// Most entities (default 20; 0 = all that match).
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+fn entity_search() -> ToolSpec {
+    tool(
+        "entity_search",
+        "Search entities",
+        "Entities whose name or an alias contains the query (normalized as entity names are: case and spacing folded), most mentioned first: which name to give `relate`, `neighbors` or `edges`.",
+        READS,
+        |engine, args: EntitySearchArgs| {
+            let wanted = cairn_core::graph::extract::entity_key(&args.query);
+            if wanted.is_empty() {
+                return Err(EngineError::Invalid(format!(
+                    "{:?} has no letters or digits to look for; give part of an entity's name",
+                    args.query
+                )));
+            }
+            let matches =
+                |text: &str| cairn_core::graph::extract::entity_key(text).contains(&wanted);
+            let mut found: Vec<_> = engine
+                .entities(&EntitiesRequest {
+                    entity_type: None,
+                    limit: 0,
+                })?
+                .into_iter()
+                .filter(|e| matches(&e.name) || e.aliases.iter().any(|a| matches(a)))
+                .collect();
+            let limit = args.limit.unwrap_or(20);
+            if limit > 0 {
+                found.truncate(limit);
+            }
+            Ok(render::entities(&found))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EntityAddArgs {
+    /// The entity's name (1–200 characters).
+    name: String,
+    /// Its type (default thing): person, service, file, or any word.
+    #[serde(default, rename = "type")]
+    entity_type: Option<String>,
+    /// Other names it goes by.
+    #[serde(default)]
+    aliases: Vec<String>,
+}
+
+fn entity_add() -> ToolSpec {
+    tool(
+        "entity_add",
+        "Add an entity",
+        "Create an entity of the knowledge graph (or add aliases to the one with that name), so `relate` can name it. Edges kept in quarantine for that name become real edges.",
+        ADDS_IDEMPOTENT,
+        |engine, args: EntityAddArgs| {
+            let added = engine.add_entity(
+                &args.name,
+                args.entity_type.as_deref().unwrap_or("thing"),
+                &args.aliases,
+            )?;
+            Ok(render::entity_added(&added))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ClustersArgs {
+    /// Smallest cluster shown (default 4).
+    #[serde(default)]
+    min_size: Option<usize>,
+    /// Most clusters shown, largest first (default 8).
+    #[serde(default)]
+    max: Option<usize>,
+}
+
+fn clusters() -> ToolSpec {
+    tool(
+        "clusters",
+        "Clusters",
+        "Groups of closely related records (deterministic label propagation over the graph), largest first, each with its members: what a dream would summarize.",
+        READS,
+        |engine, args: ClustersArgs| {
+            let defaults = ClustersRequest::default();
+            let answer = engine.clusters(&ClustersRequest {
+                min_size: args.min_size.unwrap_or(defaults.min_size),
+                max: args.max.unwrap_or(defaults.max),
+            })?;
+            Ok(render::clusters(&answer))
+        },
+    )
+}
+
+// ---- dreams (DESIGN §8, docs/lifecycle.md) --------------------------------------------------
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DreamListArgs {
+    /// Most sets, newest first (default 20; 0 = all).
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+fn dream_list() -> ToolSpec {
+    tool(
+        "dream_list",
+        "Dream proposal sets",
+        "The proposal sets `cairn dream` made (merges, decay, forgetting, summaries), newest first, with their status: proposed, partial, accepted or rejected.",
+        READS,
+        |engine, args: DreamListArgs| {
+            let runs = engine.dream_list(args.limit.unwrap_or(20))?;
+            Ok(render::dream_list(&runs))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DreamIdArgs {
+    /// The proposal set's id, as `dream_list` gives it.
+    id: String,
+}
+
+fn dream_show() -> ToolSpec {
+    tool(
+        "dream_show",
+        "Show a dream proposal set",
+        "One proposal set with every proposal (what it would change and why) and, once decided, what each did.",
+        READS,
+        |engine, args: DreamIdArgs| {
+            let view = engine.dream_show(&args.id)?;
+            Ok(render::dream(&view))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DreamAcceptArgs {
+    /// The proposal set's id.
+    id: String,
+    /// Only these proposal kinds (decay, merge, forget, summary, reflection); all when absent.
+    #[serde(default)]
+    only: Vec<String>,
+}
+
+fn dream_accept() -> ToolSpec {
+    tool(
+        "dream_accept",
+        "Accept a dream proposal set",
+        "Apply a proposal set (or only some kinds of its proposals). Merges and forgetting archive, never delete; a proposal whose records changed since the dream is skipped and says so. Only do this when the user agreed.",
+        CHANGES,
+        |engine, args: DreamAcceptArgs| {
+            let report = engine.dream_accept(&args.id, &args.only)?;
+            Ok(render::dream_accepted(&report))
+        },
+    )
+}
+
+fn dream_reject() -> ToolSpec {
+    tool(
+        "dream_reject",
+        "Reject a dream proposal set",
+        "Close a proposal set without applying anything; nothing in the brain changes.",
+        CHANGES,
+        |engine, args: DreamIdArgs| {
+            let view = engine.dream_reject(&args.id)?;
+            Ok(render::plain(
+                format!("rejected dream {}; nothing in the brain changed", view.id),
+                json!({"status": "rejected", "id": view.id}),
+            ))
         },
     )
 }

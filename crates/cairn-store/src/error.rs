@@ -51,6 +51,14 @@ pub enum StoreError {
     },
     #[error("stored data is malformed in {}: {detail}", path.display())]
     Malformed { path: PathBuf, detail: String },
+    #[error(
+        "the table {table} has no column {column:?} (its columns: {known}); the row was not written"
+    )]
+    UnknownColumn {
+        table: &'static str,
+        column: String,
+        known: String,
+    },
 }
 
 impl StoreError {

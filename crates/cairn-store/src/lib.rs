@@ -8,6 +8,7 @@
 
 mod agent;
 mod error;
+mod exchange;
 mod graph;
 mod history;
 mod lifecycle;
@@ -23,6 +24,7 @@ pub use agent::{
     AwarenessRow, CaptureOffset, IdentityRow, InboxRow, MeasureRow, NewInboxItem, TaskRow,
 };
 pub use error::StoreError;
+pub use exchange::ExchangeTable;
 pub use graph::{
     AdjacentRow, EdgeKey, EntityRow, IntervalRow, LogRow, NewLogEntry, QuarantineRow,
     RelationTypeRow,

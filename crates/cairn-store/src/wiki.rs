@@ -1,6 +1,6 @@
 //! Cheap reads for the Markdown wiki export: every record's identity and change markers without
-//! bodies (to decide which pages to render), and the event log by month (to render only the
-//! months that grew).
+//! bodies (to decide which pages to render), the event log by month (to render only the
+//! months that grew), and the graph's record-to-record edges (the pages' typed links).
 
 use crate::{Reader, Result, StoreError};
 use cairn_core::record::{MemoryType, Sensitivity, Status, TrustZone};
@@ -147,5 +147,29 @@ impl Reader<'_> {
             })
             .map_err(map)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
+    }
+}
+
+impl Reader<'_> {
+    /// The knowledge graph's edges between two records valid at `at`, as (source id, relation,
+    /// destination id) in key order: the typed links of the wiki's pages. Reads the covering
+    /// index of edges by source; edges to entities are skipped in SQL, never materialized.
+    pub fn record_links_valid_at(&self, at: &str) -> Result<Vec<(i64, String, i64)>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT src_id, relation, dst_id FROM edges \
+                 WHERE src_kind = 'record' AND dst_kind = 'record' \
+                 AND valid_from <= ?1 AND (valid_to IS NULL OR valid_to > ?1) \
+                 ORDER BY src_id, relation, dst_id",
+            )
+            .map_err(map)?;
+        let rows = statement
+            .query_map([at], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .map_err(map)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(map)?;
+        Ok(rows)
     }
 }

@@ -42,7 +42,10 @@ pub(crate) fn export_graph(reader: &Reader<'_>, out: &mut dyn Write) -> Result<u
             json!({"kind": "relation_type", "name": t.name, "weight": t.weight, "symmetric": t.symmetric, "description": t.description, "declared_at": t.declared_at}),
         )?;
     }
-    for e in reader.entities(None, 0)? {
+    // In id order, so a fresh brain gives them the same ids.
+    let mut entities = reader.entities(None, 0)?;
+    entities.sort_by_key(|e| e.id);
+    for e in entities {
         let aliases = reader.aliases(e.id)?;
         write(
             json!({"kind": "entity", "id": e.id, "name": e.name, "type": e.entity_type, "key": e.key, "aliases": aliases, "created_at": e.created_at}),
@@ -61,10 +64,14 @@ pub(crate) fn export_graph(reader: &Reader<'_>, out: &mut dyn Write) -> Result<u
             json!({"kind": "quarantined_edge", "src": q.src, "relation": q.relation, "dst": q.dst, "valid_from": q.valid_from, "valid_to": q.valid_to, "confidence": q.confidence, "recorded_at": q.recorded_at, "reason": q.reason}),
         )?;
     }
+    let member_hashes = reader.generated_member_hashes()?;
     for (id, generator, at) in reader.generated_records()? {
-        write(
-            json!({"kind": "generated", "memory_id": id, "generator": generator, "marked_at": at}),
-        )?;
+        let mut line =
+            json!({"kind": "generated", "memory_id": id, "generator": generator, "marked_at": at});
+        if let Some(hash) = member_hashes.get(&id) {
+            line["member_hash"] = json!(hash);
+        }
+        write(line)?;
     }
     Ok(lines)
 }
@@ -281,11 +288,12 @@ fn import_line(
                     format!("record #{old} is not in the brain; skipped"),
                 ));
             };
-            tx.mark_generated(
-                id,
-                text(value, "generator").unwrap_or("import"),
-                text(value, "marked_at").unwrap_or(now),
-            )?;
+            let generator = text(value, "generator").unwrap_or("import");
+            let marked_at = text(value, "marked_at").unwrap_or(now);
+            match text(value, "member_hash") {
+                Some(hash) => tx.mark_generated_from(id, generator, hash, marked_at)?,
+                None => tx.mark_generated(id, generator, marked_at)?,
+            }
             Ok((LineStatus::Added, format!("#{id} marked generated")))
         }
         _ => Err(invalid("graph")),

@@ -3,11 +3,12 @@
 //! `{"type":"relation","from":…,"to":…,"relationType":…}`.
 //!
 //! Each entity becomes one record: title = name, body = its observations as a list, tags = its
-//! entity type. Relations are kept as text in their source entity's record ("works_at →
-//! Anthropic"); they become graph edges when cairn's knowledge graph lands. A relation whose
-//! source entity is not in the file, an unknown line type and a malformed line are reported.
+//! entity type. Each relation becomes a knowledge-graph edge (`Engine::import_source` writes
+//! them after the records): an end that is an entity of the file is that entity's record, any
+//! other name becomes a graph entity; a relation type cairn does not know is declared. An
+//! unknown line type and a malformed line are reported.
 
-use super::{Candidate, Parsed, id_part, read_source, unreadable};
+use super::{Candidate, Parsed, ParsedRelation, id_part, read_source, unreadable};
 use crate::Result;
 use cairn_core::record::MemoryType;
 use serde_json::Value;
@@ -106,25 +107,25 @@ pub fn parse(text: &str, label: &str) -> Parsed {
             )),
         }
     }
-    let mut outgoing: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut kept_relations = 0;
-    for (number, from, to, relation) in &relations {
-        if entities.contains_key(from) {
-            outgoing
-                .entry(from.as_str())
-                .or_default()
-                .push(format!("- {relation} → {to}"));
-            kept_relations += 1;
-        } else {
-            parsed.unmapped.push(format!(
-                "line {number}: relation {from:?} -{relation}-> {to:?} names no entity {from:?} in this file; skipped"
-            ));
-        }
-    }
-    if kept_relations > 0 {
-        parsed.unmapped.push(format!(
-            "{kept_relations} relation(s) kept as text in their source entity's record, not as graph edges"
-        ));
+    // An end that is an entity of this file is its record (by external id); any other name is
+    // a graph entity, named as the records are titled (underscores as spaces).
+    let end = |name: &str| {
+        (
+            name.replace('_', " "),
+            entities.contains_key(name).then(|| external_id(name)),
+        )
+    };
+    for (number, from, to, relation) in relations {
+        let (from_name, from_record) = end(&from);
+        let (to_name, to_record) = end(&to);
+        parsed.relations.push(ParsedRelation {
+            origin: format!("{label} line {number} ({from} {relation} {to})"),
+            from_name,
+            from_record,
+            relation,
+            to_name,
+            to_record,
+        });
     }
     for name in &order {
         let entity = &entities[name];
@@ -134,19 +135,12 @@ pub fn parse(text: &str, label: &str) -> Parsed {
             .map(|o| format!("- {o}"))
             .collect::<Vec<_>>()
             .join("\n");
-        if let Some(lines) = outgoing.get(name.as_str()) {
-            if !body.is_empty() {
-                body.push_str("\n\n");
-            }
-            body.push_str("Relations:\n");
-            body.push_str(&lines.join("\n"));
-        }
         if body.is_empty() {
             body = format!("{name} ({})", entity.entity_type);
         }
         parsed.candidates.push(Candidate {
             origin: format!("{label} line {} ({name})", entity.line),
-            external_id: format!("mcp-memory:entity:{name}"),
+            external_id: external_id(name),
             memory_type: memory_type_for(&entity.entity_type),
             title: Some(name.replace('_', " ")),
             body,
@@ -157,6 +151,11 @@ pub fn parse(text: &str, label: &str) -> Parsed {
         });
     }
     parsed
+}
+
+/// The external id of an entity's record: re-importing finds it again.
+fn external_id(name: &str) -> String {
+    format!("mcp-memory:entity:{name}")
 }
 
 pub fn read(path: &Path) -> Result<Parsed> {

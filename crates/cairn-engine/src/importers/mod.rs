@@ -17,6 +17,7 @@ use crate::{Engine, EngineError, Result};
 use cairn_core::record::MemoryType;
 use serde::Serialize;
 use serde_json::json;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Largest source file read, in bytes.
@@ -60,10 +61,26 @@ pub struct Candidate {
     pub created_at: Option<String>,
 }
 
-/// What an importer read: candidates, and notes on what it could not map.
+/// A relation an importer read, written as a knowledge-graph edge once its records exist.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedRelation {
+    /// Where it came from, for the report.
+    pub origin: String,
+    /// The source end's name (an entity's name when it is not one of the source's records).
+    pub from_name: String,
+    /// The external id of the source end's record, when the source maps it to one.
+    pub from_record: Option<String>,
+    pub relation: String,
+    pub to_name: String,
+    pub to_record: Option<String>,
+}
+
+/// What an importer read: candidates, relations between them, and notes on what it could not
+/// map.
 #[derive(Debug, Clone, Default)]
 pub struct Parsed {
     pub candidates: Vec<Candidate>,
+    pub relations: Vec<ParsedRelation>,
     pub unmapped: Vec<String>,
 }
 
@@ -83,6 +100,9 @@ pub struct SourceImportReport {
     pub kind: SourceKind,
     pub summary: ImportSummary,
     pub items: Vec<ItemOutcome>,
+    /// The graph edges written for the source's relations, one outcome each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub relations: Vec<ItemOutcome>,
     pub unmapped: Vec<String>,
 }
 
@@ -185,12 +205,13 @@ impl Engine {
             .as_ref()
             .map(|r| r.summary.clone())
             .unwrap_or_default();
+        let mut records: HashMap<&str, i64> = HashMap::new();
         for outcome in imported.map(|r| r.lines).unwrap_or_default() {
-            let origin = parsed
-                .candidates
-                .get(outcome.line - 1)
-                .map(|c| c.origin.clone())
-                .unwrap_or_default();
+            let candidate = parsed.candidates.get(outcome.line - 1);
+            if let (Some(candidate), Some(id)) = (candidate, outcome.id) {
+                records.insert(candidate.external_id.as_str(), id);
+            }
+            let origin = candidate.map(|c| c.origin.clone()).unwrap_or_default();
             items.push(ItemOutcome {
                 origin,
                 status: outcome.status,
@@ -198,12 +219,88 @@ impl Engine {
                 message: outcome.message,
             });
         }
+        let relations = self.import_relations(&parsed.relations, &records)?;
         Ok(SourceImportReport {
             kind,
             summary,
             items,
+            relations,
             unmapped: parsed.unmapped,
         })
+    }
+
+    /// Writes a source's relations as graph edges, through the graph API: an end with a record
+    /// is that record, any other end an entity (created when missing); a relation type cairn
+    /// does not know is declared. One outcome per relation; asserting an edge that already
+    /// holds changes nothing, so importing twice adds no edge.
+    fn import_relations(
+        &mut self,
+        relations: &[ParsedRelation],
+        records: &HashMap<&str, i64>,
+    ) -> Result<Vec<ItemOutcome>> {
+        let mut outcomes = Vec::with_capacity(relations.len());
+        for relation in relations {
+            let outcome = match self.import_relation(relation, records) {
+                Ok((status, message)) => ItemOutcome {
+                    origin: relation.origin.clone(),
+                    status,
+                    id: None,
+                    message: Some(message),
+                },
+                Err(EngineError::Store(error)) => return Err(EngineError::Store(error)),
+                Err(other) => ItemOutcome {
+                    origin: relation.origin.clone(),
+                    status: LineStatus::Error,
+                    id: None,
+                    message: Some(format!("{other}; this relation was skipped")),
+                },
+            };
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+
+    fn import_relation(
+        &mut self,
+        relation: &ParsedRelation,
+        records: &HashMap<&str, i64>,
+    ) -> Result<(LineStatus, String)> {
+        let name = cairn_core::graph::normalize_relation(&relation.relation)
+            .map_err(|e| EngineError::Invalid(e.to_string()))?;
+        if !self.relation_types()?.iter().any(|t| t.name == name) {
+            self.declare_relation_type(
+                &name,
+                None,
+                false,
+                Some("declared by an mcp-memory import"),
+            )?;
+        }
+        let mut end = |record: &Option<String>, entity: &str| -> Result<String> {
+            match record.as_deref().and_then(|external| records.get(external)) {
+                Some(id) => Ok(format!("#{id}")),
+                None => {
+                    self.add_entity(entity, "thing", &[])?;
+                    Ok(entity.to_string())
+                }
+            }
+        };
+        let src = end(&relation.from_record, &relation.from_name)?;
+        let dst = end(&relation.to_record, &relation.to_name)?;
+        let outcome = self.relate(&crate::graph::RelateRequest {
+            src,
+            relation: name,
+            dst,
+            from: None,
+            to: None,
+            allow_dangling: false,
+            confidence: None,
+        })?;
+        let status = match outcome.status {
+            crate::graph::RelateStatus::Asserted => LineStatus::Added,
+            crate::graph::RelateStatus::AlreadyAsserted => LineStatus::Noop,
+            crate::graph::RelateStatus::Quarantined => LineStatus::Refused,
+        };
+        Ok((status, outcome.message))
     }
 }
 

@@ -137,6 +137,24 @@ impl Engine {
     }
 }
 
+/// The settings stored in the brain (not the environment's overrides), in `SETTINGS` order:
+/// what an export carries.
+pub(crate) fn stored_settings(reader: &cairn_store::Reader<'_>) -> Result<Vec<(String, String)>> {
+    let mut stored = Vec::new();
+    for known in SETTINGS {
+        if let Some(value) = reader.meta(&meta_key(known.key))? {
+            stored.push((known.key.to_string(), value));
+        }
+    }
+    Ok(stored)
+}
+
+/// The `meta` key an imported setting is stored under, after the checks `config set` makes.
+pub(crate) fn checked_meta_key(key: &str, value: &str) -> Result<String> {
+    validate(setting(key)?, value)?;
+    Ok(meta_key(key))
+}
+
 /// A `dream.keep_decided_days` value: a whole number of days, 0 or more.
 pub fn parse_days(value: &str) -> Option<u32> {
     value.trim().parse::<u32>().ok()

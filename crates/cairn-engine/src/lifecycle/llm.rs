@@ -61,8 +61,19 @@ impl LlmConfig {
         }
     }
 
-    /// Sends `prompt`, returns the reply checked to be usable text.
+    /// Sends `prompt`, returns the reply checked to be usable text. An `https://` URL trusts
+    /// the built-in roots plus the CA file of `CAIRN_CA_FILE` / `SSL_CERT_FILE`.
     pub fn complete(&self, prompt: &str) -> Result<String, String> {
+        self.complete_trusting(prompt, cairn_embed::tls::ca_file_from_env().as_deref())
+    }
+
+    /// [`LlmConfig::complete`] with the extra CA file given rather than read from the
+    /// environment (`None`: the built-in roots only).
+    pub fn complete_trusting(
+        &self,
+        prompt: &str,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<String, String> {
         let raw = match self {
             LlmConfig::Command { command, timeout } => run_command(command, prompt, *timeout)?,
             LlmConfig::Http {
@@ -70,7 +81,7 @@ impl LlmConfig {
                 model,
                 api_key,
                 timeout,
-            } => run_http(url, model, api_key.as_deref(), prompt, *timeout)?,
+            } => run_http(url, model, api_key.as_deref(), prompt, *timeout, ca_file)?,
         };
         check_reply(&raw)
     }
@@ -218,14 +229,14 @@ fn run_http(
     api_key: Option<&str>,
     prompt: &str,
     timeout: Duration,
+    ca_file: Option<&std::path::Path>,
 ) -> Result<Vec<u8>, String> {
     let endpoint = chat_endpoint(url);
-    let config = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .user_agent(concat!("cairn/", env!("CARGO_PKG_VERSION")))
-        .build();
-    let agent = ureq::Agent::new_with_config(config);
+    let agent = cairn_embed::tls::http_agent(
+        timeout,
+        ca_file,
+        concat!("cairn/", env!("CARGO_PKG_VERSION")),
+    )?;
     let body = serde_json::to_vec(&ChatRequest {
         model,
         messages: [ChatMessage {

@@ -9,8 +9,9 @@
 //! 4. Pages no longer produced (a record moved to `archive/`, was deleted, or renamed) are
 //!    removed when they are still exactly what was written.
 //!
-//! Links come from `links_for`: supersession today. The knowledge graph adds its typed edges
-//! there (and their change markers to the fingerprint), and nothing else has to change.
+//! Links come from `links_for`: supersession, then the knowledge graph's record-to-record edges
+//! valid at export time (`graph_links`), each named by its relation. They are part of a page's
+//! fingerprint, so a new or closed edge re-renders the pages at both of its ends.
 
 use super::fs::{FsError, SafeDir, Stamp};
 use super::manifest::{self, Entry, Manifest};
@@ -81,13 +82,44 @@ pub(super) fn fs_error(error: FsError) -> EngineError {
     }
 }
 
-/// The links shown on a record's page. Supersession now; the knowledge graph's typed edges
-/// (`requires`, `affects`, `part_of`, …) are added here when the graph lands, each with the
-/// target's page path from `paths`.
+/// A record's edges to other records in the knowledge graph: (relation as read from this
+/// record, the other record's id).
+type GraphLinks = HashMap<i64, Vec<(String, i64)>>;
+
+/// The graph's record-to-record edges valid at `at`, by record, as each end reads them: the
+/// source gets `relation`, the destination `← relation` (the other record holds it towards this
+/// one), or `relation` again when the type is symmetric. `supersedes` is left out: the records'
+/// own supersession fields give those links.
+fn graph_links(reader: &cairn_store::Reader<'_>, at: &str) -> Result<GraphLinks> {
+    let symmetric: std::collections::HashSet<String> = reader
+        .relation_types()?
+        .into_iter()
+        .filter(|t| t.symmetric)
+        .map(|t| t.name)
+        .collect();
+    let mut links: GraphLinks = HashMap::new();
+    for (src, relation, dst) in reader.record_links_valid_at(at)? {
+        if src == dst || relation == "supersedes" {
+            continue;
+        }
+        let inverse = if symmetric.contains(&relation) {
+            relation.clone()
+        } else {
+            format!("← {relation}")
+        };
+        links.entry(src).or_default().push((relation, dst));
+        links.entry(dst).or_default().push((inverse, src));
+    }
+    Ok(links)
+}
+
+/// The links shown on a record's page: supersession first, then its graph edges to records
+/// that have a page here, sorted (relation, target) and without repeats.
 fn links_for(
     skeleton: &Skeleton,
     by_id: &HashMap<i64, &Skeleton>,
     paths: &HashMap<i64, String>,
+    graph: &GraphLinks,
 ) -> Vec<PageLink> {
     let mut links = Vec::new();
     for (relation, target) in [
@@ -105,6 +137,23 @@ fn links_for(
             });
         }
     }
+    let mut related: Vec<PageLink> = graph
+        .get(&skeleton.id)
+        .into_iter()
+        .flatten()
+        .filter_map(|(relation, target)| {
+            let (other, path) = (by_id.get(target)?, paths.get(target)?);
+            Some(PageLink {
+                relation: relation.clone(),
+                target: path.trim_end_matches(".md").to_string(),
+                label: page::display_title(other.memory_type, other.title.as_deref(), other.id),
+                id: *target,
+            })
+        })
+        .collect();
+    related.sort();
+    related.dedup();
+    links.extend(related);
     links
 }
 
@@ -319,10 +368,11 @@ impl Engine {
         };
 
         // Record pages.
+        let graph = graph_links(&reader, &cairn_core::time::format_ts(self.now()))?;
         let mut dirty: Vec<(i64, String, Vec<PageLink>, String, String)> = Vec::new();
         for skeleton in &skeletons {
             let path = &paths[&skeleton.id];
-            let links = links_for(skeleton, &by_id, &paths);
+            let links = links_for(skeleton, &by_id, &paths, &graph);
             let fingerprint = record_fingerprint(skeleton, path, &links);
             if !writer.unchanged(path, &fingerprint, Some(skeleton.id)) {
                 let version = manifest::version(&skeleton.updated_at, skeleton.history_versions);
