@@ -73,8 +73,9 @@ impl McpClient {
             if self.stdout.read_line(&mut line)? == 0 {
                 bail!("the MCP server closed its output while {method} (id {id}) was pending");
             }
-            let value: Value = serde_json::from_str(&line)
-                .with_context(|| format!("the MCP server wrote a line that is not JSON: {line:?}"))?;
+            let value: Value = serde_json::from_str(&line).with_context(|| {
+                format!("the MCP server wrote a line that is not JSON: {line:?}")
+            })?;
             if value["id"] == json!(id) {
                 return Ok(value);
             }

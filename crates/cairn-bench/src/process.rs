@@ -20,7 +20,9 @@ pub fn locate_cairn(explicit: Option<&Path>) -> Result<PathBuf> {
         }
         return Ok(std::fs::canonicalize(path)?);
     }
-    eprintln!("[cairn-bench] building the release cairn binary (cargo build --release -p cairn-cli)…");
+    eprintln!(
+        "[cairn-bench] building the release cairn binary (cargo build --release -p cairn-cli)…"
+    );
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .args([
@@ -52,7 +54,9 @@ pub fn locate_cairn(explicit: Option<&Path>) -> Result<PathBuf> {
 pub fn timed(mut command: Command) -> Result<(f64, u64, Output)> {
     let cpu_before = machine::children_cpu_ticks().unwrap_or(0);
     let started = Instant::now();
-    let output = command.output().context("cannot start a measured process")?;
+    let output = command
+        .output()
+        .context("cannot start a measured process")?;
     let elapsed = started.elapsed().as_secs_f64() * 1000.0;
     let cpu = machine::children_cpu_ticks()
         .unwrap_or(0)

@@ -91,7 +91,13 @@ impl Run {
     /// Writes `<out>/<name>-<stamp>.json` and `.md` (a later run in the same minute gets a
     /// `b`, `c`, … suffix: a result file is never overwritten). `results` is the benchmark's
     /// own numbers; `body` its Markdown after the common header.
-    pub fn finish(self, out: &Path, parameters: Value, results: Value, body: &str) -> Result<Written> {
+    pub fn finish(
+        self,
+        out: &Path,
+        parameters: Value,
+        results: Value,
+        body: &str,
+    ) -> Result<Written> {
         let finished_at = Utc::now();
         let load_end = machine::load_json();
         let cpu = |start: Option<f64>, now: Option<f64>| match (start, now) {
@@ -118,18 +124,29 @@ impl Run {
             "results": results,
         });
         let dir = resolve_out(out);
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let stem = free_stem(&dir, &format!("{}-{}", self.name, self.started_at.format("%Y-%m-%dT%H%MZ")));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let stem = free_stem(
+            &dir,
+            &format!("{}-{}", self.name, self.started_at.format("%Y-%m-%dT%H%MZ")),
+        );
         let json_path = dir.join(format!("{stem}.json"));
         let md_path = dir.join(format!("{stem}.md"));
         std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")
             .with_context(|| format!("cannot write {}", json_path.display()))?;
-        let shown = json_path.strip_prefix(&root).unwrap_or(&json_path).display().to_string();
+        let shown = json_path
+            .strip_prefix(&root)
+            .unwrap_or(&json_path)
+            .display()
+            .to_string();
         let markdown = header(&report, &shown) + body;
         std::fs::write(&md_path, &markdown)
             .with_context(|| format!("cannot write {}", md_path.display()))?;
         println!("{markdown}");
-        progress(&self.name, &format!("wrote {} and {}", json_path.display(), md_path.display()));
+        progress(
+            &self.name,
+            &format!("wrote {} and {}", json_path.display(), md_path.display()),
+        );
         Ok(Written {
             json: json_path,
             markdown: md_path,
@@ -185,8 +202,16 @@ fn header(report: &Value, json_shown: &str) -> String {
         report["benchmark"].as_str().unwrap_or(""),
         report["started_at"].as_str().unwrap_or("")
     );
-    let _ = writeln!(s, "- **Tree:** `{short}`{dirty}, {} build", report["build_profile"].as_str().unwrap_or(""));
-    let _ = writeln!(s, "- **Command:** `{}`", report["command"].as_str().unwrap_or(""));
+    let _ = writeln!(
+        s,
+        "- **Tree:** `{short}`{dirty}, {} build",
+        report["build_profile"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(
+        s,
+        "- **Command:** `{}`",
+        report["command"].as_str().unwrap_or("")
+    );
     let _ = writeln!(
         s,
         "- **Machine:** {}, {} cores; load average (1 / 5 / 15 min) {} at the start, {} at the end",
@@ -232,8 +257,17 @@ mod tests {
         assert_eq!(report["load_average"]["by_phase"][0]["phase"], "only phase");
         assert!(report["machine"]["nproc"].as_u64().unwrap() >= 1);
         assert!(report["started_at"].as_str().unwrap().ends_with('Z'));
-        let name = first.json.file_name().unwrap().to_str().unwrap().to_string();
-        assert!(name.starts_with("unit-") && name.ends_with("Z.json"), "{name}");
+        let name = first
+            .json
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            name.starts_with("unit-") && name.ends_with("Z.json"),
+            "{name}"
+        );
         let markdown = std::fs::read_to_string(&first.markdown).unwrap();
         assert!(markdown.starts_with("# cairn-bench unit, "), "{markdown}");
         assert!(markdown.contains("load average"));

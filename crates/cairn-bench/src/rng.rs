@@ -126,7 +126,11 @@ mod tests {
     }
 
     /// The first three draws for seed 0 (computed independently of this code).
-    const PINNED: [u64; 3] = [0x99EC_5F36_CB75_F2B4, 0xBF6E_1F78_4956_452A, 0x1A5F_849D_4933_E6E0];
+    const PINNED: [u64; 3] = [
+        0x99EC_5F36_CB75_F2B4,
+        0xBF6E_1F78_4956_452A,
+        0x1A5F_849D_4933_E6E0,
+    ];
 
     /// The stream is part of every result's meaning: a change to the generator changes every
     /// corpus, so it must be deliberate (and the old results no longer comparable).

@@ -5,12 +5,6 @@
 //! Seeded data (a synthetic vocabulary), a fixed project, brains of 10,000 and 100,000
 //! memories. Results go to `bench/results/agent-<stamp>.json` and `.md`.
 
-use cairn_core::record::MemoryType;
-use cairn_engine::RememberRequest;
-use cairn_engine::remember::prepare;
-use cairn_store::Store;
-use chrono::{TimeZone, Utc};
-use serde_json::{Value, json};
 use anyhow::{Context as _, Result, bail};
 use cairn_bench::machine;
 use cairn_bench::mcp::McpClient;
@@ -19,7 +13,13 @@ use cairn_bench::results::Run;
 use cairn_bench::rng::Rng;
 use cairn_bench::stats::{Summary, round3};
 use cairn_bench::work::WorkDir;
+use cairn_core::record::MemoryType;
+use cairn_engine::RememberRequest;
+use cairn_engine::remember::prepare;
+use cairn_store::Store;
+use chrono::{TimeZone, Utc};
 use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,7 +52,12 @@ pub struct AgentArgs {
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
     /// Measure only these.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "prompt,start,stop,mcp")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "prompt,start,stop,mcp"
+    )]
     only: Vec<Measure>,
     /// Keep each seeded brain in DIR and start later runs from a copy of it (the runs then
     /// start from identical files; delete DIR when the schema or the seeding changes).
@@ -271,9 +276,16 @@ fn time_hook(
         .unwrap_or(0)
         .saturating_sub(cpu_before);
     if !output.status.success() {
-        bail!("cairn hook {event} exited with {} (hooks always exit 0)", output.status);
+        bail!(
+            "cairn hook {event} exited with {} (hooks always exit 0)",
+            output.status
+        );
     }
-    Ok((elapsed, cpu, String::from_utf8_lossy(&output.stdout).to_string()))
+    Ok((
+        elapsed,
+        cpu,
+        String::from_utf8_lossy(&output.stdout).to_string(),
+    ))
 }
 
 fn error_log(db: &Path) -> String {
@@ -325,6 +337,10 @@ pub fn run(args: &AgentArgs) -> Result<()> {
     run.say(&format!("cairn binary {}", cairn.display()));
     let mut stats: Vec<Stat> = Vec::new();
     let mut seeding = Vec::new();
+    // What the hooks logged (a hook that gives up at its deadline on a loaded machine logs it
+    // and exits 0, as it does for a client): kept in the results, never hidden.
+    let mut hook_errors: Vec<Value> = Vec::new();
+    let mut shortfalls: Vec<String> = Vec::new();
     for &size in &args.sizes {
         let dir = work.join(format!("n{size}"));
         std::fs::create_dir_all(&dir)?;
@@ -337,7 +353,10 @@ pub fn run(args: &AgentArgs) -> Result<()> {
         match cached.as_ref().filter(|c| c.exists()) {
             Some(cached) => {
                 std::fs::copy(cached, &db).context("copy the cached seeded brain")?;
-                run.say(&format!("seeded {size} memories: copied {}", cached.display()));
+                run.say(&format!(
+                    "seeded {size} memories: copied {}",
+                    cached.display()
+                ));
             }
             None => {
                 let took = seed_brain(&db, size, &words, args.seed)?;
@@ -413,12 +432,16 @@ pub fn run(args: &AgentArgs) -> Result<()> {
             run.phase(&format!("session-start at {size}"));
             let start_payload = json!({"session_id": "bench", "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}).to_string();
             let mut samples = Samples::default();
+            let mut no_brief = 0;
             for _ in 0..runs.min(100) {
                 let (ms, cpu, out) = time_hook(&cairn, &db, &dir, "session-start", &start_payload)?;
-                if !out.contains("cairn brief for project") {
-                    bail!("session-start gave no brief: {out}\n{}", error_log(&db));
-                }
+                no_brief += usize::from(!out.contains("cairn brief for project"));
                 samples.push_process(ms, cpu);
+            }
+            if no_brief > 0 {
+                shortfalls.push(format!(
+                    "at {size}: {no_brief} session-start runs printed no brief"
+                ));
             }
             stats.push(stat("hook session-start", size, &samples, None, 200.0));
         }
@@ -430,7 +453,8 @@ pub fn run(args: &AgentArgs) -> Result<()> {
             std::fs::write(&transcript_path, &text)?;
             let stop_payload = json!({"session_id": "bench-stop", "transcript_path": transcript_path, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false}).to_string();
             let connection = rusqlite::Connection::open(&db)?;
-            let max_id: i64 = connection.query_row("SELECT max(id) FROM memories", [], |r| r.get(0))?;
+            let max_id: i64 =
+                connection.query_row("SELECT max(id) FROM memories", [], |r| r.get(0))?;
             let reset = |connection: &rusqlite::Connection| {
                 connection.execute_batch(&format!(
                     "DELETE FROM memories WHERE id > {max_id}; DELETE FROM inbox;
@@ -440,24 +464,28 @@ pub fn run(args: &AgentArgs) -> Result<()> {
                     transcript_path.display().to_string().replace('\'', "''")
                 ))
             };
-            let mut captured = 0;
+            let mut short = 0;
             let mut samples = Samples::default();
             for _ in 0..runs.min(60) {
                 reset(&connection)?;
                 let (ms, cpu, _) = time_hook(&cairn, &db, &dir, "stop", &stop_payload)?;
-                captured = connection.query_row(
+                let captured = connection.query_row(
                     &format!("SELECT count(*) FROM memories WHERE id > {max_id}"),
                     [],
                     |r| r.get::<_, i64>(0),
                 )?;
+                short += usize::from(captured != 20);
                 samples.push_process(ms, cpu);
             }
-            run.say(&format!("(each stop captured {captured} episodes)"));
-            if captured != 20 {
-                bail!(
-                    "the stop hook captured {captured} turns, not the last 20: {}",
-                    error_log(&db)
-                );
+            run.say(&format!(
+                "({} of {} stops captured the 20 new turns)",
+                samples.wall_ms.len() - short,
+                samples.wall_ms.len()
+            ));
+            if short > 0 {
+                shortfalls.push(format!(
+                    "at {size}: {short} stop runs did not capture all 20 new turns"
+                ));
             }
             stats.push(stat(
                 "hook stop (5 MB transcript, 20 new turns)",
@@ -489,7 +517,9 @@ pub fn run(args: &AgentArgs) -> Result<()> {
                 let query = sentence_n(&mut rng, &words, 4, 8);
                 let started = Instant::now();
                 mcp.call("recall", json!({"query": query}))?;
-                samples.wall_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+                samples
+                    .wall_ms
+                    .push(started.elapsed().as_secs_f64() * 1000.0);
             }
             mcp.close()?;
             stats.push(stat(
@@ -500,9 +530,8 @@ pub fn run(args: &AgentArgs) -> Result<()> {
                 30.0,
             ));
         }
-        let log = error_log(&db);
-        if !log.is_empty() {
-            bail!("hooks logged errors during the benchmark: {log}");
+        for line in error_log(&db).lines().filter(|l| !l.trim().is_empty()) {
+            hook_errors.push(json!({"memories": size, "line": line}));
         }
     }
     let parameters = json!({
@@ -517,6 +546,8 @@ pub fn run(args: &AgentArgs) -> Result<()> {
         "seeding": seeding,
         "note": "whole-process wall time (spawn, hook JSON on stdin, exit) and the hook process's CPU time; no embedder is wired in, so every recall is lexical (FTS5) and the lexical-only row is the same measurement checked against its own target; the MCP round trip is one request on a warm server",
         "measurements": stats.iter().map(Stat::json).collect::<Vec<_>>(),
+        "hook_errors_logged": hook_errors,
+        "shortfalls": shortfalls,
     });
     let mut md = String::from(
         "Whole-process wall time: spawn `cairn hook …`, write the hook JSON to stdin, wait for exit; \
@@ -533,10 +564,22 @@ pub fn run(args: &AgentArgs) -> Result<()> {
             s.summary.p50,
             s.summary.p95,
             s.summary.max,
-            s.cpu_ms_per_run.map_or("–".to_string(), |ms| format!("{ms:.1}")),
+            s.cpu_ms_per_run
+                .map_or("–".to_string(), |ms| format!("{ms:.1}")),
             s.target,
             if s.pass { "yes" } else { "no" }
         ));
+    }
+    if !hook_errors.is_empty() || !shortfalls.is_empty() {
+        md.push_str(&format!(
+            "\n**The hooks logged {} errors** (`hook-errors.log`; each is a hook that gave up at its deadline or failed, then exited 0 as it does for a client){}\n",
+            hook_errors.len(),
+            if shortfalls.is_empty() { String::new() } else { format!("; {}", shortfalls.join("; ")) }
+        ));
+        for error in hook_errors.iter().take(10) {
+            md.push_str(&format!("\n    {}", error["line"].as_str().unwrap_or("")));
+        }
+        md.push('\n');
     }
     run.finish(&args.out, parameters, results, &md)?;
     work_dir.finish();

@@ -5,13 +5,14 @@
 //! against the bare `sqlite3` CLI on the same FTS table, alternated; peak RSS of those processes;
 //! a JSON record and a Markdown summary in `bench/results/`.
 
+use anyhow::{Context as _, Result, bail};
 use cairn_bench::corpus::{self, Query, QueryClass};
 use cairn_bench::machine;
 use cairn_bench::process::{self, timed};
 use cairn_bench::results::Run;
 use cairn_bench::rng::Rng;
 use cairn_bench::stats::{Summary, round3};
-use anyhow::{Context as _, Result, bail};
+use cairn_bench::work::WorkDir;
 use cairn_core::query::{fts_match_expression, query_terms};
 use cairn_engine::exchange::ImportOptions;
 use cairn_engine::{Context, Engine, Mode, RecallRequest, TermCutoff};
@@ -21,7 +22,6 @@ use clap::Args;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use cairn_bench::work::WorkDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;

@@ -17,17 +17,17 @@
 //!
 //! Results go to `bench/results/graph-<stamp>.json` and `.md`.
 
-use cairn_core::record::MemoryType;
-use cairn_engine::graph::{
-    ClustersRequest, Direction, GraphRequest, NeighborsRequest, RelateRequest,
-};
-use cairn_engine::{Context, Engine, RememberRequest};
 use anyhow::{Result, bail};
 use cairn_bench::machine;
 use cairn_bench::results::Run;
 use cairn_bench::rng::Rng;
 use cairn_bench::stats::{ms_json, percentile};
 use cairn_bench::work::WorkDir;
+use cairn_core::record::MemoryType;
+use cairn_engine::graph::{
+    ClustersRequest, Direction, GraphRequest, NeighborsRequest, RelateRequest,
+};
+use cairn_engine::{Context, Engine, RememberRequest};
 use chrono::{TimeZone, Utc};
 use clap::Args;
 use serde_json::json;
@@ -313,10 +313,22 @@ pub fn run(args: &GraphArgs) -> Result<()> {
     let mut off = engine_at(&dir.join("off.db"), "proj-0");
     off.set_entity_extraction(false);
     let import_off = import_notes(&mut off, &mut Rng::new(args.seed ^ 7), &pools, 0, sample);
-    let remember_off = remember_notes(&mut off, &mut Rng::new(args.seed ^ 8), &pools, sample, REMEMBERED);
+    let remember_off = remember_notes(
+        &mut off,
+        &mut Rng::new(args.seed ^ 8),
+        &pools,
+        sample,
+        REMEMBERED,
+    );
     let mut on = engine_at(&dir.join("on.db"), "proj-0");
     let import_on = import_notes(&mut on, &mut Rng::new(args.seed ^ 7), &pools, 0, sample);
-    let remember_on = remember_notes(&mut on, &mut Rng::new(args.seed ^ 8), &pools, sample, REMEMBERED);
+    let remember_on = remember_notes(
+        &mut on,
+        &mut Rng::new(args.seed ^ 8),
+        &pools,
+        sample,
+        REMEMBERED,
+    );
     drop((on, off));
     // Extraction alone (the pure function), per note.
     let mut texts_rng = Rng::new(args.seed ^ 7);
@@ -529,10 +541,7 @@ pub fn run(args: &GraphArgs) -> Result<()> {
     say(format!(
         "doctor (full fold of the log compared with the stored intervals, plus the other checks): {doctor_ms:.0} ms — {graph_check:?}"
     ));
-    results.insert(
-        "graph_as_of_ms".into(),
-        ms_json(&samples),
-    );
+    results.insert("graph_as_of_ms".into(), ms_json(&samples));
     results.insert("doctor_full_fold_ms".into(), json!(doctor_ms.round()));
 
     run.phase("clusters");
@@ -552,7 +561,10 @@ pub fn run(args: &GraphArgs) -> Result<()> {
         }),
     );
     let rss = machine::peak_rss_mb();
-    say(format!("peak RSS {} MB", rss.map_or("?".into(), |mb| format!("{mb:.0}"))));
+    say(format!(
+        "peak RSS {} MB",
+        rss.map_or("?".into(), |mb| format!("{mb:.0}"))
+    ));
     results.insert("peak_rss_mb".into(), json!(rss));
     let parameters = json!({
         "memories": args.memories,
@@ -561,7 +573,12 @@ pub fn run(args: &GraphArgs) -> Result<()> {
         "remembered_per_setting": REMEMBERED,
     });
     let md = format!("Seeded, fixed clock.\n\n```\n{}\n```\n", lines.join("\n"));
-    run.finish(&args.out, parameters, serde_json::Value::Object(results), &md)?;
+    run.finish(
+        &args.out,
+        parameters,
+        serde_json::Value::Object(results),
+        &md,
+    )?;
     work_dir.finish();
     Ok(())
 }

@@ -18,17 +18,17 @@
 //! `.md` (with `--only`, to `lifecycle-<part>-<stamp>.json` and `.md`); `--keep` leaves the
 //! brains in the work directory for inspection (`sqlite3 DIR/month.db`).
 
-use cairn_core::lifecycle::{similar_pairs, similar_pairs_exhaustive};
-use cairn_core::minhash::{Signature, signature};
-use cairn_core::record::{MemoryType, Status};
-use cairn_engine::lifecycle::DreamOptions;
-use cairn_engine::{Context, Engine, ListRequest, RememberRequest};
 use anyhow::{Result, bail};
 use cairn_bench::machine;
 use cairn_bench::results::Run;
 use cairn_bench::rng::Rng;
 use cairn_bench::stats::percentile;
 use cairn_bench::work::WorkDir;
+use cairn_core::lifecycle::{similar_pairs, similar_pairs_exhaustive};
+use cairn_core::minhash::{Signature, signature};
+use cairn_core::record::{MemoryType, Status};
+use cairn_engine::lifecycle::DreamOptions;
+use cairn_engine::{Context, Engine, ListRequest, RememberRequest};
 use chrono::{DateTime, TimeZone, Utc};
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -496,7 +496,8 @@ pub fn run(args: &LifecycleArgs) -> Result<()> {
         "month_short_captures": month_short,
         "peak_rss_mb": machine::peak_rss_mb(),
     });
-    let mut md = String::from("Seeded, fixed now.\n\n| measure | result | target |\n|---|---|---|\n");
+    let mut md =
+        String::from("Seeded, fixed now.\n\n| measure | result | target |\n|---|---|---|\n");
     if runs(Part::Dream) {
         md.push_str(&format!(
             "| `dream` on {} memories, no LLM | {} s | ≤ 60 s |\n",

@@ -372,7 +372,9 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
     // The IVF index against the exact scan: on the brain's vectors at growing sizes, and on
     // uniformly random vectors (no structure: the worst case).
     let mut ann = Vec::new();
-    let random: Vec<f32> = (0..args.records * dimension).map(|_| rng.signed_f32()).collect();
+    let random: Vec<f32> = (0..args.records * dimension)
+        .map(|_| rng.signed_f32())
+        .collect();
     let random = normalized_rows(random, dimension);
     let mut sizes: Vec<usize> = [10_000, 20_000, 50_000]
         .into_iter()
@@ -590,8 +592,12 @@ fn markdown(r: &Value) -> String {
     let cell = |v: &Value| {
         format!(
             "p50 {}, p95 {} ms",
-            v["p50_ms"].as_f64().map_or("?".into(), |x| format!("{x:.1}")),
-            v["p95_ms"].as_f64().map_or("?".into(), |x| format!("{x:.1}"))
+            v["p50_ms"]
+                .as_f64()
+                .map_or("?".into(), |x| format!("{x:.1}")),
+            v["p95_ms"]
+                .as_f64()
+                .map_or("?".into(), |x| format!("{x:.1}"))
         )
     };
     let mut s = String::from("| measure | result | target |\n|---|---|---|\n");
@@ -605,13 +611,33 @@ fn markdown(r: &Value) -> String {
         "| hybrid recall in process, query embedding included (engine defaults) | {} | p95 ≤ 30 ms |\n",
         cell(&r["hybrid_in_process"])
     ));
-    s.push_str(&format!("| same with the plain exact scan | {} | |\n", cell(&r["hybrid_exact_in_process"])));
-    s.push_str(&format!("| same with the IVF index | {} | |\n", cell(&r["hybrid_ivf_in_process"])));
-    s.push_str(&format!("| lexical recall in process | {} | |\n", cell(&r["lexical_in_process"])));
-    s.push_str(&format!("| query embedding alone | {} | |\n", cell(&r["query_embedding"])));
+    s.push_str(&format!(
+        "| same with the plain exact scan | {} | |\n",
+        cell(&r["hybrid_exact_in_process"])
+    ));
+    s.push_str(&format!(
+        "| same with the IVF index | {} | |\n",
+        cell(&r["hybrid_ivf_in_process"])
+    ));
+    s.push_str(&format!(
+        "| lexical recall in process | {} | |\n",
+        cell(&r["lexical_in_process"])
+    ));
+    s.push_str(&format!(
+        "| query embedding alone | {} | |\n",
+        cell(&r["query_embedding"])
+    ));
     for (label, key, target) in [
-        ("whole-process `cairn recall` (hybrid: model and vectors loaded)", "hybrid_whole_process", "p95 ≤ 250 ms"),
-        ("whole-process `cairn recall --mode lexical`", "lexical_whole_process", ""),
+        (
+            "whole-process `cairn recall` (hybrid: model and vectors loaded)",
+            "hybrid_whole_process",
+            "p95 ≤ 250 ms",
+        ),
+        (
+            "whole-process `cairn recall --mode lexical`",
+            "lexical_whole_process",
+            "",
+        ),
     ] {
         let v = &r[key];
         s.push_str(&format!(
@@ -647,7 +673,11 @@ fn markdown(r: &Value) -> String {
                 format!(
                     "{}{}: {}, {} ms",
                     p["probe"],
-                    if p["default"] == json!(true) { " (default)" } else { "" },
+                    if p["default"] == json!(true) {
+                        " (default)"
+                    } else {
+                        ""
+                    },
                     p["recall_at_10"],
                     p["search"]["p50_ms"]
                 )

@@ -123,7 +123,7 @@ const TYPES: &[&str] = &[
 ];
 
 fn word(rng: &mut Rng) -> &'static str {
-    *rng.pick(WORDS)
+    WORDS[rng.below(WORDS.len())]
 }
 
 fn now() -> DateTime<Utc> {
@@ -257,7 +257,10 @@ pub fn run(args: &WikiArgs) -> Result<()> {
     let mut md = String::new();
     let _ = writeln!(md, "One process; seed {}, fixed clock.\n", args.seed);
     let _ = writeln!(md, "| step | time | target | detail |\n|---|---|---|---|");
-    let _ = writeln!(md, "| seed brain (JSONL import of {records}) | {seed_s:.2} s | — | |");
+    let _ = writeln!(
+        md,
+        "| seed brain (JSONL import of {records}) | {seed_s:.2} s | — | |"
+    );
     let _ = writeln!(
         md,
         "| full export | {export_s:.2} s | ≤ 30 s | {} files, {:.0} MB |",
