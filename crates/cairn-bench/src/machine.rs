@@ -1,5 +1,5 @@
-//! What the numbers were measured on, and the memory and CPU probes, all read from `/proc` (no
-//! dependency, no unsafe code).
+//! What the numbers were measured on (cores, CPU model, load average, git tree), and the one set
+//! of memory and CPU probes, all read from `/proc` (no dependency, no unsafe code).
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -106,6 +106,11 @@ pub fn machine_json() -> Value {
     })
 }
 
+/// Peak resident set of this process (VmHWM) in MB, to one decimal.
+pub fn peak_rss_mb() -> Option<f64> {
+    peak_rss_kb().map(|kb| (kb as f64 / 1024.0 * 10.0).round() / 10.0)
+}
+
 /// Peak resident set of this process (VmHWM), in KiB.
 pub fn peak_rss_kb() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -137,22 +142,47 @@ pub fn thread_cpu_ns() -> Option<u64> {
 
 /// Clock ticks per second for `/proc/*/stat` times.
 pub fn clock_ticks() -> f64 {
-    command_output("getconf", &["CLK_TCK"], None)
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(100.0)
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        command_output("getconf", &["CLK_TCK"], None)
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// User + system CPU time of this process so far (all its threads), in clock ticks
+/// (`utime + stime` of `/proc/self/stat`).
+pub fn process_cpu_ticks() -> Option<u64> {
+    stat_fields_sum(11, 12)
+}
+
+/// `process_cpu_ticks` in seconds.
+pub fn process_cpu_seconds() -> Option<f64> {
+    process_cpu_ticks().map(|t| t as f64 / clock_ticks())
+}
+
+/// `children_cpu_ticks` in seconds.
+pub fn children_cpu_seconds() -> Option<f64> {
+    children_cpu_ticks().map(|t| t as f64 / clock_ticks())
+}
+
+/// Two numeric fields of `/proc/self/stat` summed; indexes count from the field after the
+/// command name (the state, field 3 of proc(5), is index 0).
+fn stat_fields_sum(a: usize, b: usize) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = text.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let first: u64 = fields.get(a)?.parse().ok()?;
+    let second: u64 = fields.get(b)?.parse().ok()?;
+    Some(first + second)
 }
 
 /// User + system CPU time of every waited-for child so far, in clock ticks (`cutime + cstime`
 /// of `/proc/self/stat`). The difference around one child is that child's CPU time; summed over
 /// many children it is exact to one tick.
 pub fn children_cpu_ticks() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = text.rsplit_once(')')?.1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // After the command name, field 3 (state) is index 0: cutime is field 16, cstime field 17.
-    let cutime: u64 = fields.get(13)?.parse().ok()?;
-    let cstime: u64 = fields.get(14)?.parse().ok()?;
-    Some(cutime + cstime)
+    // utime and stime are fields 14 and 15 of proc(5), cutime and cstime 16 and 17.
+    stat_fields_sum(13, 14)
 }
 
 pub fn which(program: &str) -> Option<std::path::PathBuf> {
@@ -179,5 +209,14 @@ mod tests {
         assert!(load_average().is_some());
         assert!(children_cpu_ticks().is_some());
         assert!(thread_cpu_ns().is_some());
+        // Burn a little CPU: the process's own time must be counted, and never go backwards.
+        let before = process_cpu_ticks().unwrap();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        assert!(x != 1);
+        assert!(process_cpu_ticks().unwrap() >= before);
+        assert!(process_cpu_seconds().unwrap() > 0.0);
     }
 }

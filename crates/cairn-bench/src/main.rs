@@ -1,20 +1,17 @@
-//! cairn-bench: cairn's benchmark programs (STYLE §Benchmarks): seeded data, a fixed `now`,
-//! latencies as p50/p95, throughput, memory, and the numbers kept in `bench/results/`.
+//! `cairn-bench`: cairn's benchmark programs, one subcommand each (STYLE §Benchmarks): seeded
+//! data, a fixed `now`, latencies as nearest-rank p50/p95, throughput, memory, the load
+//! average and CPU time, and the numbers kept in `bench/results/`.
 //!
-//! Run with a release build: `cargo run --release -p cairn-bench -- core`.
+//! Run with a release build: `cargo run --release -p cairn-bench -- <subcommand>`.
 
-mod core_bench;
-mod corpus;
-mod machine;
-mod rng;
-mod stats;
+mod commands;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "cairn-bench",
-    about = "cairn's benchmark programs",
+    about = "cairn's benchmark programs (results in bench/results/; see bench/README.md)",
     max_term_width = 100
 )]
 struct Cli {
@@ -26,12 +23,35 @@ struct Cli {
 enum Command {
     /// The core engine at N records: import throughput, in-process recall latency, whole-process
     /// `cairn recall` against the bare sqlite3 CLI, peak RSS.
-    Core(core_bench::CoreArgs),
+    Core(commands::core::CoreArgs),
+    /// Semantic recall at N records with the local model: model vs ingest throughput, vector
+    /// scans and the IVF index, hybrid recall in process, whole process and over MCP, peak RSS.
+    Semantic(commands::semantic::SemanticArgs),
+    /// The knowledge graph at N memories and M edges: write with extraction, `neighbors`
+    /// depth 3, `graph --as-of`, doctor's full fold, clustering, peak RSS.
+    Graph(commands::graph::GraphArgs),
+    /// Times `neighbors` in one process on an existing brain, each origin cold then warm.
+    GraphProbe(commands::graph::ProbeArgs),
+    /// The lifecycle: dream at 100k without an LLM, LSH recall against exact all-pairs, a
+    /// simulated month of captures with a daily dream (file size against live text).
+    Lifecycle(commands::lifecycle::LifecycleArgs),
+    /// The Markdown wiki at N records: full export, unchanged and incremental re-export, import
+    /// into the same and into a fresh brain.
+    Wiki(commands::wiki::WikiArgs),
+    /// Agent surfaces, whole process: the hooks (user-prompt-submit, session-start, stop) and
+    /// the warm MCP `recall` round trip, at 10k and 100k memories.
+    Agent(commands::agent::AgentArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match &cli.command {
-        Command::Core(args) => core_bench::run(args),
+        Command::Core(args) => commands::core::run(args),
+        Command::Semantic(args) => commands::semantic::run(args),
+        Command::Graph(args) => commands::graph::run(args),
+        Command::GraphProbe(args) => commands::graph::probe(args),
+        Command::Lifecycle(args) => commands::lifecycle::run(args),
+        Command::Wiki(args) => commands::wiki::run(args),
+        Command::Agent(args) => commands::agent::run(args),
     }
 }

@@ -1,4 +1,8 @@
-//! Latency summaries: nearest-rank percentiles over milliseconds.
+//! Latency summaries, with the one percentile definition every benchmark uses.
+//!
+//! **Nearest rank**: the p-th percentile of n sorted values is the value at 1-based rank
+//! `ceil(p / 100 · n)` (rank 1 when that is 0). It is always one of the measured values, never
+//! an interpolation, so "p95 of 200 runs" is the 190th fastest run in every result file.
 
 use serde_json::{Value, json};
 
@@ -13,13 +17,20 @@ pub struct Summary {
     pub max: f64,
 }
 
-/// Nearest-rank percentile of sorted values.
-fn rank(sorted: &[f64], p: f64) -> f64 {
+/// The nearest-rank percentile `p` (0–100) of values sorted ascending; NaN when empty.
+pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
-    let index = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[index.clamp(1, sorted.len()) - 1]
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The nearest-rank percentile `p` (0–100) of values in any order; NaN when empty.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    nearest_rank(&sorted, p)
 }
 
 impl Summary {
@@ -34,14 +45,15 @@ impl Summary {
             } else {
                 sorted.iter().sum::<f64>() / count as f64
             },
-            p50: rank(&sorted, 50.0),
-            p95: rank(&sorted, 95.0),
-            p99: rank(&sorted, 99.0),
+            p50: nearest_rank(&sorted, 50.0),
+            p95: nearest_rank(&sorted, 95.0),
+            p99: nearest_rank(&sorted, 99.0),
             min: sorted.first().copied().unwrap_or(f64::NAN),
             max: sorted.last().copied().unwrap_or(f64::NAN),
         }
     }
 
+    /// The summary of latencies in milliseconds, as every result file writes it.
     pub fn json(&self) -> Value {
         json!({
             "count": self.count,
@@ -55,8 +67,19 @@ impl Summary {
     }
 }
 
+/// Milliseconds summary of `values` as JSON (`Summary::of(values).json()`).
+pub fn ms_json(values: &[f64]) -> Value {
+    Summary::of(values).json()
+}
+
+/// Three decimals; NaN (an empty summary) becomes JSON null through serde_json.
 pub fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
+}
+
+/// One decimal.
+pub fn round1(value: f64) -> f64 {
+    (value * 10.0).round() / 10.0
 }
 
 #[cfg(test)]
@@ -64,13 +87,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_rank() {
+    fn nearest_rank_on_one_to_hundred() {
         let values: Vec<f64> = (1..=100).map(f64::from).collect();
         let summary = Summary::of(&values);
         assert_eq!(summary.p50, 50.0);
         assert_eq!(summary.p95, 95.0);
         assert_eq!(summary.p99, 99.0);
+        assert_eq!(summary.min, 1.0);
         assert_eq!(summary.max, 100.0);
+        assert_eq!(summary.mean, 50.5);
+    }
+
+    #[test]
+    fn nearest_rank_on_small_and_unsorted_inputs() {
+        // 10 values: p50 is rank 5, p95 rank ceil(9.5) = 10, p0 rank 1.
+        let values = [7.0, 1.0, 9.0, 3.0, 5.0, 2.0, 10.0, 4.0, 8.0, 6.0];
+        assert_eq!(percentile(&values, 50.0), 5.0);
+        assert_eq!(percentile(&values, 95.0), 10.0);
+        assert_eq!(percentile(&values, 90.0), 9.0);
+        assert_eq!(percentile(&values, 0.0), 1.0);
+        assert_eq!(percentile(&values, 100.0), 10.0);
+        // 20 values: p95 is rank 19 — not the maximum, not an interpolation.
+        let twenty: Vec<f64> = (1..=20).rev().map(f64::from).collect();
+        assert_eq!(percentile(&twenty, 95.0), 19.0);
         assert_eq!(Summary::of(&[3.0]).p95, 3.0);
+        assert_eq!(Summary::of(&[3.0, 1.0]).p50, 1.0);
+    }
+
+    #[test]
+    fn empty_input_is_nan_and_null_in_json() {
+        let summary = Summary::of(&[]);
+        assert!(summary.p50.is_nan());
+        assert_eq!(summary.json()["p95_ms"], Value::Null);
+        assert_eq!(summary.json()["count"], 0);
     }
 }

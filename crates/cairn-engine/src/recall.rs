@@ -19,8 +19,8 @@ use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 
 /// Candidates kept per source relative to the requested limit (at least `MIN_CANDIDATES`).
-const CANDIDATES_PER_RESULT: usize = 5;
-const MIN_CANDIDATES: usize = 50;
+const CANDIDATES_PER_RESULT: usize = RecallRequest::CANDIDATES_PER_RESULT;
+const MIN_CANDIDATES: usize = RecallRequest::MIN_CANDIDATES;
 /// The default relevance floor: a candidate weaker than this fraction of its source's best match
 /// is dropped.
 pub const DEFAULT_FLOOR: f64 = 0.1;
@@ -36,6 +36,12 @@ pub struct TermCutoff {
 }
 
 impl TermCutoff {
+    /// Below this many records every term is kept: frequency says little on a small brain.
+    /// Public so the benchmarks time the store calls recall makes with recall's own numbers.
+    pub const MIN_RECORDS: usize = 2_000;
+    /// Most terms searched for one query (the rarest are kept).
+    pub const MAX_TERMS: usize = 16;
+
     /// Every recall but the prompt hook's.
     pub const DEFAULT: TermCutoff = TermCutoff {
         share: 0.1,
@@ -53,10 +59,8 @@ impl TermCutoff {
     };
 }
 
-/// Below this many records every term is kept: frequency says little on a small brain.
-const FREQUENT_TERM_MIN_RECORDS: usize = 2_000;
-/// Most terms searched for one query (the rarest are kept).
-const MAX_QUERY_TERMS: usize = 16;
+const FREQUENT_TERM_MIN_RECORDS: usize = TermCutoff::MIN_RECORDS;
+const MAX_QUERY_TERMS: usize = TermCutoff::MAX_TERMS;
 /// Lexical hits that lend conversation context to their neighbouring turns: the best ones
 /// only (measured on LoCoMo: the same recall from the best 25, 50, 100 or all 250; a weak
 /// hit's 0.3 × share rarely lifts a turn into the top, and each hit costs an index lookup).
@@ -119,6 +123,11 @@ pub struct RecallRequest {
 }
 
 impl RecallRequest {
+    /// Candidates kept per source relative to the requested limit...
+    pub const CANDIDATES_PER_RESULT: usize = 5;
+    /// ...and at least this many (public for the benchmarks, like `TermCutoff`'s numbers).
+    pub const MIN_CANDIDATES: usize = 50;
+
     pub fn new(query: impl Into<String>) -> RecallRequest {
         RecallRequest {
             query: query.into(),

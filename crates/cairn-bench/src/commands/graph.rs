@@ -1,4 +1,4 @@
-//! `cairn-bench-graph graph`: the knowledge-graph benchmark of issue 5.
+//! `cairn-bench graph`: the knowledge-graph benchmark of issue 5.
 //!
 //! Seeded data, a fixed engine clock, release build. It builds a brain of `--memories` notes
 //! (default 100,000, spread over 10 projects of 10,000) whose text mentions entities drawn
@@ -15,38 +15,62 @@
 //! - clustering one project of 10,000 records;
 //! - peak RSS.
 //!
-//! Results go to `bench/results/graph-<date>.json` and `.md`.
+//! Results go to `bench/results/graph-<stamp>.json` and `.md`.
 
+use anyhow::{Result, bail};
+use cairn_bench::machine;
+use cairn_bench::results::Run;
+use cairn_bench::rng::Rng;
+use cairn_bench::stats::{ms_json, percentile};
+use cairn_bench::work::WorkDir;
 use cairn_core::record::MemoryType;
 use cairn_engine::graph::{
     ClustersRequest, Direction, GraphRequest, NeighborsRequest, RelateRequest,
 };
 use cairn_engine::{Context, Engine, RememberRequest};
 use chrono::{TimeZone, Utc};
+use clap::Args;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// SplitMix64: a fixed, dependency-free stream.
-struct Rng(u64);
+/// The seed of the big brain and its edges; the write-throughput brains and the origins use
+/// seeds derived from it.
+const SEED: u64 = 0x6361_6972_6e5f_6772; // "cairn_gr"
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// Skewed pick: small indexes much more often (a few entities are everywhere).
-    fn skewed(&mut self, n: usize) -> usize {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        ((n as f64) * u * u * u) as usize % n
-    }
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// Memories in the big brain (10 projects).
+    #[arg(long, default_value_t = 100_000)]
+    memories: usize,
+    /// Edge validity intervals to reach (extracted plus explicit).
+    #[arg(long, default_value_t = 500_000)]
+    edges: usize,
+    /// Work directory for the brains (default: a new temporary directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Where the results go (relative paths are taken from the workspace root).
+    #[arg(long, default_value = "bench/results")]
+    out: PathBuf,
+    #[arg(long, default_value_t = SEED)]
+    seed: u64,
+    /// Keep the brains after the run (to look at them with the CLI).
+    #[arg(long)]
+    keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The brain.
+    db: PathBuf,
+    /// The project whose view is read.
+    project: String,
+    /// The depth of `neighbors`.
+    depth: u32,
+    /// Origins (`#id`, entity names).
+    #[arg(required = true)]
+    origins: Vec<String>,
 }
 
 const WORDS: &[&str] = &[
@@ -171,12 +195,12 @@ fn note(rng: &mut Rng, pools: &Pools, n: usize) -> String {
     let mentions = 2 + rng.below(5);
     for _ in 0..mentions {
         let entity = match rng.below(6) {
-            0 => pools.paths[rng.skewed(pools.paths.len())].clone(),
-            1 => pools.idents[rng.skewed(pools.idents.len())].clone(),
-            2 => pools.urls[rng.skewed(pools.urls.len())].clone(),
-            3 => pools.tags[rng.skewed(pools.tags.len())].clone(),
-            4 => pools.handles[rng.skewed(pools.handles.len())].clone(),
-            _ => pools.names[rng.skewed(pools.names.len())].clone(),
+            0 => pools.paths[rng.skewed(pools.paths.len(), 3)].clone(),
+            1 => pools.idents[rng.skewed(pools.idents.len(), 3)].clone(),
+            2 => pools.urls[rng.skewed(pools.urls.len(), 3)].clone(),
+            3 => pools.tags[rng.skewed(pools.tags.len(), 3)].clone(),
+            4 => pools.handles[rng.skewed(pools.handles.len(), 3)].clone(),
+            _ => pools.names[rng.skewed(pools.names.len(), 3)].clone(),
         };
         let at = rng.below(parts.len() + 1);
         parts.insert(at, entity);
@@ -193,28 +217,6 @@ fn engine_at(path: &Path, project: &str) -> Engine {
         now: Some(Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()),
     };
     Engine::open(path, context).expect("brain opens")
-}
-
-fn percentile(samples: &mut [f64], p: f64) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    if samples.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * (samples.len() - 1) as f64).round() as usize;
-    samples[rank]
-}
-
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .and_then(|v| v.parse::<f64>().ok())
-            })
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// Import `count` notes (starting at note number `first`) and return memories per second.
@@ -265,62 +267,18 @@ fn remember_notes(
 /// Notes written through `remember` (one transaction each) per extraction setting.
 const REMEMBERED: usize = 500;
 
-struct Args {
-    memories: usize,
-    edges: usize,
-    dir: PathBuf,
-    out: PathBuf,
-    /// Keep the brains after the run (to look at them with the CLI).
-    keep: bool,
-}
-
-fn parse_args() -> Args {
-    let mut args = Args {
-        memories: 100_000,
-        edges: 500_000,
-        dir: std::env::temp_dir().join(format!("cairn-bench-graph-{}", std::process::id())),
-        out: PathBuf::from("bench/results"),
-        keep: false,
-    };
-    let mut given = std::env::args().skip(1);
-    let command = given.next().unwrap_or_default();
-    if command != "graph" {
-        eprintln!(
-            "usage: cairn-bench-graph graph [--memories N] [--edges N] [--dir DIR] [--out DIR] [--keep]"
-        );
-        std::process::exit(2);
-    }
-    while let Some(flag) = given.next() {
-        if flag == "--keep" {
-            args.keep = true;
-            continue;
-        }
-        let value = given.next().unwrap_or_default();
-        match flag.as_str() {
-            "--memories" => args.memories = value.parse().expect("--memories N"),
-            "--edges" => args.edges = value.parse().expect("--edges N"),
-            "--dir" => args.dir = PathBuf::from(value),
-            "--out" => args.out = PathBuf::from(value),
-            other => panic!("unknown flag {other}"),
-        }
-    }
-    args
-}
-
-/// `cairn-bench-graph probe DB PROJECT DEPTH ORIGIN…`: times `neighbors` in one process on an
+/// `cairn-bench graph-probe DB PROJECT DEPTH ORIGIN…`: times `neighbors` in one process on an
 /// existing brain, each origin twice (cold, then warm), both directions.
-fn probe() {
-    let given: Vec<String> = std::env::args().skip(2).collect();
-    let [db, project, depth, origins @ ..] = given.as_slice() else {
-        eprintln!("usage: cairn-bench-graph probe DB PROJECT DEPTH ORIGIN…");
-        std::process::exit(2);
-    };
-    let engine = engine_at(Path::new(db), project);
-    for origin in origins {
+pub fn probe(args: &ProbeArgs) -> Result<()> {
+    if !args.db.is_file() {
+        bail!("{} is not a brain file", args.db.display());
+    }
+    let engine = engine_at(&args.db, &args.project);
+    for origin in &args.origins {
         for direction in [Direction::Both, Direction::In] {
             for round in ["cold", "warm"] {
                 let mut request = NeighborsRequest::new(origin.clone());
-                request.depth = depth.parse().expect("depth");
+                request.depth = args.depth;
                 request.direction = direction;
                 let started = Instant::now();
                 let answer = engine.neighbors(&request);
@@ -330,17 +288,18 @@ fn probe() {
             }
         }
     }
+    Ok(())
 }
 
-fn main() {
-    if std::env::args().nth(1).as_deref() == Some("probe") {
-        probe();
-        return;
+pub fn run(args: &GraphArgs) -> Result<()> {
+    if args.memories < 10 || args.edges < 10 {
+        bail!("--memories and --edges must be at least 10 (the brain has 10 projects)");
     }
-    let args = parse_args();
-    std::fs::create_dir_all(&args.dir).expect("bench dir");
+    let mut run = Run::start("graph");
+    let work_dir = WorkDir::new("graph", args.dir.as_deref(), args.keep)?;
+    let dir = work_dir.path().to_path_buf();
     let pools = pools();
-    let mut rng = Rng(0x6361_6972_6e5f_6772); // "cairn_gr"
+    let mut rng = Rng::new(args.seed);
     let mut results = serde_json::Map::new();
     let mut lines: Vec<String> = Vec::new();
     let mut say = |line: String| {
@@ -348,18 +307,31 @@ fn main() {
         lines.push(line);
     };
 
+    run.phase("write throughput");
     // Write throughput, extraction on vs off, on fresh brains.
     let sample = 10_000.min(args.memories);
-    let mut off = engine_at(&args.dir.join("off.db"), "proj-0");
+    let mut off = engine_at(&dir.join("off.db"), "proj-0");
     off.set_entity_extraction(false);
-    let import_off = import_notes(&mut off, &mut Rng(7), &pools, 0, sample);
-    let remember_off = remember_notes(&mut off, &mut Rng(8), &pools, sample, REMEMBERED);
-    let mut on = engine_at(&args.dir.join("on.db"), "proj-0");
-    let import_on = import_notes(&mut on, &mut Rng(7), &pools, 0, sample);
-    let remember_on = remember_notes(&mut on, &mut Rng(8), &pools, sample, REMEMBERED);
+    let import_off = import_notes(&mut off, &mut Rng::new(args.seed ^ 7), &pools, 0, sample);
+    let remember_off = remember_notes(
+        &mut off,
+        &mut Rng::new(args.seed ^ 8),
+        &pools,
+        sample,
+        REMEMBERED,
+    );
+    let mut on = engine_at(&dir.join("on.db"), "proj-0");
+    let import_on = import_notes(&mut on, &mut Rng::new(args.seed ^ 7), &pools, 0, sample);
+    let remember_on = remember_notes(
+        &mut on,
+        &mut Rng::new(args.seed ^ 8),
+        &pools,
+        sample,
+        REMEMBERED,
+    );
     drop((on, off));
     // Extraction alone (the pure function), per note.
-    let mut texts_rng = Rng(7);
+    let mut texts_rng = Rng::new(args.seed ^ 7);
     let texts: Vec<String> = (0..sample)
         .map(|n| note(&mut texts_rng, &pools, n))
         .collect();
@@ -392,8 +364,8 @@ fn main() {
         "remember_per_s": {"extraction_on": remember_on.round(), "extraction_off": remember_off.round()},
     }));
 
-    // The big brain.
-    let path = args.dir.join("brain.db");
+    run.phase("build the big brain");
+    let path = dir.join("brain.db");
     let mut engine = engine_at(&path, "proj-0");
     let started = Instant::now();
     let mut written = 0;
@@ -431,13 +403,13 @@ fn main() {
             let record = |rng: &mut Rng| {
                 ((rng.below(args.memories / 10)) * 10 + batch_number % 10 + 1).to_string()
             };
-            let entity = |rng: &mut Rng| pools.paths[rng.skewed(pools.paths.len())].clone();
+            let entity = |rng: &mut Rng| pools.paths[rng.skewed(pools.paths.len(), 3)].clone();
             let (src, dst) = match rng.below(3) {
                 0 => (record(&mut rng), record(&mut rng)),
                 1 => (record(&mut rng), entity(&mut rng)),
                 _ => (
                     entity(&mut rng),
-                    pools.idents[rng.skewed(pools.idents.len())].clone(),
+                    pools.idents[rng.skewed(pools.idents.len(), 3)].clone(),
                 ),
             };
             let from_days = 30 + rng.below(330);
@@ -500,11 +472,11 @@ fn main() {
         }),
     );
 
-    // neighbors depth 3, in-process.
+    run.phase("neighbors depth 3");
     let engine = engine_at(&path, "proj-0");
     let mut samples = Vec::new();
     let mut reached = Vec::new();
-    let mut origin_rng = Rng(99);
+    let mut origin_rng = Rng::new(args.seed ^ 99);
     for i in 0..200 {
         let origin = if i % 2 == 0 {
             format!("#{}", origin_rng.below(args.memories / 10) * 10 + 1)
@@ -525,20 +497,20 @@ fn main() {
             reached.push(answer.reached as f64);
         }
     }
-    let n_p50 = percentile(&mut samples.clone(), 50.0);
-    let n_p95 = percentile(&mut samples, 95.0);
-    let reached_p50 = percentile(&mut reached, 50.0);
+    let n_p50 = percentile(&samples, 50.0);
+    let n_p95 = percentile(&samples, 95.0);
+    let reached_p50 = percentile(&reached, 50.0);
     say(format!(
         "neighbors depth 3: p50 {n_p50:.2} ms, p95 {n_p95:.2} ms (median {reached_p50:.0} nodes reached, budget 500)"
     ));
     results.insert(
         "neighbors_depth3_ms".into(),
-        json!({"p50": n_p50, "p95": n_p95, "median_reached": reached_p50, "samples": 200}),
+        json!({"latency": ms_json(&samples), "median_reached": reached_p50}),
     );
 
-    // graph --as-of.
+    run.phase("graph --as-of");
     let mut samples = Vec::new();
-    let mut as_of_rng = Rng(5);
+    let mut as_of_rng = Rng::new(args.seed ^ 5);
     for _ in 0..25 {
         let at = Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0).unwrap()
             - chrono::Duration::days(as_of_rng.below(400) as i64);
@@ -552,8 +524,8 @@ fn main() {
             .unwrap();
         samples.push(started.elapsed().as_secs_f64() * 1000.0);
     }
-    let g_p50 = percentile(&mut samples.clone(), 50.0);
-    let g_p95 = percentile(&mut samples, 95.0);
+    let g_p50 = percentile(&samples, 50.0);
+    let g_p95 = percentile(&samples, 95.0);
     say(format!(
         "graph --as-of (fold evaluated at a time, 25 times): p50 {g_p50:.1} ms, p95 {g_p95:.1} ms"
     ));
@@ -569,13 +541,10 @@ fn main() {
     say(format!(
         "doctor (full fold of the log compared with the stored intervals, plus the other checks): {doctor_ms:.0} ms — {graph_check:?}"
     ));
-    results.insert(
-        "graph_as_of_ms".into(),
-        json!({"p50": g_p50, "p95": g_p95, "samples": 25}),
-    );
+    results.insert("graph_as_of_ms".into(), ms_json(&samples));
     results.insert("doctor_full_fold_ms".into(), json!(doctor_ms.round()));
 
-    // clustering one project of 10,000 records.
+    run.phase("clusters");
     let engine = engine_at(&path, "proj-3");
     let started = Instant::now();
     let clusters = engine.clusters(&ClustersRequest::default()).unwrap();
@@ -591,55 +560,25 @@ fn main() {
             "rounds": clusters.rounds, "converged": clusters.converged,
         }),
     );
-    let rss = peak_rss_mb();
-    say(format!("peak RSS {rss:.0} MB"));
-    results.insert("peak_rss_mb".into(), json!(rss.round()));
-
-    let date = Utc::now().format("%Y-%m-%d").to_string();
-    results.insert("date".into(), json!(date));
-    // Other processes share the machine: the load says how much.
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    results.insert(
-        "load_average_at_end".into(),
-        json!(
-            load.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-    );
-    results.insert("memories".into(), json!(args.memories));
-    results.insert(
-        "profile".into(),
-        json!(if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }),
-    );
-    results.insert(
-        "machine".into(),
-        json!(format!(
-            "{} cores",
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        )),
-    );
-    std::fs::create_dir_all(&args.out).expect("results dir");
-    let json_path = args.out.join(format!("graph-{date}.json"));
-    std::fs::write(
-        &json_path,
-        serde_json::to_string_pretty(&results).unwrap() + "\n",
-    )
-    .expect("write json");
-    let md = format!(
-        "# Graph benchmark, {date}\n\n`cargo run --release -p cairn-bench-graph -- graph` (seeded, fixed clock).\n\n```\n{}\n```\n",
-        lines.join("\n")
-    );
-    std::fs::write(args.out.join(format!("graph-{date}.md")), md).expect("write md");
-    if !args.keep {
-        let _ = std::fs::remove_dir_all(&args.dir);
-    }
-    eprintln!("results in {}", json_path.display());
+    let rss = machine::peak_rss_mb();
+    say(format!(
+        "peak RSS {} MB",
+        rss.map_or("?".into(), |mb| format!("{mb:.0}"))
+    ));
+    results.insert("peak_rss_mb".into(), json!(rss));
+    let parameters = json!({
+        "memories": args.memories,
+        "edges": args.edges,
+        "seed": format!("{:#x}", args.seed),
+        "remembered_per_setting": REMEMBERED,
+    });
+    let md = format!("Seeded, fixed clock.\n\n```\n{}\n```\n", lines.join("\n"));
+    run.finish(
+        &args.out,
+        parameters,
+        serde_json::Value::Object(results),
+        &md,
+    )?;
+    work_dir.finish();
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! `cairn-bench-lifecycle`: the lifecycle's numbers (issue 6), seeded and with a fixed `now`.
+//! `cairn-bench lifecycle`: the lifecycle's numbers (issue 6), seeded and with a fixed `now`.
 //!
 //! 1. `dream` on a 100,000-memory brain without an LLM (target ≤ 60 s), with entity extraction
 //!    on so clustering has a real graph, and ~10 % near-duplicate variants and a year of ages so
@@ -13,38 +13,71 @@
 //!    target's measure, and with 40-word captures (~230 bytes), where the fixed cost of a
 //!    record (metadata, its event, index entries) dominates.
 //!
-//! Usage: `cargo run --release -p cairn-bench-lifecycle -- [--memories N] [--out DIR] [--dir DIR]
-//! [--only dream|lsh|month] [--keep]`. Results go to `bench/results/lifecycle-<date>.json` and
-//! `.md` (with `--only`, to `lifecycle-<date>-<part>.json` and `.md`); `--keep` leaves the brains
-//! in the work directory for inspection (`sqlite3 DIR/month.db`).
+//! Usage: `cargo run --release -p cairn-bench -- lifecycle [--memories N] [--out DIR] [--dir DIR]
+//! [--only dream|lsh|month] [--keep]`. Results go to `bench/results/lifecycle-<stamp>.json` and
+//! `.md` (with `--only`, to `lifecycle-<part>-<stamp>.json` and `.md`); `--keep` leaves the
+//! brains in the work directory for inspection (`sqlite3 DIR/month.db`).
 
+use anyhow::{Result, bail};
+use cairn_bench::machine;
+use cairn_bench::results::Run;
+use cairn_bench::rng::Rng;
+use cairn_bench::stats::percentile;
+use cairn_bench::work::WorkDir;
 use cairn_core::lifecycle::{similar_pairs, similar_pairs_exhaustive};
 use cairn_core::minhash::{Signature, signature};
 use cairn_core::record::{MemoryType, Status};
 use cairn_engine::lifecycle::DreamOptions;
 use cairn_engine::{Context, Engine, ListRequest, RememberRequest};
 use chrono::{DateTime, TimeZone, Utc};
+use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// SplitMix64: a fixed, dependency-free stream.
-struct Rng(u64);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Part {
+    Dream,
+    Lsh,
+    Month,
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+impl Part {
+    fn name(self) -> &'static str {
+        match self {
+            Part::Dream => "dream",
+            Part::Lsh => "lsh",
+            Part::Month => "month",
+        }
     }
 }
+
+#[derive(Debug, Args)]
+pub struct LifecycleArgs {
+    /// Memories in the dream brain.
+    #[arg(long, default_value_t = 100_000)]
+    memories: usize,
+    /// Work directory for the brains (default: a new temporary directory, deleted at the end
+    /// unless --keep).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Where the results go (relative paths are taken from the workspace root).
+    #[arg(long, default_value = "bench/results")]
+    out: PathBuf,
+    /// Run one part only; the others are reported as not run.
+    #[arg(long, value_enum)]
+    only: Option<Part>,
+    /// Keep the brains (the work directory) for inspection.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// Seeds of the three parts (each part is reproducible alone with `--only`).
+const DREAM_SEED: u64 = 0x6c69_6665;
+const LSH_SEED: u64 = 0x6c73_6821;
+const MONTH_SEED: u64 = 0x6d6f_6e74;
 
 /// A vocabulary of made-up words: texts share few 3-shingles unless they are related.
 fn vocabulary() -> Vec<String> {
@@ -89,19 +122,6 @@ fn engine_at(path: &Path, now: DateTime<Utc>) -> Engine {
     Engine::open(path, context).expect("brain opens")
 }
 
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .and_then(|v| v.parse::<f64>().ok())
-            })
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 fn file_bytes(path: &Path) -> u64 {
     let mut total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     for suffix in ["-wal", "-shm"] {
@@ -114,58 +134,11 @@ fn file_bytes(path: &Path) -> u64 {
     total
 }
 
-struct Args {
-    memories: usize,
-    dir: PathBuf,
-    out: PathBuf,
-    /// Run one part only (`dream`, `lsh`, `month`); the others are reported as not run.
-    only: Option<String>,
-    /// Keep the work directory (the brains) instead of deleting it at the end.
-    keep: bool,
-}
-
-fn parse_args() -> Args {
-    let mut args = Args {
-        memories: 100_000,
-        dir: std::env::temp_dir().join(format!("cairn-bench-lifecycle-{}", std::process::id())),
-        out: PathBuf::from("bench/results"),
-        only: None,
-        keep: false,
-    };
-    let mut given = std::env::args().skip(1);
-    while let Some(flag) = given.next() {
-        if flag == "--keep" {
-            args.keep = true;
-            continue;
-        }
-        let value = given.next().unwrap_or_default();
-        match flag.as_str() {
-            "--only" => {
-                assert!(
-                    ["dream", "lsh", "month"].contains(&value.as_str()),
-                    "--only dream|lsh|month"
-                );
-                args.only = Some(value);
-            }
-            "--memories" => args.memories = value.parse().expect("--memories N"),
-            "--dir" => args.dir = PathBuf::from(value),
-            "--out" => args.out = PathBuf::from(value),
-            other => {
-                eprintln!(
-                    "unknown flag {other}; usage: cairn-bench-lifecycle [--memories N] [--dir DIR] [--out DIR] [--only dream|lsh|month] [--keep]"
-                );
-                std::process::exit(2);
-            }
-        }
-    }
-    args
-}
-
-fn bench_dream(args: &Args, words: &[String]) -> serde_json::Value {
-    let path = args.dir.join("dream-100k.db");
+fn bench_dream(args: &LifecycleArgs, dir: &Path, words: &[String]) -> serde_json::Value {
+    let path = dir.join("dream-100k.db");
     let now = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
     let mut engine = engine_at(&path, now);
-    let mut rng = Rng(0x6c69_6665);
+    let mut rng = Rng::new(DREAM_SEED);
     let mut jsonl = Vec::with_capacity(args.memories * 250);
     let mut bases: Vec<Vec<String>> = Vec::new();
     let types = [
@@ -239,7 +212,7 @@ fn bench_dream(args: &Args, words: &[String]) -> serde_json::Value {
 }
 
 fn bench_lsh(words: &[String]) -> serde_json::Value {
-    let mut rng = Rng(0x6c73_6821);
+    let mut rng = Rng::new(LSH_SEED);
     let mut results = Vec::new();
     for size in [5_000usize, 10_000] {
         let mut items: Vec<(i64, u8, Signature)> = Vec::with_capacity(size);
@@ -316,13 +289,13 @@ impl Shape {
     }
 }
 
-fn bench_month(args: &Args, words: &[String], shape: Shape) -> serde_json::Value {
-    let path = args.dir.join(match shape {
+fn bench_month(dir: &Path, words: &[String], shape: Shape) -> serde_json::Value {
+    let path = dir.join(match shape {
         Shape::Turns => "month.db",
         Shape::Short => "month-short.db",
     });
     let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
-    let mut rng = Rng(0x6d6f_6e74);
+    let mut rng = Rng::new(MONTH_SEED);
     let mut seen: Vec<Vec<String>> = Vec::new();
     let (mut captured, mut exact_repeats, mut near_repeats) = (0usize, 0usize, 0usize);
     let mut dream_ms = Vec::new();
@@ -428,7 +401,7 @@ fn bench_month(args: &Args, words: &[String], shape: Shape) -> serde_json::Value
         "file_to_retained_text": (retained_ratio * 100.0).round() / 100.0,
         "target_ratio": 3.0,
         "surviving_duplicate_pairs": surviving,
-        "daily_dream_ms_p50": dream_ms[dream_ms.len() / 2].round(),
+        "daily_dream_ms_p50": percentile(&dream_ms, 50.0).round(),
         "daily_dream_ms_max": dream_ms.last().copied().unwrap_or(0.0).round(),
         "doctor_repaired": doctor.repaired,
         "bytes_by_object": bytes_by_object,
@@ -477,66 +450,61 @@ fn vacuumed_bytes(path: &Path) -> Option<u64> {
     bytes
 }
 
-fn main() {
-    let args = parse_args();
-    std::fs::create_dir_all(&args.dir).expect("work dir");
+pub fn run(args: &LifecycleArgs) -> Result<()> {
+    if args.memories < 10 {
+        bail!("--memories must be at least 10 (every tenth memory is a near-duplicate variant)");
+    }
+    let name = match args.only {
+        Some(part) => format!("lifecycle-{}", part.name()),
+        None => "lifecycle".to_string(),
+    };
+    let mut run = Run::start(&name);
+    let work_dir = WorkDir::new("lifecycle", args.dir.as_deref(), args.keep)?;
+    let dir = work_dir.path().to_path_buf();
     let words = vocabulary();
-    let runs = |part: &str| args.only.as_deref().is_none_or(|only| only == part);
+    let runs = |part: Part| args.only.is_none_or(|only| only == part);
     let not_run = json!("not run (--only)");
-    let lsh = if runs("lsh") {
+    let lsh = if runs(Part::Lsh) {
+        run.phase("lsh");
         bench_lsh(&words)
     } else {
         not_run.clone()
     };
-    let (month, month_short) = if runs("month") {
-        (
-            bench_month(&args, &words, Shape::Turns),
-            bench_month(&args, &words, Shape::Short),
-        )
+    let (month, month_short) = if runs(Part::Month) {
+        run.phase("month, turn-sized captures");
+        let month = bench_month(&dir, &words, Shape::Turns);
+        run.phase("month, 40-word captures");
+        (month, bench_month(&dir, &words, Shape::Short))
     } else {
         (not_run.clone(), not_run.clone())
     };
-    let dream = if runs("dream") {
-        bench_dream(&args, &words)
+    let dream = if runs(Part::Dream) {
+        run.phase("dream");
+        bench_dream(args, &dir, &words)
     } else {
         not_run.clone()
     };
-    let date = Utc::now().format("%Y-%m-%d").to_string();
-    let stem = match &args.only {
-        Some(part) => format!("lifecycle-{date}-{part}"),
-        None => format!("lifecycle-{date}"),
-    };
+    let parameters = json!({
+        "memories": args.memories,
+        "only": args.only.map(Part::name),
+        "seeds": {"dream": format!("{DREAM_SEED:#x}"), "lsh": format!("{LSH_SEED:#x}"), "month": format!("{MONTH_SEED:#x}")},
+    });
     let results = json!({
-        "date": date,
-        "only": args.only,
-        "machine": {"cores": std::thread::available_parallelism().map_or(0, |n| n.get())},
         "dream": dream,
         "lsh": lsh,
         "month": month,
         "month_short_captures": month_short,
-        "peak_rss_mb": peak_rss_mb().round(),
+        "peak_rss_mb": machine::peak_rss_mb(),
     });
-    std::fs::create_dir_all(&args.out).expect("results dir");
-    let json_path = args.out.join(format!("{stem}.json"));
-    std::fs::write(
-        &json_path,
-        serde_json::to_string_pretty(&results).unwrap() + "\n",
-    )
-    .expect("results written");
-    let mut md = format!(
-        "# Lifecycle benchmark, {date}\n\n`cargo run --release -p cairn-bench-lifecycle{}` (seeded, fixed now).\n\n\
-         | measure | result | target |\n|---|---|---|\n",
-        args.only
-            .as_ref()
-            .map_or(String::new(), |part| format!(" -- --only {part}"))
-    );
-    if runs("dream") {
+    let mut md =
+        String::from("Seeded, fixed now.\n\n| measure | result | target |\n|---|---|---|\n");
+    if runs(Part::Dream) {
         md.push_str(&format!(
             "| `dream` on {} memories, no LLM | {} s | ≤ 60 s |\n",
             dream["memories"], dream["dream_seconds"]
         ));
     }
-    if runs("lsh") {
+    if runs(Part::Lsh) {
         for run in lsh["runs"].as_array().cloned().unwrap_or_default() {
             md.push_str(&format!(
                 "| LSH near-duplicate recall vs exact all-pairs, {} signatures | {} ({} LSH pairs, {} exact; {} ms vs {} ms) | ≥ 0.95 |\n",
@@ -544,7 +512,7 @@ fn main() {
             ));
         }
     }
-    if runs("month") {
+    if runs(Part::Month) {
         for (label, month, target) in [
             ("turn-sized captures (~1.7 KB)", &month, "≤ 3×"),
             ("40-word captures (~230 B)", &month_short, "—"),
@@ -561,7 +529,7 @@ fn main() {
         }
     }
     md.push('\n');
-    if runs("dream") {
+    if runs(Part::Dream) {
         md.push_str(&format!(
             "Dream proposals at 100k: {}. ",
             dream["proposals"]
@@ -587,11 +555,7 @@ fn main() {
             ));
         }
     }
-    std::fs::write(args.out.join(format!("{stem}.md")), md).expect("md written");
-    if args.keep {
-        eprintln!("brains kept in {}", args.dir.display());
-    } else {
-        let _ = std::fs::remove_dir_all(&args.dir);
-    }
-    eprintln!("results in {}", json_path.display());
+    run.finish(&args.out, parameters, results, &md)?;
+    work_dir.finish();
+    Ok(())
 }

@@ -1,8 +1,7 @@
-//! `cairn-bench-semantic`: the speed numbers of semantic recall (issue 3), as a program.
+//! `cairn-bench semantic`: the speed numbers of semantic recall (issue 3).
 //!
 //! ```text
-//! cargo build --release -p cairn-cli -p cairn-bench-semantic
-//! nice target/release/cairn-bench-semantic [--records 100000] [--queries 200] [--out-dir bench/results]
+//! cargo run --release -p cairn-bench -- semantic [--records 100000] [--queries 200]
 //! ```
 //!
 //! What it measures, with a fixed seed and a fixed `now`:
@@ -15,8 +14,8 @@
 //!    stored vectors (below).
 //! 3. **Hybrid recall in process** at N memories, query embedding included.
 //! 4. **Whole-process `cairn recall`** (hybrid: process start, model load, vector load, query),
-//!    and the lexical-only process for comparison (the hook path), with peak RSS from
-//!    `/usr/bin/time -v`.
+//!    and the lexical-only process for comparison (the hook path), with peak RSS from GNU
+//!    time.
 //! 5. **MCP `recall` round trip on a warm `cairn mcp`** with the model resident (hybrid), and
 //!    the recall right after a `remember` through the same server (the vectors follow the
 //!    write).
@@ -31,17 +30,57 @@
 //! reported as the worst case. The **query side is always the real model**.
 
 use anyhow::{Context as _, Result, bail};
+use cairn_bench::machine;
+use cairn_bench::mcp::McpClient;
+use cairn_bench::process;
+use cairn_bench::results::Run;
+use cairn_bench::rng::Rng;
+use cairn_bench::stats::{ms_json, round1, round3};
+use cairn_bench::work::WorkDir;
 use cairn_embed::Embedder;
 use cairn_engine::exchange::ImportOptions;
 use cairn_engine::{Context, Engine, Mode, RecallRequest};
+use clap::Args;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
 const SEED: u64 = 0x5eed_cafe;
+
+#[derive(Debug, Args)]
+pub struct SemanticArgs {
+    /// Records in the big brain.
+    #[arg(long, default_value_t = 100_000)]
+    records: usize,
+    /// Recall queries measured in process and over MCP.
+    #[arg(long, default_value_t = 200)]
+    queries: usize,
+    /// Texts embedded by the model and ingested, for the throughput comparison.
+    #[arg(long, default_value_t = 512)]
+    ingest_texts: usize,
+    /// Whole-process runs of `cairn recall` per mode.
+    #[arg(long, default_value_t = 20)]
+    process_runs: usize,
+    /// The cairn binary (default: `cargo build --release -p cairn-cli` and use its path).
+    #[arg(long, value_name = "PATH")]
+    cairn: Option<PathBuf>,
+    /// Where the results go (relative paths are taken from the workspace root).
+    #[arg(long, visible_alias = "out-dir", default_value = "bench/results")]
+    out: PathBuf,
+    #[arg(long, default_value_t = SEED)]
+    seed: u64,
+    /// The local model: e5 or minilm (default: `CAIRN_MODEL`, else e5).
+    #[arg(long, env = "CAIRN_MODEL", default_value = "e5")]
+    model: String,
+    /// Where the brains are written (default: a new temporary directory).
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+    /// Keep the brains instead of deleting them.
+    #[arg(long)]
+    keep: bool,
+}
 const NOW: &str = "2026-12-01T00:00:00Z";
 const WORDS: &[&str] = &[
     "deploy",
@@ -149,24 +188,6 @@ const FILLER: &[&str] = &[
     "fails", "works", "slow", "fast", "again", "never", "always", "since", "friday",
 ];
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-    fn pick<'a>(&mut self, list: &[&'a str]) -> &'a str {
-        list[(self.next() as usize) % list.len()]
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() as f32 / (1u64 << 31) as f32) * 2.0 - 1.0
-    }
-}
-
 /// A seeded pseudo-word: the technical words above, or one of ~30k rarer made-up words with
 /// a Zipf-like pick (short ranks common), so term frequencies look like real text rather
 /// than every word being in 10 % of records.
@@ -176,12 +197,11 @@ fn word(rng: &mut Rng) -> String {
         "tor", "fi", "gan", "hul", "ne", "os", "pra", "sel", "tu", "vor", "wen", "yal", "zer",
         "cri", "dom", "ep", "ful",
     ];
-    if rng.next().is_multiple_of(4) {
+    if rng.below(4) == 0 {
         return rng.pick(WORDS).to_string();
     }
     // rank = u^3 × 30,000: small ranks far more often.
-    let u = (rng.next() % 10_000) as f64 / 10_000.0;
-    let rank = (u * u * u * 30_000.0) as usize;
+    let rank = rng.skewed(30_000, 3);
     let mut n = rank;
     let mut word = String::new();
     loop {
@@ -207,22 +227,6 @@ fn sentence(rng: &mut Rng, words: usize) -> String {
         .join(" ")
 }
 
-fn percentile(samples: &mut [f64], p: f64) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    if samples.is_empty() {
-        return 0.0;
-    }
-    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    (samples[index] * 1000.0).round() / 1000.0
-}
-
-fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some((kb / 1024.0 * 10.0).round() / 10.0)
-}
-
 fn context(project: &str) -> Context {
     let mut context = Context::for_directory(Path::new("/"));
     context.project = project.to_string();
@@ -236,7 +240,7 @@ fn context(project: &str) -> Context {
 fn import_lines(rng: &mut Rng, count: usize) -> String {
     let mut lines = String::with_capacity(count * 160);
     for i in 0..count {
-        let words = 10 + (rng.next() % 14) as usize;
+        let words = 10 + rng.below(14);
         let line = json!({
             "type": "note",
             "body": format!("{} (#{i})", sentence(rng, words)),
@@ -248,47 +252,18 @@ fn import_lines(rng: &mut Rng, count: usize) -> String {
     lines
 }
 
-struct Args {
-    records: usize,
-    queries: usize,
-    out_dir: PathBuf,
-    cairn: PathBuf,
-    ingest_texts: usize,
-}
-
-fn parse_args() -> Result<Args> {
-    let exe = std::env::current_exe()?;
-    let mut args = Args {
-        records: 100_000,
-        queries: 200,
-        out_dir: PathBuf::from("bench/results"),
-        cairn: exe.with_file_name("cairn"),
-        ingest_texts: 512,
-    };
-    let mut iter = std::env::args().skip(1);
-    while let Some(flag) = iter.next() {
-        let mut value = || iter.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--records" => args.records = value()?.parse()?,
-            "--queries" => args.queries = value()?.parse()?,
-            "--out-dir" => args.out_dir = PathBuf::from(value()?),
-            "--cairn" => args.cairn = PathBuf::from(value()?),
-            "--ingest-texts" => args.ingest_texts = value()?.parse()?,
-            other => bail!("unknown argument {other}"),
-        }
+pub fn run(args: &SemanticArgs) -> Result<()> {
+    if args.records == 0 || args.queries == 0 || args.ingest_texts == 0 || args.process_runs == 0 {
+        bail!("--records, --queries, --ingest-texts and --process-runs must be at least 1");
     }
-    Ok(args)
-}
-
-fn main() -> Result<()> {
-    let args = parse_args()?;
-    let work = tempfile::tempdir()?;
-    let mut rng = Rng(SEED);
+    let mut run = Run::start("semantic");
+    let cairn = process::locate_cairn(args.cairn.as_deref())?;
+    let work = WorkDir::new("semantic", args.work_dir.as_deref(), args.keep)?;
+    let mut rng = Rng::new(args.seed);
+    run.phase("model load");
     let config = cairn_embed::EmbedderConfig::Local {
-        model: cairn_embed::LocalModel::parse(
-            &std::env::var("CAIRN_MODEL").unwrap_or_else(|_| "e5".into()),
-        )
-        .context("CAIRN_MODEL: e5 or minilm")?,
+        model: cairn_embed::LocalModel::parse(&args.model)
+            .with_context(|| format!("--model {:?}: e5 or minilm", args.model))?,
         model_dir: None,
         options: cairn_embed::MiniLmOptions::default(),
     };
@@ -302,6 +277,7 @@ fn main() -> Result<()> {
     );
 
     // 1. Model batch throughput vs ingest throughput on the same texts.
+    run.phase("model vs ingest throughput");
     let texts: Vec<String> = (0..args.ingest_texts)
         .map(|_| sentence(&mut rng, 18))
         .collect();
@@ -338,6 +314,7 @@ fn main() -> Result<()> {
     let pool = embedder.embed_batch(&refs)?;
 
     // 2–3. The N-record brain: lexical import, mixed real vectors under the model's id.
+    run.phase("build the brain");
     let brain = work.path().join("big.db");
     let mut engine = Engine::open(&brain, context("bench"))?;
     let clock = Instant::now();
@@ -368,9 +345,10 @@ fn main() -> Result<()> {
     );
 
     // Exact scan alone, with real query vectors.
+    run.phase("vector scans and indexes");
     let queries: Vec<String> = (0..args.queries)
         .map(|_| {
-            let words = 3 + (rng.next() % 5) as usize;
+            let words = 3 + rng.below(5);
             sentence(&mut rng, words)
         })
         .collect();
@@ -394,7 +372,9 @@ fn main() -> Result<()> {
     // The IVF index against the exact scan: on the brain's vectors at growing sizes, and on
     // uniformly random vectors (no structure: the worst case).
     let mut ann = Vec::new();
-    let random: Vec<f32> = (0..args.records * dimension).map(|_| rng.unit()).collect();
+    let random: Vec<f32> = (0..args.records * dimension)
+        .map(|_| rng.signed_f32())
+        .collect();
     let random = normalized_rows(random, dimension);
     let mut sizes: Vec<usize> = [10_000, 20_000, 50_000]
         .into_iter()
@@ -418,6 +398,7 @@ fn main() -> Result<()> {
     drop(random);
     drop(matrix);
 
+    run.phase("recall in process");
     // Hybrid recall in process (model loaded, vectors cached after the first query).
     // Four alternated series: hybrid with the engine's defaults (the int8 first pass from
     // QUANTIZED_MIN_ROWS vectors, re-scored exactly), hybrid with the plain exact scan,
@@ -488,21 +469,23 @@ fn main() -> Result<()> {
         embedder.embed_query(query)?;
         embed_query.push(clock.elapsed().as_secs_f64() * 1000.0);
     }
-    let in_process_rss = peak_rss_mb();
+    let in_process_rss = machine::peak_rss_mb();
     drop(engine);
     drop(exact_engine);
     drop(ivf_engine);
 
     // 4. Whole process.
-    let whole = |mode: &str, runs: usize| -> Result<(Vec<f64>, Option<f64>)> {
+    run.phase("whole process");
+    let model_name = embedder_name(embedder.model_id());
+    let scratch = work.path().join("rss.txt");
+    let whole = |mode: &str| -> Result<(Vec<f64>, u64, Vec<f64>)> {
         let mut samples = Vec::new();
-        let mut rss: Option<f64> = None;
-        for query in queries.iter().take(runs) {
-            let clock = Instant::now();
-            let output = Command::new("/usr/bin/time")
-                .arg("-v")
-                .arg(&args.cairn)
-                .args(["--db"])
+        let mut rss = Vec::new();
+        let cpu_before = machine::children_cpu_ticks().unwrap_or(0);
+        for query in queries.iter().cycle().take(args.process_runs) {
+            let mut command = Command::new(&cairn);
+            command
+                .arg("--db")
                 .arg(&brain)
                 .args([
                     "--project",
@@ -516,163 +499,222 @@ fn main() -> Result<()> {
                 .arg("--")
                 .arg(query)
                 .env("CAIRN_EMBEDDER", "local")
-                .env("CAIRN_MODEL", embedder_name(embedder.model_id()))
-                .output()
-                .context("run cairn under /usr/bin/time")?;
+                .env("CAIRN_MODEL", model_name)
+                .env_remove("CAIRN_DB")
+                .env_remove("CAIRN_READ_ONLY");
+            let clock = Instant::now();
+            let (output, peak) = process::with_peak_rss(&command, &scratch)?;
             samples.push(clock.elapsed().as_secs_f64() * 1000.0);
-            if !output.status.success() {
-                bail!(
-                    "cairn recall failed: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-            }
-            let answer: Value = serde_json::from_slice(&output.stdout)?;
+            let answer: Value = serde_json::from_slice(&output.stdout)
+                .context("cairn recall --json printed no JSON")?;
             if mode == "hybrid" && !answer["degraded"].is_null() {
                 bail!(
                     "whole-process hybrid recall was degraded: {}",
                     answer["warnings"]
                 );
             }
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            if let Some(kb) = stderr
-                .lines()
-                .find(|l| l.contains("Maximum resident set size"))
-                .and_then(|l| l.rsplit(':').next())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-            {
-                let mb = (kb / 1024.0 * 10.0).round() / 10.0;
-                rss = Some(rss.map_or(mb, |r: f64| r.max(mb)));
-            }
+            rss.extend(peak);
         }
-        Ok((samples, rss))
+        let cpu = machine::children_cpu_ticks()
+            .unwrap_or(0)
+            .saturating_sub(cpu_before);
+        Ok((samples, cpu, rss))
     };
-    let (mut hybrid_process, hybrid_rss) = whole("hybrid", 20)?;
-    let (mut lexical_process, lexical_rss) = whole("lexical", 20)?;
+    let (hybrid_process, hybrid_cpu, hybrid_rss) = whole("hybrid")?;
+    let (lexical_process, lexical_cpu, lexical_rss) = whole("lexical")?;
+    let process_json = |samples: &[f64], cpu_ticks: u64, rss: &[f64]| {
+        json!({
+            "latency": ms_json(samples),
+            "cpu_ms_per_run_mean": round3(cpu_ticks as f64 * 1000.0 / machine::clock_ticks() / samples.len().max(1) as f64),
+            "peak_rss_mb_max": rss.iter().copied().reduce(f64::max).map(round1),
+            "rss_method": "GNU time -f %M per run (the child's ru_maxrss)",
+        })
+    };
 
     // 5. MCP round trips on a warm server with the model.
-    let (mut mcp_recall, mut mcp_after_write) =
-        measure_mcp(&args, &brain, embedder.as_ref(), &queries)?;
+    run.phase("mcp");
+    let (mcp_recall, mcp_after_write) = measure_mcp(&cairn, &brain, model_name, &queries)?;
 
-    let report = json!({
-        "date": chrono::Utc::now().format("%Y-%m-%d").to_string(),
-        "machine": "2 vCPU shared with other builds (see the .md for the load average)",
-        "load_average": std::fs::read_to_string("/proc/loadavg").ok().map(|l| l.trim().to_string()),
+    let parameters = json!({
+        "records": args.records,
+        "queries": args.queries,
+        "ingest_texts": args.ingest_texts,
+        "process_runs": args.process_runs,
+        "seed": format!("{:#x}", args.seed),
+        "now": NOW,
         "model": embedder.model_id(),
-        "model_load_ms": (model_load_ms * 10.0).round() / 10.0,
+        "cairn_binary": cairn.display().to_string(),
+    });
+    let results = json!({
+        "model_load_ms": round1(model_load_ms),
         "ingest": {
             "texts": texts.len(),
-            "model_batch_texts_per_sec": (model_per_sec * 10.0).round() / 10.0,
-            "ingest_records_per_sec": (ingest_per_sec * 10.0).round() / 10.0,
-            "ratio": (ingest_per_sec / model_per_sec * 1000.0).round() / 1000.0,
+            "model_batch_texts_per_sec": round1(model_per_sec),
+            "ingest_records_per_sec": round1(ingest_per_sec),
+            "ratio": round3(ingest_per_sec / model_per_sec),
+            "method": "best of 2 alternated rounds each",
         },
         "brain": {
             "records": args.records,
             "stored_vectors": "a + 0.5 b + 0.25 r, normalized: a, b the model's vectors of two of the step-1 texts, r a random unit vector (seeded)",
-            "import_secs": (import_secs * 10.0).round() / 10.0,
-            "load_vectors_ms": (load_vectors_ms * 10.0).round() / 10.0,
+            "import_secs": round1(import_secs),
+            "load_vectors_ms": round1(load_vectors_ms),
         },
-        "exact_scan_ms": {"p50": percentile(&mut scans.clone(), 0.5), "p95": percentile(&mut scans, 0.95), "k": 250},
+        "exact_scan_k250": ms_json(&scans),
         "ann": {
             "index": "IVF-flat (cairn_core::vector::IvfIndex, default parameters: lists = sqrt(rows)/2, 6 k-means rounds on 40 rows per list, 2 build threads)",
             "queries": query_vectors.len(),
             "results": ann,
         },
-        "engine_index_build_ms": (engine_index_ms * 10.0).round() / 10.0,
+        "engine_index_build_ms": round1(engine_index_ms),
         "engine_uses_index": indexed,
-        "engine_int8_build_ms": (engine_quantize_ms * 10.0).round() / 10.0,
+        "engine_int8_build_ms": round1(engine_quantize_ms),
         "engine_uses_int8": quantized,
         "hybrid_answers_differing_from_exact": differing_answers,
-        "hybrid_exact_in_process_ms": {"p50": percentile(&mut exact_in_process.clone(), 0.5), "p95": percentile(&mut exact_in_process, 0.95)},
-        "hybrid_ivf_in_process_ms": {"p50": percentile(&mut ivf_in_process.clone(), 0.5), "p95": percentile(&mut ivf_in_process, 0.95)},
-        "query_embedding_ms": {"p50": percentile(&mut embed_query.clone(), 0.5), "p95": percentile(&mut embed_query, 0.95)},
-        "hybrid_in_process_ms": {"p50": percentile(&mut in_process.clone(), 0.5), "p95": percentile(&mut in_process, 0.95), "queries": queries.len()},
-        "lexical_in_process_ms": {"p50": percentile(&mut lexical_in_process.clone(), 0.5), "p95": percentile(&mut lexical_in_process, 0.95)},
+        "hybrid_in_process": ms_json(&in_process),
+        "hybrid_exact_in_process": ms_json(&exact_in_process),
+        "hybrid_ivf_in_process": ms_json(&ivf_in_process),
+        "lexical_in_process": ms_json(&lexical_in_process),
+        "query_embedding": ms_json(&embed_query),
         "in_process_peak_rss_mb": in_process_rss,
-        "hybrid_whole_process_ms": {"p50": percentile(&mut hybrid_process.clone(), 0.5), "p95": percentile(&mut hybrid_process, 0.95), "runs": hybrid_process.len(), "peak_rss_mb": hybrid_rss},
-        "mcp_hybrid_recall_round_trip_ms": {"p50": percentile(&mut mcp_recall.clone(), 0.5), "p95": percentile(&mut mcp_recall, 0.95), "runs": mcp_recall.len()},
-        "mcp_hybrid_recall_after_remember_ms": {"p50": percentile(&mut mcp_after_write.clone(), 0.5), "p95": percentile(&mut mcp_after_write, 0.95), "runs": mcp_after_write.len()},
-        "lexical_whole_process_ms": {"p50": percentile(&mut lexical_process.clone(), 0.5), "p95": percentile(&mut lexical_process, 0.95), "runs": lexical_process.len(), "peak_rss_mb": lexical_rss},
+        "hybrid_whole_process": process_json(&hybrid_process, hybrid_cpu, &hybrid_rss),
+        "lexical_whole_process": process_json(&lexical_process, lexical_cpu, &lexical_rss),
+        "mcp_hybrid_recall_round_trip": ms_json(&mcp_recall),
+        "mcp_hybrid_recall_after_remember": ms_json(&mcp_after_write),
     });
-    std::fs::create_dir_all(&args.out_dir)?;
-    let stem = format!("semantic-{}", chrono::Utc::now().format("%Y-%m-%dT%H%MZ"));
-    let json_path = args.out_dir.join(format!("{stem}.json"));
-    std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
-    eprintln!("wrote {}", json_path.display());
+    let body = markdown(&results);
+    run.finish(&args.out, parameters, results, &body)?;
+    work.finish();
     Ok(())
 }
 
-/// A `cairn mcp` child spoken to in raw JSON-RPC lines.
-struct McpClient {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-    next_id: i64,
-}
-
-impl McpClient {
-    fn request(&mut self, method: &str, params: Value) -> Result<Value> {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut line =
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-        line.push('\n');
-        self.stdin.write_all(line.as_bytes())?;
-        self.stdin.flush()?;
-        loop {
-            let mut line = String::new();
-            if self.stdout.read_line(&mut line)? == 0 {
-                bail!("cairn mcp closed its output");
-            }
-            let value: Value = serde_json::from_str(&line)?;
-            if value["id"] == json!(id) {
-                return Ok(value);
-            }
-        }
+fn markdown(r: &Value) -> String {
+    let cell = |v: &Value| {
+        format!(
+            "p50 {}, p95 {} ms",
+            v["p50_ms"]
+                .as_f64()
+                .map_or("?".into(), |x| format!("{x:.1}")),
+            v["p95_ms"]
+                .as_f64()
+                .map_or("?".into(), |x| format!("{x:.1}"))
+        )
+    };
+    let mut s = String::from("| measure | result | target |\n|---|---|---|\n");
+    s.push_str(&format!(
+        "| ingest (import + embedding) vs the model's own batch throughput | {} vs {} texts/s ({:.0} %) | ≥ 80 % |\n",
+        r["ingest"]["ingest_records_per_sec"],
+        r["ingest"]["model_batch_texts_per_sec"],
+        r["ingest"]["ratio"].as_f64().unwrap_or(0.0) * 100.0
+    ));
+    s.push_str(&format!(
+        "| hybrid recall in process, query embedding included (engine defaults) | {} | p95 ≤ 30 ms |\n",
+        cell(&r["hybrid_in_process"])
+    ));
+    s.push_str(&format!(
+        "| same with the plain exact scan | {} | |\n",
+        cell(&r["hybrid_exact_in_process"])
+    ));
+    s.push_str(&format!(
+        "| same with the IVF index | {} | |\n",
+        cell(&r["hybrid_ivf_in_process"])
+    ));
+    s.push_str(&format!(
+        "| lexical recall in process | {} | |\n",
+        cell(&r["lexical_in_process"])
+    ));
+    s.push_str(&format!(
+        "| query embedding alone | {} | |\n",
+        cell(&r["query_embedding"])
+    ));
+    for (label, key, target) in [
+        (
+            "whole-process `cairn recall` (hybrid: model and vectors loaded)",
+            "hybrid_whole_process",
+            "p95 ≤ 250 ms",
+        ),
+        (
+            "whole-process `cairn recall --mode lexical`",
+            "lexical_whole_process",
+            "",
+        ),
+    ] {
+        let v = &r[key];
+        s.push_str(&format!(
+            "| {label} | {}; CPU {} ms/run; peak RSS {} MB | {target} |\n",
+            cell(&v["latency"]),
+            v["cpu_ms_per_run_mean"],
+            v["peak_rss_mb_max"]
+        ));
     }
-
-    fn call(&mut self, tool: &str, arguments: Value) -> Result<Value> {
-        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}))?;
-        if answer["result"]["isError"] != json!(false) {
-            bail!("{tool} failed: {answer}");
-        }
-        Ok(answer["result"]["structuredContent"].clone())
+    s.push_str(&format!(
+        "| MCP `recall` round trip on a warm `cairn mcp` with the model (hybrid) | {} | p95 ≤ 30 ms |\n",
+        cell(&r["mcp_hybrid_recall_round_trip"])
+    ));
+    s.push_str(&format!(
+        "| MCP `recall` right after a `remember` through the same server | {} | |\n",
+        cell(&r["mcp_hybrid_recall_after_remember"])
+    ));
+    s.push_str(&format!(
+        "| exact vector scan, top 250, all rows | {} | |\n",
+        cell(&r["exact_scan_k250"])
+    ));
+    s.push_str(&format!(
+        "\nPeak RSS of the benchmark process {} MB; hybrid answers differing from the exact scan's: {}.\n",
+        r["in_process_peak_rss_mb"], r["hybrid_answers_differing_from_exact"]
+    ));
+    s.push_str("\n## Vector search (top 200) against the exact scan\n\n| data | rows | exact scan | int8 pass (recall@200) | IVF lists | IVF probe: recall@10, p50 |\n|---|---:|---|---|---:|---|\n");
+    for run in r["ann"]["results"].as_array().into_iter().flatten() {
+        let probes: Vec<String> = run["probes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                format!(
+                    "{}{}: {}, {} ms",
+                    p["probe"],
+                    if p["default"] == json!(true) {
+                        " (default)"
+                    } else {
+                        ""
+                    },
+                    p["recall_at_10"],
+                    p["search"]["p50_ms"]
+                )
+            })
+            .collect();
+        s.push_str(&format!(
+            "| {} | {} | p50 {} ms | p50 {} ms ({}) | {} | {} |\n",
+            run["data"].as_str().unwrap_or(""),
+            run["rows"],
+            run["exact_scan"]["p50_ms"],
+            run["int8"]["search"]["p50_ms"],
+            run["int8"]["recall_at_200"],
+            run["lists"],
+            probes.join("; ")
+        ));
     }
+    s
 }
 
 /// Recall round trips on a warm `cairn mcp` (model loaded, vectors read and their int8 copy
 /// built), then recalls each right after a `remember` through the same server.
 fn measure_mcp(
-    args: &Args,
+    cairn: &Path,
     brain: &Path,
-    embedder: &dyn Embedder,
+    model_name: &str,
     queries: &[String],
 ) -> Result<(Vec<f64>, Vec<f64>)> {
-    let mut child = Command::new(&args.cairn)
+    let mut command = Command::new(cairn);
+    command
         .arg("--db")
         .arg(brain)
         .args(["--project", "bench", "mcp"])
         .env("CAIRN_EMBEDDER", "local")
-        .env("CAIRN_MODEL", embedder_name(embedder.model_id()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("start cairn mcp")?;
-    let mut mcp = McpClient {
-        stdin: child.stdin.take().context("stdin")?,
-        stdout: BufReader::new(child.stdout.take().context("stdout")?),
-        child,
-        next_id: 0,
-    };
-    mcp.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
-    )?;
-    let mut line = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    line.push('\n');
-    mcp.stdin.write_all(line.as_bytes())?;
-    mcp.stdin.flush()?;
+        .env("CAIRN_MODEL", model_name)
+        .env_remove("CAIRN_READ_ONLY")
+        .stderr(Stdio::inherit());
+    let mut mcp = McpClient::start(command)?;
     let started = Instant::now();
     loop {
         let answer = mcp.call("recall", json!({"query": queries[0]}))?;
@@ -709,8 +751,7 @@ fn measure_mcp(
         mcp.call("recall", json!({"query": query}))?;
         after_write.push(clock.elapsed().as_secs_f64() * 1000.0);
     }
-    drop(mcp.stdin);
-    let _ = mcp.child.wait();
+    mcp.close()?;
     Ok((round_trips, after_write))
 }
 
@@ -724,9 +765,9 @@ fn embedder_name(model_id: &str) -> &'static str {
 
 /// `a + 0.5·b + 0.25·r`, normalized (see the module docs).
 fn mixed_vector(rng: &mut Rng, pool: &[Vec<f32>], dimension: usize) -> Vec<f32> {
-    let a = &pool[(rng.next() as usize) % pool.len()];
-    let b = &pool[(rng.next() as usize) % pool.len()];
-    let mut noise: Vec<f32> = (0..dimension).map(|_| rng.unit()).collect();
+    let a = &pool[rng.below(pool.len())];
+    let b = &pool[rng.below(pool.len())];
+    let mut noise: Vec<f32> = (0..dimension).map(|_| rng.signed_f32()).collect();
     cairn_embed::l2_normalize(&mut noise);
     let mut vector: Vec<f32> = (0..dimension)
         .map(|d| a[d] + 0.5 * b[d] + 0.25 * noise[d])
@@ -779,7 +820,7 @@ fn measure_ann(matrix: &[f32], dimension: usize, queries: &[Vec<f32>], data: &st
             "default": probe == IvfParams::default().probe,
             "recall_at_10": (r10 / n * 1000.0).round() / 1000.0,
             "recall_at_200": (r200 / n * 1000.0).round() / 1000.0,
-            "search_ms": {"p50": percentile(&mut ms.clone(), 0.5), "p95": percentile(&mut ms, 0.95)},
+            "search": ms_json(&ms),
         }));
     }
     // The int8 first pass with exact re-scoring (the engine's default from 20k vectors).
@@ -798,19 +839,19 @@ fn measure_ann(matrix: &[f32], dimension: usize, queries: &[Vec<f32>], data: &st
     }
     let n = queries.len().max(1) as f64;
     let int8 = json!({
-        "build_ms": (quantized_build_ms * 10.0).round() / 10.0,
+        "build_ms": round1(quantized_build_ms),
         "recall_at_10": (r10 / n * 1000.0).round() / 1000.0,
         "recall_at_200": (r200 / n * 10000.0).round() / 10000.0,
         "identical_answers": same,
-        "search_ms": {"p50": percentile(&mut ms.clone(), 0.5), "p95": percentile(&mut ms, 0.95)},
+        "search": ms_json(&ms),
     });
     json!({
         "data": data,
         "rows": rows,
         "int8": int8,
         "lists": index.list_count(),
-        "build_ms": (build_ms * 10.0).round() / 10.0,
-        "exact_scan_ms": {"p50": percentile(&mut exact_ms.clone(), 0.5), "p95": percentile(&mut exact_ms, 0.95)},
+        "build_ms": round1(build_ms),
+        "exact_scan": ms_json(&exact_ms),
         "probes": probes,
     })
 }

@@ -5,14 +5,17 @@
 //! against the bare `sqlite3` CLI on the same FTS table, alternated; peak RSS of those processes;
 //! a JSON record and a Markdown summary in `bench/results/`.
 
-use crate::corpus::{self, Query, QueryClass};
-use crate::machine;
-use crate::rng::Rng;
-use crate::stats::{Summary, round3};
 use anyhow::{Context as _, Result, bail};
+use cairn_bench::corpus::{self, Query, QueryClass};
+use cairn_bench::machine;
+use cairn_bench::process::{self, timed};
+use cairn_bench::results::Run;
+use cairn_bench::rng::Rng;
+use cairn_bench::stats::{Summary, round3};
+use cairn_bench::work::WorkDir;
 use cairn_core::query::{fts_match_expression, query_terms};
 use cairn_engine::exchange::ImportOptions;
-use cairn_engine::{Context, Engine, Mode, RecallRequest};
+use cairn_engine::{Context, Engine, Mode, RecallRequest, TermCutoff};
 use cairn_store::LexicalQuery;
 use chrono::{DateTime, Utc};
 use clap::Args;
@@ -35,12 +38,8 @@ const TARGET_RECALL_P95_MS: f64 = 20.0;
 const TARGET_PROCESS_RATIO: f64 = 2.0;
 const TARGET_RSS_MB: f64 = 50.0;
 
-/// The engine's recall constants, mirrored to time the store calls recall makes (keep in step
-/// with `cairn-engine/src/recall.rs`).
-const FREQUENT_TERM_FRACTION: f64 = 0.1;
-const FREQUENT_TERM_MIN_RECORDS: usize = 2_000;
-const MAX_QUERY_TERMS: usize = 16;
-const CANDIDATES: usize = 50;
+/// The limit every measured recall asks for.
+const LIMIT: usize = 10;
 
 #[derive(Debug, Args)]
 pub struct CoreArgs {
@@ -84,15 +83,6 @@ pub struct CoreArgs {
     skip_process: bool,
 }
 
-fn workspace_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .nth(2)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| manifest.to_path_buf())
-}
-
 fn now() -> DateTime<Utc> {
     NOW.parse().expect("NOW is RFC 3339")
 }
@@ -112,7 +102,7 @@ fn ms(start: Instant) -> f64 {
 }
 
 fn progress(message: &str) {
-    eprintln!("[cairn-bench] {message}");
+    cairn_bench::results::progress("core", message);
 }
 
 fn file_size(path: &Path) -> u64 {
@@ -127,40 +117,20 @@ pub fn run(args: &CoreArgs) -> Result<()> {
     if args.records == 0 || args.queries == 0 {
         bail!("--records and --queries must be at least 1");
     }
-    let root = workspace_root();
-    let started_at = Utc::now();
-    let load_start = machine::load_json();
-    let mut phase_load = BTreeMap::new();
-    phase_load.insert("start", load_start.clone());
-    let mut temp = None;
-    let work = match &args.work_dir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            dir.clone()
-        }
-        None => {
-            let dir = tempfile::Builder::new()
-                .prefix("cairn-bench-")
-                .tempdir()
-                .context("cannot create a temporary directory")?;
-            let path = dir.path().to_path_buf();
-            temp = Some(dir);
-            path
-        }
-    };
-    let work = std::fs::canonicalize(&work)?;
+    let mut run = Run::start("core");
+    let work_dir = WorkDir::new("core", args.work_dir.as_deref(), args.keep)?;
+    let work = work_dir.path().to_path_buf();
     progress(&format!("working in {}", work.display()));
 
     // The cairn binary is built first so the build does not run beside the measurements.
     let cairn_binary = if args.skip_process {
         None
     } else {
-        Some(locate_cairn(args, &root)?)
+        Some(process::locate_cairn(args.cairn.as_deref())?)
     };
 
     // 1. Corpus.
-    phase_load.insert("generate", machine::load_json());
+    run.phase("generate");
     let mut rng = Rng::new(args.seed);
     let started = Instant::now();
     let vocabulary = corpus::vocabulary(&args.vocab, &mut rng)?;
@@ -183,7 +153,7 @@ pub fn run(args: &CoreArgs) -> Result<()> {
     ));
 
     // 2. Import.
-    phase_load.insert("import", machine::load_json());
+    run.phase("import");
     let brain = work.join("brain.db");
     let import = measure_import(&brain, &corpus_path, &work, args.records)?;
     progress(&format!(
@@ -193,20 +163,20 @@ pub fn run(args: &CoreArgs) -> Result<()> {
     ));
 
     // 3. In-process recall, then the store calls it makes.
-    phase_load.insert("recall_in_process", machine::load_json());
+    run.phase("recall_in_process");
     let in_process = measure_in_process(&brain, &work, warmup, measured)?;
     progress(&format!(
         "in-process recall: p50 {:.2} ms, p95 {:.2} ms",
         in_process["all"]["p50_ms"].as_f64().unwrap_or(f64::NAN),
         in_process["all"]["p95_ms"].as_f64().unwrap_or(f64::NAN)
     ));
-    phase_load.insert("store_breakdown", machine::load_json());
+    run.phase("store_breakdown");
     let breakdown = measure_breakdown(&brain, &work, measured)?;
 
     // 4 and 5. Whole process.
     let process = match &cairn_binary {
         Some(cairn) => {
-            phase_load.insert("whole_process", machine::load_json());
+            run.phase("whole_process");
             let process = measure_processes(args, cairn, &brain, &work, measured)?;
             progress(&format!(
                 "whole process: cairn p50 {:.2} ms vs sqlite3 p50 {:.2} ms",
@@ -219,32 +189,22 @@ pub fn run(args: &CoreArgs) -> Result<()> {
         }
         None => json!({"skipped": true}),
     };
-    let load_end = machine::load_json();
-    phase_load.insert("end", load_end.clone());
 
     // 6. Report.
-    let report = json!({
-        "benchmark": "core",
-        "started_at": started_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        "finished_at": Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "build_profile": if cfg!(debug_assertions) { "debug" } else { "release" },
-        "parameters": {
-            "records": args.records,
-            "queries": args.queries,
-            "warmup": args.warmup,
-            "runs": args.runs,
-            "process_warmup": args.process_warmup,
-            "rss_runs": args.rss_runs,
-            "seed": format!("{:#x}", args.seed),
-            "now": NOW,
-            "project": PROJECT,
-            "limit": 10,
-            "mode": "lexical",
-        },
-        "machine": machine::machine_json(),
-        "load_average": {"start": load_start, "end": load_end, "by_phase": phase_load},
-        "git": machine::git_json(&root),
+    let parameters = json!({
+        "records": args.records,
+        "queries": args.queries,
+        "warmup": args.warmup,
+        "runs": args.runs,
+        "process_warmup": args.process_warmup,
+        "rss_runs": args.rss_runs,
+        "seed": format!("{:#x}", args.seed),
+        "now": NOW,
+        "project": PROJECT,
+        "limit": LIMIT,
+        "mode": "lexical",
+    });
+    let results = json!({
         "vocabulary": {
             "source": vocabulary.source,
             "function_words": vocabulary.head,
@@ -260,31 +220,9 @@ pub fn run(args: &CoreArgs) -> Result<()> {
         "whole_process": process,
         "targets": targets(&import, &in_process, &process),
     });
-    let out_dir = if args.out.is_absolute() {
-        args.out.clone()
-    } else {
-        root.join(&args.out)
-    };
-    std::fs::create_dir_all(&out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let json_path = out_dir.join(format!("core-{}.json", started_at.format("%Y-%m-%dT%H%MZ")));
-    std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")
-        .with_context(|| format!("cannot write {}", json_path.display()))?;
-    let summary = markdown(&report, &json_path, &root);
-    let md_path = out_dir.join("core-latest.md");
-    std::fs::write(&md_path, &summary)
-        .with_context(|| format!("cannot write {}", md_path.display()))?;
-    println!("{summary}");
-    progress(&format!(
-        "wrote {} and {}",
-        json_path.display(),
-        md_path.display()
-    ));
-    match temp {
-        Some(dir) if args.keep => progress(&format!("kept {}", dir.keep().display())),
-        Some(dir) => drop(dir),
-        None => progress(&format!("kept {}", work.display())),
-    }
+    let body = markdown(&parameters, &results);
+    run.finish(&args.out, parameters, results, &body)?;
+    work_dir.finish();
     Ok(())
 }
 
@@ -339,7 +277,7 @@ fn recall_request(text: &str, touch: bool) -> RecallRequest {
     let mut request = RecallRequest::new(text);
     request.touch = touch;
     request.mode = Mode::Lexical;
-    request.limit = 10;
+    request.limit = LIMIT;
     request
 }
 
@@ -415,7 +353,8 @@ fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Va
             as_of: None,
             since: None,
             until: None,
-            limit: CANDIDATES,
+            limit: (LIMIT * RecallRequest::CANDIDATES_PER_RESULT)
+                .max(RecallRequest::MIN_CANDIDATES),
             visible_to: None,
         })
     };
@@ -424,10 +363,21 @@ fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Va
         let started = Instant::now();
         let records = reader.indexed_count()?;
         count_ms.push(ms(started));
-        let cap = ((records as f64) * FREQUENT_TERM_FRACTION) as usize;
+        // The engine's own numbers (`TermCutoff::DEFAULT`, what `cairn recall` uses) and its
+        // selection: count each term up to the cap, drop terms found nowhere, drop terms at
+        // the cap unless among the rarest kept, keep at most `MAX_TERMS`, rarest first.
+        let cutoff = TermCutoff::DEFAULT;
+        let frequent_matter = records >= TermCutoff::MIN_RECORDS && terms.len() > 1;
+        let cap = if frequent_matter {
+            (((records as f64) * cutoff.share) as usize)
+                .max(1)
+                .min(cutoff.most_records.max(1))
+        } else {
+            records.max(1)
+        };
         let mut counted = Vec::new();
         let started = Instant::now();
-        if records >= FREQUENT_TERM_MIN_RECORDS && terms.len() > 1 {
+        if frequent_matter || terms.len() > TermCutoff::MAX_TERMS {
             for term in &terms {
                 let expression =
                     fts_match_expression(std::slice::from_ref(term)).unwrap_or_default();
@@ -441,22 +391,27 @@ fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Va
                 probe_single_ms.entry(kind).or_default().push(ms(one));
                 counted.push((frequency, term.clone()));
             }
-        } else {
-            counted = terms.iter().map(|t| (0, t.clone())).collect();
         }
         probes_ms.push(ms(started));
-        // As recall does: terms found nowhere go (unless none is found), then very frequent
-        // ones (unless it is the rarest).
-        if counted.iter().any(|(f, _)| *f > 0) {
-            counted.retain(|(f, _)| *f > 0);
-        }
-        let rarest = counted.iter().map(|(f, _)| *f).min().unwrap_or(0);
-        let before = counted.len();
-        counted.retain(|(f, _)| *f < cap || *f == rarest);
-        dropped_terms += before - counted.len();
-        counted.sort();
-        counted.truncate(MAX_QUERY_TERMS);
-        let kept: Vec<String> = counted.into_iter().map(|(_, t)| t).collect();
+        let kept: Vec<String> = if counted.is_empty() {
+            terms.clone()
+        } else if counted.iter().all(|(f, _)| *f == 0) {
+            counted.truncate(TermCutoff::MAX_TERMS);
+            counted.into_iter().map(|(_, t)| t).collect()
+        } else {
+            let mut found: Vec<(usize, String)> =
+                counted.into_iter().filter(|(f, _)| *f > 0).collect();
+            found.sort();
+            let floor = found
+                .get(cutoff.keep_rarest.max(1) - 1)
+                .or(found.last())
+                .map_or(0, |(f, _)| *f);
+            let before = found.len();
+            found.retain(|(f, _)| !frequent_matter || *f < cap || *f <= floor);
+            dropped_terms += before - found.len();
+            found.truncate(TermCutoff::MAX_TERMS);
+            found.into_iter().map(|(_, t)| t).collect()
+        };
         let Some(expression) = fts_match_expression(&kept) else {
             continue;
         };
@@ -497,41 +452,6 @@ fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Va
     }))
 }
 
-/// `--cairn`, or the release binary `cargo build` reports.
-fn locate_cairn(args: &CoreArgs, root: &Path) -> Result<PathBuf> {
-    if let Some(path) = &args.cairn {
-        if !path.is_file() {
-            bail!("--cairn {} is not a file", path.display());
-        }
-        return Ok(std::fs::canonicalize(path)?);
-    }
-    progress("building the release cairn binary (cargo build --release -p cairn-cli)…");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "cairn-cli",
-            "--message-format=json-render-diagnostics",
-        ])
-        .current_dir(root)
-        .stderr(Stdio::inherit())
-        .output()
-        .context("cannot run cargo")?;
-    if !output.status.success() {
-        bail!("cargo build --release -p cairn-cli failed");
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == "cairn")
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .context("cargo built cairn-cli but reported no `cairn` executable")
-}
-
 fn cairn_command(cairn: &Path, brain: &Path, work: &Path, text: &str, touch: bool) -> Command {
     let mut command = Command::new(cairn);
     command
@@ -565,27 +485,6 @@ fn sqlite_command(sqlite3: &Path, brain: &Path, work: &Path, text: &str) -> Comm
         .current_dir(work)
         .stdin(Stdio::null());
     command
-}
-
-/// Wall time of one child in ms, its CPU time in ticks, and its output.
-fn timed(mut command: Command) -> Result<(f64, u64, std::process::Output)> {
-    let cpu_before = machine::children_cpu_ticks().unwrap_or(0);
-    let started = Instant::now();
-    let output = command
-        .output()
-        .context("cannot start a measured process")?;
-    let elapsed = ms(started);
-    let cpu = machine::children_cpu_ticks()
-        .unwrap_or(0)
-        .saturating_sub(cpu_before);
-    if !output.status.success() {
-        bail!(
-            "{:?} failed: {}",
-            command,
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok((elapsed, cpu, output))
 }
 
 #[derive(Default)]
@@ -890,42 +789,17 @@ fn thousands(value: u64) -> String {
     out
 }
 
-fn markdown(report: &Value, json_path: &Path, root: &Path) -> String {
+fn markdown(parameters: &Value, results: &Value) -> String {
     let mut s = String::new();
-    let r = report;
+    let r = results;
     let t = &r["targets"];
     let ip = &r["recall_in_process"];
     let wp = &r["whole_process"];
-    let git = &r["git"];
-    let commit = git["commit"].as_str().unwrap_or("unknown");
-    let short = commit.get(..10).unwrap_or(commit);
-    let dirty = match git["modified"].as_array() {
-        Some(files) if !files.is_empty() => format!(
-            " + uncommitted changes to {}",
-            files
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        _ => String::new(),
-    };
-    let load = |v: &Value| {
-        v.as_array()
-            .map(|a| a.iter().map(f).collect::<Vec<_>>().join(" / "))
-            .unwrap_or_else(|| "–".into())
-    };
     let _ = writeln!(
         s,
-        "# cairn core benchmark, {}\n",
-        r["started_at"].as_str().unwrap_or("")
-    );
-    let _ = writeln!(
-        s,
-        "- **Tree:** `{short}`{dirty}\n- **Command:** `{}`\n- **Data:** {} records (seed `{}`, now {}), {:.1} MB JSONL; {} titled; body words mean {:.1} (min {}, max {}). Vocabulary: {}.\n- **Machine:** {}, {} cores; load average (1/5/15 min) {} at the start, {} at the end.\n- **Full record:** `{}`",
-        r["command"].as_str().unwrap_or(""),
-        thousands(r["parameters"]["records"].as_u64().unwrap_or(0)),
-        r["parameters"]["seed"].as_str().unwrap_or(""),
+        "**Data:** {} records (seed `{}`, now {}), {:.1} MB JSONL; {} titled; body words mean {:.1} (min {}, max {}). Vocabulary: {}.",
+        thousands(parameters["records"].as_u64().unwrap_or(0)),
+        parameters["seed"].as_str().unwrap_or(""),
         NOW,
         r["corpus"]["jsonl_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
         format_args!(
@@ -936,11 +810,6 @@ fn markdown(report: &Value, json_path: &Path, root: &Path) -> String {
         r["corpus"]["body_words_min"],
         r["corpus"]["body_words_max"],
         r["vocabulary"]["source"].as_str().unwrap_or(""),
-        r["machine"]["cpu_model"].as_str().unwrap_or("unknown CPU"),
-        r["machine"]["nproc"],
-        load(&r["load_average"]["start"]),
-        load(&r["load_average"]["end"]),
-        json_path.strip_prefix(root).unwrap_or(json_path).display(),
     );
     let _ = writeln!(
         s,

@@ -1,0 +1,9 @@
+//! The benchmark programs, one module per subcommand; what they share is the `cairn_bench`
+//! library.
+
+pub mod agent;
+pub mod core;
+pub mod graph;
+pub mod lifecycle;
+pub mod semantic;
+pub mod wiki;
