@@ -160,7 +160,8 @@ fn needs_escape(c: char) -> bool {
         || (0xD800..=0xDFFF).contains(&code)
 }
 
-fn is_key(key: &str) -> bool {
+/// Whether `key` is one [`write`] can write bare (letters, digits, `_`, `-`, `.`).
+pub fn is_key(key: &str) -> bool {
     !key.is_empty()
         && key
             .chars()
