@@ -8,8 +8,8 @@
 
 use crate::cli::Cli;
 use cairn_core::brief::{self, cap_injection, one_line};
-use cairn_core::hook_payload::HookPayload;
 use cairn_core::capture::{is_trivial_prompt, matched_terms, passes_injection_floor};
+use cairn_core::hook_payload::HookPayload;
 use cairn_core::query;
 use cairn_engine::{BriefRequest, Context, Engine, Mode, RecallRequest, TermCutoff};
 use clap::Args;
@@ -272,11 +272,7 @@ fn handle(
 ) -> Outcome {
     let payload = read_payload()?;
     let cwd = working_dir(&payload);
-    let session = payload
-        .session
-        .as_deref()
-        .unwrap_or("unknown")
-        .to_string();
+    let session = payload.session.as_deref().unwrap_or("unknown").to_string();
     match event {
         HookEvent::SessionStart => {
             let mut engine = open_engine(db, project, &cwd)?;

@@ -77,7 +77,11 @@ pub fn sanitize(data: &[u8]) {
     }
     let again = secrets::redact(&redacted.text);
     assert_eq!(again.text, redacted.text, "redact is not idempotent");
-    assert!(again.kinds.is_empty(), "redacted text matched {:?}", again.kinds);
+    assert!(
+        again.kinds.is_empty(),
+        "redacted text matched {:?}",
+        again.kinds
+    );
 }
 
 thread_local! {
@@ -153,11 +157,10 @@ pub fn query(data: &[u8]) {
             !found.contains(&0),
             "{any_term:?} matches {control:?}, which has none of its words"
         );
-        for index in 0..terms.len() {
+        for (index, term) in terms.iter().enumerate() {
             assert!(
                 found.contains(&(index as i64 + 1)),
-                "{any_term:?} does not match the text {:?} of its own term",
-                terms[index]
+                "{any_term:?} does not match the text {term:?} of its own term"
             );
         }
         let found = matching(&connection, &two_of);
@@ -248,7 +251,9 @@ pub fn hook_payload(data: &[u8]) {
             }
         }
         Err(HookPayloadError::Empty) => assert!(text.trim().is_empty()),
-        Err(HookPayloadError::NotObject) => assert!(as_json.is_some_and(|value| !value.is_object())),
+        Err(HookPayloadError::NotObject) => {
+            assert!(as_json.is_some_and(|value| !value.is_object()))
+        }
         Err(HookPayloadError::NotJson(message)) => {
             assert!(as_json.is_none());
             assert!(!message.is_empty());

@@ -5,11 +5,13 @@
 use crate::{lossy, parts};
 use cairn_core::memory::Memory;
 use cairn_core::record::MemoryType;
-use cairn_engine::importers::{Candidate, Parsed, SourceKind, claude_md, markdown, mcp_memory, mem0};
+use cairn_engine::importers::{
+    Candidate, Parsed, SourceKind, claude_md, markdown, mcp_memory, mem0,
+};
 use cairn_engine::remember::prepare;
+use cairn_engine::wiki::apply_edits;
 use cairn_engine::wiki::frontmatter::{self, Value};
 use cairn_engine::wiki::page::{self, HistoryEntry};
-use cairn_engine::wiki::apply_edits;
 use cairn_engine::{RememberRequest, Review};
 use cairn_store::HistoryRow;
 use chrono::{DateTime, TimeZone, Utc};
@@ -65,7 +67,10 @@ pub fn frontmatter(data: &[u8]) {
         ("body".to_string(), Value::Str(lossy(second))),
         ("tags".to_string(), Value::List(items)),
         ("id".to_string(), Value::Int(data.len() as i64 - 7)),
-        ("pinned".to_string(), Value::Bool(data.len() % 2 == 0)),
+        (
+            "pinned".to_string(),
+            Value::Bool(data.len().is_multiple_of(2)),
+        ),
         ("gone".to_string(), Value::Null),
     ]);
 }
@@ -145,7 +150,10 @@ pub fn wiki_page(data: &[u8]) {
             body: earlier.clone().filter(|body| *body != memory.body),
         })
         .collect();
-    assert_eq!(parsed.history, expected_history, "the history read back differs");
+    assert_eq!(
+        parsed.history, expected_history,
+        "the history read back differs"
+    );
     match apply_edits(&parsed, &memory, now()) {
         Ok(None) => {}
         Ok(Some(changed)) => panic!(
@@ -208,7 +216,11 @@ pub fn importers(data: &[u8]) {
         3 => mem0::parse(&text, "mem0.json").expect("parsed once"),
         _ => parsed.clone(),
     };
-    assert_eq!(summary(&parsed), summary(&again), "a parser is not deterministic");
+    assert_eq!(
+        summary(&parsed),
+        summary(&again),
+        "a parser is not deterministic"
+    );
     let mut seen = BTreeSet::new();
     for candidate in &parsed.candidates {
         assert!(
