@@ -22,34 +22,43 @@ fn inputs(kind: &str, target: &str) -> Vec<PathBuf> {
     files
 }
 
-fn replay(target: &str, kind: &str) -> usize {
-    let run = cairn_fuzz::target(target).expect("a known target");
-    let files = inputs(kind, target);
-    for file in &files {
-        let data = std::fs::read(file).expect("a readable input");
-        let outcome = std::panic::catch_unwind(|| run(&data));
-        assert!(
-            outcome.is_ok(),
-            "{target}: {} breaks an invariant (the panic above says which)",
-            file.display()
-        );
+/// Replays every input of `fuzz/<kind>/<target>/` for every target: how many there were per
+/// target, and the inputs that broke an invariant (their panics are printed above).
+fn replay_all(kind: &str) -> (Vec<(&'static str, usize)>, Vec<String>) {
+    let mut counts = Vec::new();
+    let mut broken = Vec::new();
+    for (target, run) in cairn_fuzz::TARGETS {
+        let files = inputs(kind, target);
+        for file in &files {
+            let data = std::fs::read(file).expect("a readable input");
+            if std::panic::catch_unwind(|| run(&data)).is_err() {
+                broken.push(format!("{target}: {}", file.display()));
+            }
+        }
+        counts.push((*target, files.len()));
     }
-    files.len()
+    (counts, broken)
 }
 
 #[test]
 fn every_target_has_a_seed_corpus_and_every_seed_holds() {
-    for (target, _) in cairn_fuzz::TARGETS {
-        let seeds = replay(target, "corpus");
+    let (counts, broken) = replay_all("corpus");
+    assert!(
+        broken.is_empty(),
+        "seeds that break an invariant: {broken:#?}"
+    );
+    for (target, seeds) in counts {
         assert!(seeds > 0, "{target} has no seed in fuzz/corpus/{target}/");
     }
 }
 
 #[test]
 fn every_past_finding_holds() {
-    for (target, _) in cairn_fuzz::TARGETS {
-        replay(target, "regressions");
-    }
+    let (_, broken) = replay_all("regressions");
+    assert!(
+        broken.is_empty(),
+        "past findings that break again: {broken:#?}"
+    );
 }
 
 #[test]
