@@ -1,8 +1,8 @@
 //! The hook payload reader, the pure part of `cairn hook`: the JSON a client writes on the
 //! hook's stdin, reduced to the fields the hooks use. Every client names them its own way
 //! (research/agent-integration.md B.1; the Gemini CLI and Cursor docs for theirs), so each field
-//! is the first of its spellings that holds a string, and absent when that string is blank; anything else in the payload is
-//! ignored. What the hooks do with the fields is `cairn-cli/src/hook.rs`.
+//! is the first of its spellings that holds a string (absent when that string is blank); anything
+//! else in the payload is ignored. What the hooks do with the fields is `cairn-cli/src/hook.rs`.
 
 /// The fields of a hook payload that the hooks read. A field is `None` when the payload has
 /// none of its spellings as a string, or the first one it has is blank.

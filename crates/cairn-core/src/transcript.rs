@@ -60,7 +60,8 @@ fn clip(text: &str, max: usize) -> String {
 
 /// Removes every `<cairn-context …>…</cairn-context>` block (an unterminated one to the end).
 /// No opening tag is left in the result, including one that removing a block would form from the
-/// text on its two sides (`<cairn-` + block + `context>`: fuzz/regressions/transcript/). Linear in the text.
+/// text on its two sides (`<cairn-` + block + `context>`: fuzz/regressions/transcript/). Linear
+/// in the text.
 pub fn strip_injected(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

@@ -127,8 +127,8 @@ pub fn parse_instructions(text: &str, key: &str, label: &str, kind: SourceKind) 
         let heading = path.join(" > ");
         let title = stack.last().map(|(_, h)| h.clone());
         // A repeated heading gets `-2`, `-3`, …; the suffix may be taken by a heading of its
-        // own (`# A`, `# A`, `# A 2`: fuzz/regressions/importers/), so count on until the id is free: two
-        // sections never share a record.
+        // own (`# A`, `# A`, `# A 2`: fuzz/regressions/importers/), so count on until the id
+        // is free: two sections never share a record.
         let base = format!("{}:{key}#{}", kind.as_str(), id_part(&heading));
         let mut external = base.clone();
         let mut count = 1;
