@@ -73,7 +73,7 @@ run_one() {
     local tmp="${TMPDIR:-/tmp}"
     [ -d /dev/shm ] && [ -w /dev/shm ] && tmp=/dev/shm
     if TMPDIR="$tmp" cargo fuzz run "${flags[@]}" "$target" "fuzz/work/$target" "fuzz/corpus/$target" -- \
-        -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=16384 \
+        -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -max_len=16384 \
         -print_final_stats=1 >"fuzz/logs/$target.log" 2>&1; then
         echo ok > "fuzz/logs/$target.status"
     else
