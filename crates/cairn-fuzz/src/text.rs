@@ -89,7 +89,10 @@ thread_local! {
     static FTS: RefCell<Connection> = RefCell::new({
         let connection = Connection::open_in_memory().expect("in-memory SQLite");
         connection
-            .execute_batch("CREATE VIRTUAL TABLE t USING fts5(body, tokenize = 'porter unicode61');")
+            .execute_batch(
+                "CREATE VIRTUAL TABLE t USING fts5(body, tokenize = 'porter unicode61');
+                 CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance');",
+            )
             .expect("an FTS5 table");
         connection
     });
@@ -114,7 +117,7 @@ fn matching(connection: &Connection, expression: &str) -> BTreeSet<i64> {
 
 /// Query escaping: whatever is typed, the terms are non-empty single words, and the match
 /// expressions are valid FTS5 syntax (run on a real FTS5 table) that match each term's own text
-/// and not a text with none of the words.
+/// (when FTS5 indexes a token of it) and not a text with none of the words.
 pub fn query(data: &[u8]) {
     let input = lossy(data);
     let terms = query_terms(&input);
@@ -152,20 +155,33 @@ pub fn query(data: &[u8]) {
                 )
                 .expect("a term row");
         }
+        // Rows FTS5 indexed a token of: a term of combining marks only (U+065C) or of symbols
+        // Rust calls alphabetic (circled letters) is a word to `word_tokens` but no token to
+        // unicode61, so it can match nothing (fuzz/regressions/query/; harmless, never a wrong
+        // match, docs/fuzzing.md).
+        let indexed: BTreeSet<i64> = connection
+            .prepare_cached("SELECT DISTINCT doc FROM v")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| row.get::<_, i64>(0))?
+                    .collect::<Result<BTreeSet<i64>, _>>()
+            })
+            .expect("the FTS5 vocabulary");
         let found = matching(&connection, &any_term);
         assert!(
             !found.contains(&0),
             "{any_term:?} matches {control:?}, which has none of its words"
         );
         for (index, term) in terms.iter().enumerate() {
+            let row = index as i64 + 1;
             assert!(
-                found.contains(&(index as i64 + 1)),
+                found.contains(&row) || !indexed.contains(&row),
                 "{any_term:?} does not match the text {term:?} of its own term"
             );
         }
         let found = matching(&connection, &two_of);
         assert!(!found.contains(&0), "{two_of:?} matches the control row");
-        if paired.len() >= 2 {
+        if paired.len() >= 2 && indexed.contains(&1) && indexed.contains(&2) {
             connection
                 .execute(
                     "INSERT INTO t(rowid, body) VALUES (-1, ?1)",
