@@ -132,10 +132,12 @@ pub fn query(data: &[u8]) {
         assert!(terms.is_empty(), "terms {terms:?} gave no expression");
         return;
     };
+    // A control shares no 4-letter start with a term: the porter stemmer may cut a term down
+    // to a control (`qzxvbns` → `qzxvbn`, fuzz/regressions/query/).
     let control = CONTROLS
         .iter()
-        .find(|control| !terms.iter().any(|term| term == *control))
-        .expect("three controls cannot all be terms");
+        .find(|control| !terms.iter().any(|term| term.starts_with(&control[..4])))
+        .copied();
     // The engine pairs at most six rare terms; eight keeps the expression small.
     let paired: Vec<String> = terms.iter().take(8).cloned().collect();
     let two_of = fts_at_least_two(&paired).expect("non-empty terms give an expression");
@@ -144,9 +146,11 @@ pub fn query(data: &[u8]) {
         connection
             .execute("DELETE FROM t", [])
             .expect("clear the table");
-        connection
-            .execute("INSERT INTO t(rowid, body) VALUES (0, ?1)", [control])
-            .expect("the control row");
+        if let Some(control) = control {
+            connection
+                .execute("INSERT INTO t(rowid, body) VALUES (0, ?1)", [control])
+                .expect("the control row");
+        }
         for (index, term) in terms.iter().enumerate() {
             connection
                 .execute(

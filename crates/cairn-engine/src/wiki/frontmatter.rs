@@ -331,8 +331,11 @@ fn find_key_colon(line: &str) -> Option<usize> {
 }
 
 fn unquote_key(key: &str) -> Option<String> {
-    let inner = if (key.starts_with('"') && key.ends_with('"'))
-        || (key.starts_with('\'') && key.ends_with('\''))
+    // A lone quote is no quoted key: `\r':` reached here as `'` and the slice below panicked
+    // (fuzz/regressions/frontmatter/).
+    let inner = if key.len() >= 2
+        && ((key.starts_with('"') && key.ends_with('"'))
+            || (key.starts_with('\'') && key.ends_with('\'')))
     {
         &key[1..key.len().saturating_sub(1)]
     } else {
@@ -589,6 +592,8 @@ mod tests {
         check("a: \"x\" trailing\n", 1, "after the closing quote");
         check("a: [1, 2\n", 1, "not closed");
         check("\r--: x\n", 1, "plain word");
+        check("\r':\n", 1, "plain word");
+        check("\r\":\n", 1, "plain word");
         assert!(!is_key("--"));
         assert!(split("---\ntitle: x\nno close").is_err());
         assert_eq!(split("no frontmatter\n---\n").unwrap(), None);
