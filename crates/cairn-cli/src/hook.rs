@@ -9,10 +9,11 @@
 use crate::settings::Settings;
 use cairn_core::brief::{self, cap_injection, one_line};
 use cairn_core::capture::{is_trivial_prompt, matched_terms, passes_injection_floor};
+use cairn_core::hook_payload::HookPayload;
 use cairn_core::query;
 use cairn_engine::{BriefRequest, Engine, Mode, RecallRequest, TermCutoff};
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -222,43 +223,22 @@ fn log_error(path: &Path, label: &str, message: &str) {
     }
 }
 
-fn read_payload() -> Result<Value, String> {
+fn read_payload() -> Result<HookPayload, String> {
     let mut raw = Vec::new();
     std::io::stdin()
         .take(MAX_STDIN)
         .read_to_end(&mut raw)
         .map_err(|e| format!("cannot read the hook JSON from stdin: {e}"))?;
-    let text = String::from_utf8_lossy(&raw);
-    if text.trim().is_empty() {
-        return Err("no hook JSON on stdin".into());
-    }
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| format!("the hook JSON does not parse: {e}"))?;
-    if !value.is_object() {
-        return Err("the hook JSON is not an object".into());
-    }
-    Ok(value)
+    HookPayload::parse(&raw).map_err(|e| e.to_string())
 }
 
-fn field<'a>(payload: &'a Value, names: &[&str]) -> Option<&'a str> {
-    names
-        .iter()
-        .find_map(|name| payload.get(*name).and_then(Value::as_str))
-        .filter(|s| !s.trim().is_empty())
-}
-
-/// The directory the agent works in: `cwd` (Claude Code, Gemini), else the first workspace
-/// root (Cursor), else our own working directory.
-fn working_dir(payload: &Value) -> PathBuf {
-    let from_payload = field(payload, &["cwd"]).map(PathBuf::from).or_else(|| {
-        payload
-            .get("workspace_roots")
-            .and_then(Value::as_array)
-            .and_then(|roots| roots.first())
-            .and_then(Value::as_str)
-            .map(PathBuf::from)
-    });
-    from_payload
+/// The directory the agent works in: the payload's (`HookPayload::cwd`) when it is one, else
+/// our own working directory.
+fn working_dir(payload: &HookPayload) -> PathBuf {
+    payload
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
         .filter(|dir| dir.is_dir())
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."))
@@ -273,9 +253,7 @@ fn open_engine(settings: &Settings, cwd: &Path) -> Result<Engine, String> {
 fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<usize>) -> Outcome {
     let payload = read_payload()?;
     let cwd = working_dir(&payload);
-    let session = field(&payload, &["session_id", "conversation_id", "sessionId"])
-        .unwrap_or("unknown")
-        .to_string();
+    let session = payload.session.as_deref().unwrap_or("unknown").to_string();
     match event {
         HookEvent::SessionStart => {
             let mut engine = open_engine(settings, &cwd)?;
@@ -289,13 +267,13 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                 // bookkeeping only: a failure here must not cost the agent its brief
                 let _ = engine.note_event(
                     "session_start",
-                    json!({"session": session, "source": field(&payload, &["source", "trigger"]), "client": client_name(client)}),
+                    json!({"session": session, "source": payload.source, "client": client_name(client)}),
                 );
             }
             Ok(Some(inject(event, client, &brief.assembled.text)))
         }
         HookEvent::UserPromptSubmit => {
-            let Some(prompt) = field(&payload, &["prompt"]) else {
+            let Some(prompt) = payload.prompt.as_deref() else {
                 return Ok(None);
             };
             if is_trivial_prompt(prompt) || client == Client::Cursor {
@@ -310,11 +288,11 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
             let mut engine = open_engine(settings, &cwd)?;
             // A client that hands the turn over directly (Gemini AfterAgent, Cursor
             // afterAgentResponse) is captured from the payload; Claude Code from its transcript.
-            let response = field(&payload, &["prompt_response", "text"]);
+            let response = payload.response.as_deref();
             let report = if let Some(response) = response {
-                let prompt = field(&payload, &["prompt"]).unwrap_or("");
+                let prompt = payload.prompt.as_deref().unwrap_or("");
                 engine.capture_turn(&session, prompt, response)
-            } else if let Some(path) = field(&payload, &["transcript_path"]) {
+            } else if let Some(path) = payload.transcript_path.as_deref() {
                 capture_with_backlog(
                     &mut engine,
                     &session,
@@ -334,7 +312,7 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                 // The session's last chance: a backlog its Stops did not finish is taken now,
                 // within this hook's shorter deadline; what is still left is recorded.
                 let mut uncaptured = None;
-                if let Some(path) = field(&payload, &["transcript_path"])
+                if let Some(path) = payload.transcript_path.as_deref()
                     && client == Client::ClaudeCode
                     && Path::new(path).exists()
                 {
@@ -349,7 +327,7 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                         uncaptured = Some(size.saturating_sub(report.offset_after));
                     }
                 }
-                let mut detail = json!({"session": session, "reason": field(&payload, &["reason"]), "client": client_name(client)});
+                let mut detail = json!({"session": session, "reason": payload.reason, "client": client_name(client)});
                 if let Some(bytes) = uncaptured {
                     detail["uncaptured_bytes"] = bytes.into();
                 }

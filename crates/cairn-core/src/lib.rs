@@ -8,6 +8,7 @@ pub mod brief;
 pub mod capture;
 pub mod delta;
 pub mod graph;
+pub mod hook_payload;
 pub mod lifecycle;
 pub mod memory;
 pub mod minhash;

@@ -138,8 +138,9 @@ const TEXT_PRESENTATION: char = '\u{FE0E}';
 const EMOJI_PRESENTATION: char = '\u{FE0F}';
 const ZERO_WIDTH_JOINER: char = '\u{200D}';
 
-/// True for characters [`sanitize`] removes wherever they appear.
-fn is_always_stripped(character: char) -> bool {
+/// True for characters [`sanitize`] removes wherever they appear (public so the fuzz targets
+/// can check that none is ever left in sanitized text).
+pub fn is_always_stripped(character: char) -> bool {
     if character.is_control() {
         return character != '\n' && character != '\t';
     }

@@ -59,20 +59,45 @@ fn clip(text: &str, max: usize) -> String {
 }
 
 /// Removes every `<cairn-context …>…</cairn-context>` block (an unterminated one to the end).
+/// No opening tag is left in the result, including one that removing a block would form from the
+/// text on its two sides (`<cairn-` + block + `context>`: fuzz/regressions/transcript/). Linear
+/// in the text.
 pub fn strip_injected(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find(CONTEXT_OPEN) {
         out.push_str(&rest[..start]);
-        match rest[start..].find(CONTEXT_CLOSE) {
-            Some(end) => rest = &rest[start + end + CONTEXT_CLOSE.len()..],
-            None => {
-                rest = "";
+        // Where the block's tag ends in `rest`, then where the block does.
+        let mut tag_end = start + CONTEXT_OPEN.len();
+        loop {
+            rest = match rest[tag_end..].find(CONTEXT_CLOSE) {
+                Some(end) => &rest[tag_end + end + CONTEXT_CLOSE.len()..],
+                None => "",
+            };
+            // The end of what is kept and the start of what follows may now spell an opening
+            // tag: its head is taken back out of `out`, its tail is skipped in `rest`.
+            match tag_across(&out, rest) {
+                Some((head_start, tail_len)) => {
+                    out.truncate(head_start);
+                    tag_end = tail_len;
+                }
+                None => break,
             }
         }
     }
     out.push_str(rest);
     out
+}
+
+/// An opening tag that starts in the last bytes of `kept` and ends in `next`: where it starts in
+/// `kept` and how many bytes of `next` it takes.
+fn tag_across(kept: &str, next: &str) -> Option<(usize, usize)> {
+    (1..CONTEXT_OPEN.len()).rev().find_map(|head_len| {
+        let head_start = kept.len().checked_sub(head_len)?;
+        let (head, tail) = CONTEXT_OPEN.split_at(head_len);
+        (kept.is_char_boundary(head_start) && kept[head_start..] == *head && next.starts_with(tail))
+            .then_some((head_start, tail.len()))
+    })
 }
 
 fn text_of(content: &Value) -> String {
@@ -334,6 +359,17 @@ mod tests {
         let plan = plan_capture(&later);
         assert_eq!(plan.turns[0].user, "two");
         assert_eq!(plan.consumed, later.len() as u64);
+    }
+
+    #[test]
+    fn a_tag_formed_by_removing_a_block_is_removed_too() {
+        let block = format!("{CONTEXT_OPEN}>x{CONTEXT_CLOSE}");
+        let once = format!("a <cairn-{block}context>y{CONTEXT_CLOSE} b");
+        assert_eq!(strip_injected(&once), "a  b");
+        let twice = format!("<cairn-<cairn-{block}context>{CONTEXT_CLOSE}context>z");
+        assert_eq!(strip_injected(&twice), "");
+        let not_a_tag = format!("<cairn-{block}conte xt");
+        assert_eq!(strip_injected(&not_a_tag), "<cairn-conte xt");
     }
 
     #[test]

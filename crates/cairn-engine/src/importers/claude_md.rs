@@ -14,7 +14,7 @@ use super::{Candidate, Parsed, SourceKind, id_part, read_source, unreadable, wal
 use crate::Result;
 use crate::wiki::frontmatter;
 use cairn_core::record::MemoryType;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::Path;
 
 /// The type a section's heading suggests.
@@ -116,7 +116,7 @@ pub fn parse_instructions(text: &str, key: &str, label: &str, kind: SourceKind) 
     let mut stack: Vec<(usize, String)> = Vec::new();
     let mut lines: Vec<&str> = Vec::new();
     let mut in_fence = false;
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut taken: HashSet<String> = HashSet::new();
     let mut flush = |stack: &[(usize, String)], lines: &mut Vec<&str>, parsed: &mut Parsed| {
         let body = lines.join("\n").trim().to_string();
         lines.clear();
@@ -126,11 +126,15 @@ pub fn parse_instructions(text: &str, key: &str, label: &str, kind: SourceKind) 
         let path: Vec<&str> = stack.iter().map(|(_, h)| h.as_str()).collect();
         let heading = path.join(" > ");
         let title = stack.last().map(|(_, h)| h.clone());
-        let mut external = format!("{}:{key}#{}", kind.as_str(), id_part(&heading));
-        let count = seen.entry(external.clone()).or_insert(0);
-        *count += 1;
-        if *count > 1 {
-            external = format!("{external}-{count}");
+        // A repeated heading gets `-2`, `-3`, …; the suffix may be taken by a heading of its
+        // own (`# A`, `# A`, `# A 2`: fuzz/regressions/importers/), so count on until the id
+        // is free: two sections never share a record.
+        let base = format!("{}:{key}#{}", kind.as_str(), id_part(&heading));
+        let mut external = base.clone();
+        let mut count = 1;
+        while !taken.insert(external.clone()) {
+            count += 1;
+            external = format!("{base}-{count}");
         }
         parsed.candidates.push(Candidate {
             origin: if heading.is_empty() {
@@ -227,6 +231,13 @@ pub fn parse_memory_file(text: &str, key: &str, label: &str) -> Option<Parsed> {
     } else {
         body.to_string()
     };
+    if body.trim().is_empty() {
+        // A name and nothing else (fuzz/regressions/importers/): no record to make.
+        parsed.unmapped.push(format!(
+            "{label}: a memory file with no text and no description; skipped"
+        ));
+        return Some(parsed);
+    }
     let mut tags = vec![SourceKind::ClaudeMd.as_str().to_string()];
     if let Some(kind) = kind {
         tags.push(format!("memory-{}", id_part(&kind)));
@@ -333,5 +344,32 @@ mod tests {
             "claude-md:k#project-code-style-never"
         );
         assert!(parsed.unmapped[0].contains("@docs/more.md"));
+    }
+
+    #[test]
+    fn a_heading_that_spells_a_suffix_does_not_share_its_id() {
+        let text = "# A\n\none\n\n# A\n\ntwo\n\n# A 2\n\nthree\n";
+        let parsed = parse_instructions(text, "k", "CLAUDE.md", SourceKind::ClaudeMd);
+        let ids: Vec<&str> = parsed
+            .candidates
+            .iter()
+            .map(|c| c.external_id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            ["claude-md:k#a", "claude-md:k#a-2", "claude-md:k#a-2-2"]
+        );
+    }
+
+    #[test]
+    fn a_memory_file_with_a_name_only_is_skipped_with_a_note() {
+        let parsed = parse_memory_file("---\nname: n\ndescription: \"\"\n---\n", "k", "m.md")
+            .expect("a memory file");
+        assert!(parsed.candidates.is_empty());
+        assert!(
+            parsed.unmapped[0].contains("no text"),
+            "{:?}",
+            parsed.unmapped
+        );
     }
 }

@@ -49,78 +49,15 @@ pub fn read(dir: &Path) -> Result<Parsed> {
                 continue;
             }
         };
-        let page = match page::parse(text.as_bytes()) {
-            Ok(page) => page,
-            Err(error) => {
-                parsed
-                    .unmapped
-                    .push(format!("{relative}: {error}; skipped"));
-                continue;
-            }
-        };
-        let fm = &page.frontmatter;
-        for (key, _) in &fm.entries {
-            if !MAPPED.contains(&key.as_str()) {
-                *other_keys.entry(key.clone()).or_default() += 1;
-            }
-        }
-        let stem = relative
-            .rsplit('/')
-            .next()
-            .unwrap_or(&relative)
-            .trim_end_matches(".md")
-            .replace(['-', '_'], " ");
-        let title = fm
-            .text("title")
-            .or_else(|| page.heading.clone())
-            .unwrap_or(stem);
-        let mut body = page.body.clone();
-        if fm.text("title").is_some()
-            && let Some(heading) = &page.heading
-            && heading != &title
-        {
-            body = format!("# {heading}\n\n{body}").trim().to_string();
-        }
-        if body.is_empty() {
-            parsed
-                .unmapped
-                .push(format!("{relative}: no text under the title; skipped"));
-            continue;
-        }
-        let mut tags: Vec<String> = fm.list("tags");
-        tags.extend(fm.list("tag"));
-        let mut tags: Vec<String> = tags.iter().map(|t| id_part(t)).collect();
-        let memory_type = match fm.text("type") {
-            Some(t) => match t.parse::<MemoryType>() {
-                Ok(memory_type) => memory_type,
-                Err(_) => {
-                    tags.push(id_part(&t));
-                    MemoryType::Note
+        match parse_file(&relative, &text, anchor) {
+            Ok((candidate, unmapped_keys)) => {
+                for key in unmapped_keys {
+                    *other_keys.entry(key).or_default() += 1;
                 }
-            },
-            None => MemoryType::Note,
-        };
-        tags.push("markdown".into());
-        let created_at = fm
-            .text("created")
-            .or_else(|| fm.text("date"))
-            .and_then(|at| parse_time(&at, anchor).ok())
-            .map(format_ts);
-        let external_id = match fm.text("permalink") {
-            Some(permalink) => format!("markdown:permalink:{permalink}"),
-            None => format!("markdown:{relative}"),
-        };
-        parsed.candidates.push(Candidate {
-            origin: relative.clone(),
-            external_id,
-            memory_type,
-            title: Some(title),
-            body,
-            summary: fm.text("summary").or_else(|| fm.text("description")),
-            tags,
-            source: Some(relative),
-            created_at,
-        });
+                parsed.candidates.push(candidate);
+            }
+            Err(why) => parsed.unmapped.push(format!("{relative}: {why}; skipped")),
+        }
     }
     for (key, count) in other_keys {
         parsed.unmapped.push(format!(
@@ -128,4 +65,78 @@ pub fn read(dir: &Path) -> Result<Parsed> {
         ));
     }
     Ok(parsed)
+}
+
+/// One Markdown file (`relative` is its path under the folder, `/`-separated) as a candidate,
+/// with the frontmatter keys it had that are not mapped; `Err` says why the file is skipped.
+/// `anchor` is the time relative dates in `created`/`date` are read against.
+pub fn parse_file(
+    relative: &str,
+    text: &str,
+    anchor: chrono::DateTime<chrono::Utc>,
+) -> std::result::Result<(Candidate, Vec<String>), String> {
+    let page = page::parse(text.as_bytes()).map_err(|error| error.to_string())?;
+    let fm = &page.frontmatter;
+    let unmapped_keys: Vec<String> = fm
+        .entries
+        .iter()
+        .map(|(key, _)| key)
+        .filter(|key| !MAPPED.contains(&key.as_str()))
+        .cloned()
+        .collect();
+    let stem = relative
+        .rsplit('/')
+        .next()
+        .unwrap_or(relative)
+        .trim_end_matches(".md")
+        .replace(['-', '_'], " ");
+    let title = fm
+        .text("title")
+        .or_else(|| page.heading.clone())
+        .unwrap_or(stem);
+    let mut body = page.body.clone();
+    if fm.text("title").is_some()
+        && let Some(heading) = &page.heading
+        && heading != &title
+    {
+        body = format!("# {heading}\n\n{body}").trim().to_string();
+    }
+    if body.is_empty() {
+        return Err("no text under the title".into());
+    }
+    let mut tags: Vec<String> = fm.list("tags");
+    tags.extend(fm.list("tag"));
+    let mut tags: Vec<String> = tags.iter().map(|t| id_part(t)).collect();
+    let memory_type = match fm.text("type") {
+        Some(t) => match t.parse::<MemoryType>() {
+            Ok(memory_type) => memory_type,
+            Err(_) => {
+                tags.push(id_part(&t));
+                MemoryType::Note
+            }
+        },
+        None => MemoryType::Note,
+    };
+    tags.push("markdown".into());
+    let created_at = fm
+        .text("created")
+        .or_else(|| fm.text("date"))
+        .and_then(|at| parse_time(&at, anchor).ok())
+        .map(format_ts);
+    let external_id = match fm.text("permalink") {
+        Some(permalink) => format!("markdown:permalink:{permalink}"),
+        None => format!("markdown:{relative}"),
+    };
+    let candidate = Candidate {
+        origin: relative.to_string(),
+        external_id,
+        memory_type,
+        title: Some(title),
+        body,
+        summary: fm.text("summary").or_else(|| fm.text("description")),
+        tags,
+        source: Some(relative.to_string()),
+        created_at,
+    };
+    Ok((candidate, unmapped_keys))
 }

@@ -116,7 +116,7 @@ fn field(parsed: &ParsedPage, key: &str) -> Option<Option<String>> {
 
 /// The record with the page's editable fields applied (cleaned by the write path's first
 /// steps); `None` when the page says nothing the record does not already say.
-pub(super) fn apply_edits(
+pub fn apply_edits(
     parsed: &ParsedPage,
     existing: &Memory,
     now: DateTime<Utc>,

@@ -24,7 +24,9 @@ pub mod page;
 pub mod paths;
 
 pub use export::{WikiExportOptions, WikiExportReport};
-pub use import::{PageOutcome, PageStatus, WikiImportOptions, WikiImportReport, WikiImportSummary};
+pub use import::{
+    PageOutcome, PageStatus, WikiImportOptions, WikiImportReport, WikiImportSummary, apply_edits,
+};
 
 use serde::Serialize;
 
