@@ -333,6 +333,7 @@ pub(crate) fn open(args: &Cli, actor: &str) -> Result<Engine> {
     context.actor = actor.to_string();
     context.read_only =
         std::env::var("CAIRN_READ_ONLY").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+    context.now = cairn_engine::test_clock_from_env()?;
     let path = args
         .db
         .clone()
@@ -474,15 +475,22 @@ pub fn run(args: Cli) -> Result<ExitCode> {
                 review_at: update.review.clone(),
                 expires_at: update.expires.clone(),
             };
-            let (memory, redacted) = engine.update(update.id, &request)?;
+            let cairn_engine::Updated {
+                memory,
+                redacted,
+                warnings,
+            } = engine.update_with_warnings(update.id, &request)?;
             if args.json {
                 print_json(
-                    &serde_json::json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory}),
+                    &serde_json::json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory, "warnings": warnings}),
                 );
             } else {
                 outln!("updated #{}", memory.id);
                 if !redacted.is_empty() {
                     outln!("  redacted secrets: {}", redacted.join(", "));
+                }
+                for warning in &warnings {
+                    outln!("  note: {warning}");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -1168,7 +1176,11 @@ fn run_doctor(args: &Cli, repair: bool) -> Result<ExitCode> {
         for check in &report.checks {
             outln!(
                 "  {} {:<22} {}",
-                if check.ok { "ok " } else { "BAD" },
+                match (check.ok, check.warning) {
+                    (false, _) => "BAD ",
+                    (true, true) => "warn",
+                    (true, false) => "ok  ",
+                },
                 check.name,
                 check.detail
             );
