@@ -136,7 +136,11 @@ impl LockHolder {
         std::io::BufReader::new(child.stdout.as_mut().expect("piped stdout"))
             .read_line(&mut line)
             .expect("sqlite3 answers");
-        assert_eq!(line.trim(), "locked", "the lock holder did not get the lock");
+        assert_eq!(
+            line.trim(),
+            "locked",
+            "the lock holder did not get the lock"
+        );
         LockHolder { child }
     }
 

@@ -83,7 +83,13 @@ fn check_fixture(version: u32) {
     std::fs::copy(&fixture, &brain.db).expect("fixture present");
     let recall = |query: &str| {
         brain.json(
-            &["--project", "fixture-project", "recall", query, "--no-touch"],
+            &[
+                "--project",
+                "fixture-project",
+                "recall",
+                query,
+                "--no-touch",
+            ],
             0,
         )
     };
@@ -107,10 +113,16 @@ fn check_fixture(version: u32) {
     let old = brain.json(&["show", "1", "--history"], 0);
     assert_eq!(old["status"], "superseded", "v{version}: {old}");
     assert_eq!(old["superseded_by"], 3);
-    assert_eq!(old["history"][0]["snapshot"]["body"], "Use SQLite for the brain.", "v{version}: {old}");
+    assert_eq!(
+        old["history"][0]["snapshot"]["body"], "Use SQLite for the brain.",
+        "v{version}: {old}"
+    );
     let personal = brain.json(&["show", "4"], 0);
     assert!(personal["project"].is_null(), "v{version}: {personal}");
-    assert_eq!(personal["commit"], "abcdef1234567890abcdef1234567890abcdef12");
+    assert_eq!(
+        personal["commit"],
+        "abcdef1234567890abcdef1234567890abcdef12"
+    );
     let count = |table: &str| brain.sql(&format!("SELECT count(*) FROM {table}"));
     // remember ×2 and supersede (v1), a summary (v2), an episode (v3), a note (v7), an update (v8).
     let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7][version as usize - 1];
@@ -119,7 +131,10 @@ fn check_fixture(version: u32) {
     assert_eq!(count("scopes"), "1");
     if version >= 2 {
         let edges = brain.json(&["--project", "fixture-project", "edges", "#3"], 0);
-        assert!(edges.to_string().contains("mentions"), "v{version}: {edges}");
+        assert!(
+            edges.to_string().contains("mentions"),
+            "v{version}: {edges}"
+        );
         assert_eq!(count("edge_log"), "3");
         assert_eq!(count("edge_quarantine"), "1");
     }
@@ -141,7 +156,10 @@ fn check_fixture(version: u32) {
         assert!(count("vectors").parse::<i64>().unwrap() >= 1, "v{version}");
     }
     if version >= 5 {
-        assert_eq!(count("dream_proposals"), if version >= 10 { "2" } else { "1" });
+        assert_eq!(
+            count("dream_proposals"),
+            if version >= 10 { "2" } else { "1" }
+        );
     }
     if version >= 7 {
         let kiln = recall("kiln cone");
@@ -165,14 +183,17 @@ fn check_fixture(version: u32) {
         // Merged away: the whole text reads back from its delta, and it is out of search.
         let twin = brain.json(&["show", "9"], 0);
         assert_eq!(
-            twin["body"],
-            "Kiln firing takes nine hours at cone six, ten when the kiln is full.",
+            twin["body"], "Kiln firing takes nine hours at cone six, ten when the kiln is full.",
             "{twin}"
         );
         assert_eq!(twin["status"], "archived");
         let kiln = recall("kiln full");
         assert!(
-            kiln["results"].as_array().unwrap().iter().all(|r| r["id"] != 9),
+            kiln["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["id"] != 9),
             "{kiln}"
         );
     }

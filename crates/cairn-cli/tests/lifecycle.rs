@@ -541,7 +541,11 @@ fn accept_skips_changed_targets_and_refuses_stale_or_rejected_sets() {
         .unwrap();
     assert!(output.status.success(), "{output:?}");
     let newer_dream: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(newer_dream["dream"]["created_at"], later.as_str(), "{newer_dream}");
+    assert_eq!(
+        newer_dream["dream"]["created_at"],
+        later.as_str(),
+        "{newer_dream}"
+    );
     let newer = newer_dream["dream"]["id"].as_str().unwrap().to_string();
     assert_ne!(older, newer);
     let refused = brain.json(&["dream", "accept", &older], 3);

@@ -171,14 +171,15 @@ fn vectors_that_disagree_with_their_records_fail_doctor_until_repaired() {
     assert!(vectors["fix"].as_str().unwrap().contains("--repair"));
     let repaired = with_embedder(&brain, "hash-64", &["doctor", "--repair"], 0);
     assert!(
-        repaired["repaired"].to_string().contains("dropped 2 vectors"),
+        repaired["repaired"]
+            .to_string()
+            .contains("dropped 2 vectors"),
         "{repaired}"
     );
     let doctor = with_embedder(&brain, "hash-64", &["doctor"], 0);
     assert_eq!(check(&doctor, "semantic index")["warning"], Value::Null);
     assert_eq!(
-        with_embedder(&brain, "hash-64", &["model", "status"], 0)["semantic"]["counts"]
-            ["with_vector"],
+        with_embedder(&brain, "hash-64", &["model", "status"], 0)["semantic"]["counts"]["with_vector"],
         4
     );
 }
@@ -271,7 +272,12 @@ fn a_missing_or_corrupt_model_falls_back_to_lexical_and_loses_nothing() {
         // An update that changes the text loses the vector too, and says so like remember.
         let id = outcome["id"].to_string();
         let updated = run(
-            &["update", &id, "--body", &format!("{} (edited)", NOTES[round + 1])],
+            &[
+                "update",
+                &id,
+                "--body",
+                &format!("{} (edited)", NOTES[round + 1]),
+            ],
             0,
         );
         assert_eq!(updated["status"], "updated", "{updated}");

@@ -387,12 +387,13 @@ impl Engine {
             status = self.semantic_status()?;
         }
         if !disagreeing.is_empty() && !repair {
-            let (wrong_size, stale) = disagreeing.iter().fold((0, 0), |(size, stale), (_, why)| {
-                match why {
-                    Disagreement::WrongSize => (size + 1, stale),
-                    Disagreement::OtherText => (size, stale + 1),
-                }
-            });
+            let (wrong_size, stale) =
+                disagreeing
+                    .iter()
+                    .fold((0, 0), |(size, stale), (_, why)| match why {
+                        Disagreement::WrongSize => (size + 1, stale),
+                        Disagreement::OtherText => (size, stale + 1),
+                    });
             let examples: Vec<String> = disagreeing
                 .iter()
                 .take(5)
@@ -477,8 +478,11 @@ impl Engine {
                     continue;
                 };
                 if memory.memory_type != MemoryType::Episode
-                    && crate::semantic::text_hash(&crate::semantic::embedding_text(memory, &[], &[]))
-                        != *text_hash
+                    && crate::semantic::text_hash(&crate::semantic::embedding_text(
+                        memory,
+                        &[],
+                        &[],
+                    )) != *text_hash
                 {
                     found.push((*id, Disagreement::OtherText));
                 }

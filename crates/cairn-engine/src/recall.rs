@@ -332,11 +332,11 @@ impl Engine {
         // list; the bound is measured on the evaluation set (docs/retrieval.md).
         // It also needs a similarity of at least the model's measured floor: on a small brain
         // every record is among the nearest, related or not.
-        let floor_of_vector_only = config
-            .vector_only_floor
-            .or_else(|| semantic_model
+        let floor_of_vector_only = config.vector_only_floor.or_else(|| {
+            semantic_model
                 .as_deref()
-                .and_then(crate::semantic::vector_only_floor));
+                .and_then(crate::semantic::vector_only_floor)
+        });
         if request.mode == Mode::Hybrid
             && (config.vector_only_rank != usize::MAX || floor_of_vector_only.is_some())
         {
@@ -471,8 +471,7 @@ impl Engine {
         results.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         results.truncate(limit);
         let top = results.first().map(|r| r.score).unwrap_or(1.0);
-        let mut freshness_cache: HashMap<(String, git::StampedIn), Option<String>> =
-            HashMap::new();
+        let mut freshness_cache: HashMap<(String, git::StampedIn), Option<String>> = HashMap::new();
         for result in &mut results {
             result.score_norm = round(result.score / top);
             result.score = round(result.score);

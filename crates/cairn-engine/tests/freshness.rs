@@ -73,13 +73,20 @@ fn a_verdict_only_for_records_stamped_in_this_repository() {
     );
     {
         let mut in_alpha = engine(&brain, &alpha, "alpha");
-        gotcha(&mut in_alpha, "the gasket leaks under alpha pressure", false);
+        gotcha(
+            &mut in_alpha,
+            "the gasket leaks under alpha pressure",
+            false,
+        );
         gotcha(&mut in_alpha, "personal gotcha about torque wrenches", true);
         // Asked where they were stamped, both get the verdict.
         let here = verdict(&mut in_alpha, "gasket", None).expect("a verdict");
         assert!(here.starts_with("tree unchanged since stored"), "{here}");
         let personal = verdict(&mut in_alpha, "torque", None).expect("a verdict");
-        assert!(personal.starts_with("tree unchanged since stored"), "{personal}");
+        assert!(
+            personal.starts_with("tree unchanged since stored"),
+            "{personal}"
+        );
     }
     let mut in_beta = engine(&brain, &beta, "beta");
     // Another project's record, searched from beta: alpha's commit says nothing about beta.

@@ -178,7 +178,13 @@ fn event_v1(conn: &Connection, op: &str, m: &Memory, at: &str) -> rusqlite::Resu
 }
 
 /// A full-snapshot history row (every version before v8 wrote these).
-fn history_full(conn: &Connection, before: &Memory, version: i64, op: &str, at: &str) -> rusqlite::Result<()> {
+fn history_full(
+    conn: &Connection,
+    before: &Memory,
+    version: i64,
+    op: &str,
+    at: &str,
+) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO history (memory_id, version, at, op, actor, snapshot) VALUES (?1, ?2, ?3, ?4, 'cli', ?5)",
         params![
@@ -202,14 +208,29 @@ fn vector(seed: f32) -> Vec<u8> {
 /// an open conflict, a declared scope.
 fn seed_v1(conn: &Connection) -> rusqlite::Result<()> {
     let mut old = record(1, MemoryType::Decision, None, "Use SQLite for the brain.");
-    let mut fact = record(2, MemoryType::Fact, None, "The lighthouse keeper logs the tides every morning.");
+    let mut fact = record(
+        2,
+        MemoryType::Fact,
+        None,
+        "The lighthouse keeper logs the tides every morning.",
+    );
     fact.tags = vec!["fixture".into()];
-    let mut current = record(3, MemoryType::Decision, None, "Use SQLite in WAL mode for the brain.");
+    let mut current = record(
+        3,
+        MemoryType::Decision,
+        None,
+        "Use SQLite in WAL mode for the brain.",
+    );
     current.supersedes = Some(1);
     current.created_at = T1.into();
     current.updated_at = T1.into();
     current.valid_from = T1.into();
-    let mut personal = record(4, MemoryType::Gotcha, None, "Torque the flange bolts in a star pattern.");
+    let mut personal = record(
+        4,
+        MemoryType::Gotcha,
+        None,
+        "Torque the flange bolts in a star pattern.",
+    );
     personal.project = None;
     personal.commit = Some(COMMIT.into());
     insert_v1(conn, &fact, false)?;
@@ -255,7 +276,12 @@ fn seed_v2(conn: &Connection) -> rusqlite::Result<()> {
          INSERT INTO edge_quarantine (src, relation, dst, valid_from, confidence, recorded_at, reason)
              VALUES ('#2', 'requires', 'entity:nowhere', '{T1}', 1.0, '{T1}', 'fixture: no such entity');"
     ))?;
-    let summary = record(5, MemoryType::Note, None, "Summary of the fixture decisions about storage.");
+    let summary = record(
+        5,
+        MemoryType::Note,
+        None,
+        "Summary of the fixture decisions about storage.",
+    );
     insert_v1(conn, &summary, false)?;
     event_v1(conn, "remember", &summary, T1)?;
     conn.execute(
@@ -278,7 +304,12 @@ fn seed_v3(conn: &Connection) -> rusqlite::Result<()> {
              VALUES ('{PROJECT}', 'decision', 'decision', 'We decided to keep fixtures small.', '{}', 'session-1', '{T1}');",
         content_hash("We decided to keep fixtures small.")
     ))?;
-    let mut episode = record(6, MemoryType::Episode, None, "User: where are the tides logged? Assistant: in the lighthouse logbook.");
+    let mut episode = record(
+        6,
+        MemoryType::Episode,
+        None,
+        "User: where are the tides logged? Assistant: in the lighthouse logbook.",
+    );
     episode.trust = Trust::Captured;
     episode.created_at = T1.into();
     episode.updated_at = T1.into();
@@ -295,7 +326,11 @@ fn seed_v4(conn: &Connection) -> rusqlite::Result<()> {
          INSERT INTO meta (key, value) VALUES ('embed_dim', '8');",
     )?;
     for (id, body, seed) in [
-        (2, "The lighthouse keeper logs the tides every morning.", 0.3),
+        (
+            2,
+            "The lighthouse keeper logs the tides every morning.",
+            0.3,
+        ),
         (4, "Torque the flange bolts in a star pattern.", 0.7),
     ] {
         conn.execute(
@@ -333,7 +368,12 @@ fn seed_v6(_conn: &Connection) -> rusqlite::Result<()> {
 
 /// v7: the write path inserts full-text rows itself (no insert trigger any more).
 fn seed_v7(conn: &Connection) -> rusqlite::Result<()> {
-    let mut kiln = record(7, MemoryType::Note, None, "Kiln firing takes nine hours at cone six.");
+    let mut kiln = record(
+        7,
+        MemoryType::Note,
+        None,
+        "Kiln firing takes nine hours at cone six.",
+    );
     kiln.created_at = T2.into();
     kiln.updated_at = T2.into();
     kiln.valid_from = T2.into();
@@ -375,7 +415,12 @@ fn seed_v8(conn: &Connection) -> rusqlite::Result<()> {
             content_hash(new_body),
         ],
     )?;
-    let gate = record(8, MemoryType::Fact, None, "The harbour gate closes at high tide.");
+    let gate = record(
+        8,
+        MemoryType::Fact,
+        None,
+        "The harbour gate closes at high tide.",
+    );
     conn.execute(
         "INSERT INTO memories (id, project, scope, type, body, tags, importance, confidence, trust, trust_zone, \
          sensitivity, status, created_at, updated_at, valid_from, content_hash) \
@@ -389,7 +434,10 @@ fn seed_v8(conn: &Connection) -> rusqlite::Result<()> {
 fn seed_v9(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO vectors (memory_id, text_hash, vector) VALUES (8, ?1, ?2)",
-        params![content_hash("The harbour gate closes at high tide."), vector(1.1)],
+        params![
+            content_hash("The harbour gate closes at high tide."),
+            vector(1.1)
+        ],
     )?;
     Ok(())
 }
@@ -411,7 +459,8 @@ fn seed_v10(conn: &Connection) -> rusqlite::Result<()> {
         params![PROJECT, cairn_core::delta::encode(base, body), T2, twin.content_hash],
     )?;
     let targets = json!([{"id": 9, "updated_at": T2, "status": "active"}]).to_string();
-    let payload: Value = json!({"survivor": 7, "merged": [{"id": 9, "label": "#9", "similarity": 0.8}]});
+    let payload: Value =
+        json!({"survivor": 7, "merged": [{"id": 9, "label": "#9", "similarity": 0.8}]});
     conn.execute(
         "INSERT INTO dream_runs (id, created_at, snapshot_at, project, status, unattended, report, decided_at, decision) \
          VALUES ('fixture-dream-2', ?1, ?1, ?2, 'accepted', 0, '{}', ?1, '{\"applied\":1,\"skipped\":0}')",

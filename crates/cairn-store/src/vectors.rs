@@ -167,7 +167,11 @@ impl Reader<'_> {
             .map_err(map)?;
         let rows = statement
             .query_map([], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get::<_, i64>(2)?.max(0) as usize))
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get::<_, i64>(2)?.max(0) as usize,
+                ))
             })
             .map_err(map)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
