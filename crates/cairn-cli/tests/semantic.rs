@@ -461,3 +461,41 @@ fn the_real_model_finds_a_paraphrase() {
         "{hybrid}"
     );
 }
+
+#[test]
+fn a_tiny_brain_answers_an_unrelated_query_with_nothing() {
+    // With the real default model: every record is among the nearest of four, so without the
+    // model's vector-only floor any query returned all of them.
+    let brain = Brain::new();
+    let run = |args: &[&str]| -> Value {
+        let output = brain
+            .cmd()
+            .env("CAIRN_EMBEDDER", "local")
+            .env_remove("CAIRN_MODEL_DIR")
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    for note in NOTES {
+        run(&["remember", "--type", "note", "--body", note]);
+    }
+    let unrelated = run(&["recall", "quantum chromodynamics lecture on gluons"]);
+    assert!(unrelated["degraded"].is_null(), "{unrelated}");
+    assert_eq!(unrelated["results"], serde_json::json!([]), "{unrelated}");
+    // A paraphrase with no word in common still comes through the floor.
+    let paraphrase = run(&["recall", "my dog ate my sneakers"]);
+    let bodies: Vec<&str> = paraphrase["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["body"].as_str().unwrap())
+        .collect();
+    assert!(
+        bodies.first().is_some_and(|b| b.contains("beagle")),
+        "{paraphrase}"
+    );
+    assert!(bodies.len() < NOTES.len(), "{paraphrase}");
+}
