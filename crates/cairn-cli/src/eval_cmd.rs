@@ -56,6 +56,10 @@ pub struct LocomoArgs {
     /// Semantic-only candidates enter within this rank of the semantic list (0: never).
     #[arg(long)]
     vector_only_rank: Option<usize>,
+    /// Semantic-only candidates need at least this cosine similarity (-1: no floor; default:
+    /// the floor measured for the model).
+    #[arg(long, allow_hyphen_values = true)]
+    vector_only_floor: Option<f64>,
     /// The RRF constant.
     #[arg(long)]
     rrf_k: Option<f64>,
@@ -67,8 +71,8 @@ pub struct LocomoArgs {
     #[arg(long)]
     speaker_boost: Option<f64>,
     /// Extra hybrid rows over the same ingest, to compare fusion settings in one run:
-    /// `LEXICAL_WEIGHT:SEMANTIC_WEIGHT:VECTOR_ONLY_RANK` (rank `all` = no bound), e.g.
-    /// `--fusion 1:0.5:all,1:1:10`.
+    /// `LEXICAL_WEIGHT:SEMANTIC_WEIGHT:VECTOR_ONLY_RANK[:VECTOR_ONLY_FLOOR]` (rank `all` = no
+    /// bound, floor -1 = none), e.g. `--fusion 1:0.5:all,1:1:10,1:1:all:0.8`.
     #[arg(long, value_delimiter = ',')]
     fusion: Vec<String>,
     /// A persistent embedding cache (created if missing): vectors the model produced, keyed by
@@ -90,8 +94,10 @@ struct Row {
 
 fn fusion_row(spec: &str, base: &SemanticConfig) -> Result<Row> {
     let parts: Vec<&str> = spec.split(':').collect();
-    let [lexical, semantic, rank] = parts.as_slice() else {
-        bail!("--fusion {spec:?}: expected LEXICAL_WEIGHT:SEMANTIC_WEIGHT:RANK");
+    let (lexical, semantic, rank, floor) = match parts.as_slice() {
+        [lexical, semantic, rank] => (lexical, semantic, rank, None),
+        [lexical, semantic, rank, floor] => (lexical, semantic, rank, Some(floor)),
+        _ => bail!("--fusion {spec:?}: expected LEXICAL_WEIGHT:SEMANTIC_WEIGHT:RANK[:FLOOR]"),
     };
     let mut config = base.clone();
     config.lexical_weight = lexical.parse().context("lexical weight")?;
@@ -101,6 +107,9 @@ fn fusion_row(spec: &str, base: &SemanticConfig) -> Result<Row> {
     } else {
         rank.parse().context("vector-only rank")?
     };
+    if let Some(floor) = floor {
+        config.vector_only_floor = Some(floor.parse().context("vector-only floor")?);
+    }
     Ok(Row {
         label: format!("hybrid[{spec}]"),
         mode: Mode::Hybrid,
@@ -372,6 +381,9 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
     if let Some(rank) = locomo.vector_only_rank {
         config.vector_only_rank = rank;
     }
+    if let Some(floor) = locomo.vector_only_floor {
+        config.vector_only_floor = Some(floor);
+    }
     if let Some(k) = locomo.rrf_k {
         config.rrf_k = k;
     }
@@ -539,6 +551,7 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             "lexical_weight": config.lexical_weight,
             "semantic_weight": config.semantic_weight,
             "vector_only_rank": (config.vector_only_rank != usize::MAX).then_some(config.vector_only_rank),
+            "vector_only_floor": config.vector_only_floor,
             "rrf_k": config.rrf_k,
             "lexical_context_before": config.lexical_context_before,
             "lexical_context_after": config.lexical_context_after,

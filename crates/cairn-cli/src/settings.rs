@@ -88,7 +88,10 @@ impl Settings {
     /// configuration names is loaded only if a call needs it.
     pub fn open(&self, actor: &str) -> Result<Engine> {
         let cwd = std::env::current_dir().context("cannot read the working directory")?;
-        let mut engine = self.open_in(actor, &cwd)?;
+        let mut context = self.context(actor, &cwd);
+        // `CAIRN_NOW`: a test setting, so tests order events without sleeping.
+        context.now = cairn_engine::test_clock_from_env()?;
+        let mut engine = Engine::open(&self.db, context)?;
         engine.set_embedder_loader(crate::embedder::loader(self.model_dir.as_deref()));
         Ok(engine)
     }

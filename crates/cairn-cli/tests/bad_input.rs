@@ -237,22 +237,8 @@ fn read_only_mode_refuses_writes_and_keeps_reads() {
 fn a_locked_brain_says_so_and_loses_nothing() {
     let brain = Brain::new();
     brain.remember("fact", None, "first record before the lock");
-    // Another process holds the write lock.
-    let mut holder = std::process::Command::new("sqlite3")
-        .arg(&brain.db)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("sqlite3 is installed (scripts/setup.sh)");
-    use std::io::Write;
-    let stdin = holder.stdin.as_mut().unwrap();
-    writeln!(
-        stdin,
-        "BEGIN IMMEDIATE; INSERT INTO meta VALUES('lock', 'held');"
-    )
-    .unwrap();
-    stdin.flush().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Another process holds the write lock (it says so once it has it).
+    let holder = common::LockHolder::hold(&brain.db);
     brain
         .cmd()
         .env("CAIRN_BUSY_TIMEOUT_MS", "300")
@@ -269,9 +255,7 @@ fn a_locked_brain_says_so_and_loses_nothing() {
             predicate::str::contains("locked by another process")
                 .and(predicate::str::contains("nothing was written")),
         );
-    writeln!(stdin, "ROLLBACK;").unwrap();
-    drop(holder.stdin.take());
-    holder.wait().unwrap();
+    holder.release();
     brain.remember("fact", None, "second record after the lock");
     assert_eq!(record_count(&brain), 2);
 }

@@ -105,3 +105,61 @@ pub fn doctor_check<'a>(report: &'a Value, name: &str) -> &'a Value {
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no check {name}: {report}"))
 }
+
+/// Another process (the `sqlite3` shell) holding a brain's write lock: `BEGIN IMMEDIATE` and a
+/// write, then it prints `locked`, which [`LockHolder::hold`] waits for — the lock is held
+/// when it returns, however slow the machine. The lock goes with [`LockHolder::release`] or
+/// when the holder is dropped.
+pub struct LockHolder {
+    child: std::process::Child,
+}
+
+impl LockHolder {
+    pub fn hold(db: &std::path::Path) -> LockHolder {
+        use std::io::{BufRead, Write};
+        let mut child = std::process::Command::new("sqlite3")
+            // Stop at the first error: a lock not taken closes stdout instead of saying `locked`.
+            .arg("-bail")
+            .arg(db)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sqlite3 is installed (scripts/setup.sh)");
+        let stdin = child.stdin.as_mut().expect("piped stdin");
+        writeln!(
+            stdin,
+            ".timeout 60000\nBEGIN IMMEDIATE; INSERT INTO meta VALUES ('lock', 'held'); SELECT 'locked';"
+        )
+        .expect("sqlite3 reads its input");
+        stdin.flush().expect("sqlite3 reads its input");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("sqlite3 answers");
+        assert_eq!(
+            line.trim(),
+            "locked",
+            "the lock holder did not get the lock"
+        );
+        LockHolder { child }
+    }
+
+    /// Rolls the holder's transaction back and waits for it to exit.
+    pub fn release(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        use std::io::Write;
+        if let Some(mut stdin) = self.child.stdin.take() {
+            let _ = writeln!(stdin, "ROLLBACK;");
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -399,22 +399,8 @@ fn a_locked_brain_costs_the_agent_at_most_the_deadline() {
     let brain = Brain::new();
     brain.remember("note", None, "a record so the schema exists");
     let transcript = transcript_copy(&brain);
-    // another process holds the write lock for a while
-    let mut holder = Command::new("sqlite3")
-        .arg(&brain.db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("sqlite3 is installed by scripts/setup.sh");
-    {
-        use std::io::Write;
-        let stdin = holder.stdin.as_mut().unwrap();
-        stdin
-            .write_all(b"PRAGMA busy_timeout=0; BEGIN IMMEDIATE; INSERT INTO meta VALUES ('lock', 'held');\n")
-            .unwrap();
-        stdin.flush().unwrap();
-    }
-    std::thread::sleep(Duration::from_millis(300));
+    // another process holds the write lock until the hook has answered
+    let holder = common::LockHolder::hold(&brain.db);
     let started = Instant::now();
     let output = hook_with(
         &brain,
@@ -422,19 +408,20 @@ fn a_locked_brain_costs_the_agent_at_most_the_deadline() {
         &payload("claude-stop.json", &brain, &transcript, ""),
         &[
             ("CAIRN_HOOK_DEADLINE_MS", "800"),
-            ("CAIRN_BUSY_TIMEOUT_MS", "60000"),
+            ("CAIRN_BUSY_TIMEOUT_MS", "600000"),
         ],
     );
+    // The lock is still held: a hook that waited for it would wait the whole busy timeout
+    // (10 minutes). Its own deadline answers long before; the bound is generous on purpose.
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(took < Duration::from_secs(120), "took {took:?}");
     assert!(output.stdout.is_empty());
     assert!(
         error_log(&brain).contains("internal deadline"),
         "{}",
         error_log(&brain)
     );
-    drop(holder.stdin.take());
-    let _ = holder.wait();
+    holder.release();
     // once the lock is gone the next capture gets everything
     hook(
         &brain,

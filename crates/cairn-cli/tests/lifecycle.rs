@@ -530,12 +530,23 @@ fn accept_skips_changed_targets_and_refuses_stale_or_rejected_sets() {
         .as_str()
         .unwrap()
         .to_string();
-    std::thread::sleep(Duration::from_millis(1_100));
     brain.json(&["update", &a.to_string(), "--importance", "2"], 0);
-    let newer = brain.json(&["dream"], 0)["dream"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    // The newer dream an hour later, on the test clock (no sleeping for a later second).
+    let later = cairn_core::time::format_ts(chrono::Utc::now() + chrono::Duration::hours(1));
+    let output = brain
+        .cmd()
+        .env("CAIRN_NOW", &later)
+        .args(["--json", "dream"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let newer_dream: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        newer_dream["dream"]["created_at"],
+        later.as_str(),
+        "{newer_dream}"
+    );
+    let newer = newer_dream["dream"]["id"].as_str().unwrap().to_string();
     assert_ne!(older, newer);
     let refused = brain.json(&["dream", "accept", &older], 3);
     let message = refused["error"].as_str().unwrap();

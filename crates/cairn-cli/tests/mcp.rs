@@ -404,10 +404,15 @@ fn recall_turns_hybrid_once_the_model_has_loaded_in_the_background() {
     }
     // No word in common with the stored note: only meaning can find it. The model loads in
     // the background; until then the answer is lexical and says so.
+    // A poll with a generous overall deadline: a loaded machine takes longer, never fails.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
     let mut answer = Value::Null;
-    for attempt in 0..300 {
+    for attempt in 0.. {
+        if std::time::Instant::now() > deadline {
+            break;
+        }
         answer = server.call(
-            10 + attempt,
+            10_000 + attempt,
             "recall",
             json!({"query": "my dog ate my sneakers"}),
         );
@@ -460,10 +465,14 @@ fn recall_turns_hybrid_once_the_model_has_loaded_in_the_background() {
         ])
         .assert()
         .success();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
     let mut found = Value::Null;
-    for attempt in 0..300 {
+    for attempt in 0.. {
+        if std::time::Instant::now() > deadline {
+            break;
+        }
         found = server.call(
-            500 + attempt,
+            1_000_000 + attempt,
             "recall",
             json!({"query": "our furnace is dripping", "mode": "semantic"}),
         );

@@ -8,11 +8,12 @@
 //! a varint `len << 1 | kind`: kind 0 copies `len` bytes of the base from a varint offset,
 //! kind 1 inserts the `len` bytes that follow.
 
-use std::time::{Duration, Instant};
-
 const VERSION: u8 = 1;
-/// A diff that takes longer than this settles for a coarser (still exact) delta.
-const DIFF_DEADLINE: Duration = Duration::from_millis(50);
+/// The most tokens (old plus new) the word diff compares after the common prefix and suffix
+/// are taken off. Myers' diff costs up to (N + M) × D steps, so this bounds the work at a few
+/// million steps; a longer changed middle is stored as one literal (exact, just coarser). The
+/// bound is on the input, never on the clock, so the same texts always give the same bytes.
+const MAX_DIFF_TOKENS: usize = 4096;
 /// Equal runs shorter than this are cheaper as literals than as a copy op.
 const MIN_COPY: usize = 6;
 
@@ -78,6 +79,53 @@ fn tokens(text: &str) -> Vec<&[u8]> {
     out
 }
 
+/// The word diff of `old` against `new`: the common prefix and suffix as equal runs, and the
+/// middle by Myers' algorithm when it is at most [`MAX_DIFF_TOKENS`] long, else as one
+/// replacement.
+fn diff_ops(old: &[&[u8]], new: &[&[u8]]) -> Vec<similar::DiffOp> {
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (old_end, new_end) = (old.len() - suffix, new.len() - suffix);
+    let mut ops = Vec::new();
+    if prefix > 0 {
+        ops.push(similar::DiffOp::Equal {
+            old_index: 0,
+            new_index: 0,
+            len: prefix,
+        });
+    }
+    let (old_middle, new_middle) = (old_end - prefix, new_end - prefix);
+    if old_middle + new_middle <= MAX_DIFF_TOKENS {
+        ops.extend(similar::capture_diff(
+            similar::Algorithm::Myers,
+            old,
+            prefix..old_end,
+            new,
+            prefix..new_end,
+        ));
+    } else {
+        ops.push(similar::DiffOp::Replace {
+            old_index: prefix,
+            old_len: old_middle,
+            new_index: prefix,
+            new_len: new_middle,
+        });
+    }
+    if suffix > 0 {
+        ops.push(similar::DiffOp::Equal {
+            old_index: old_end,
+            new_index: new_end,
+            len: suffix,
+        });
+    }
+    ops
+}
+
 /// `text` as a delta against `base`. Always exact: `apply(base, &encode(base, text)) == text`.
 pub fn encode(base: &str, text: &str) -> Vec<u8> {
     let old = tokens(base);
@@ -94,12 +142,7 @@ pub fn encode(base: &str, text: &str) -> Vec<u8> {
         at
     };
     let (old_at, new_at) = (offsets(&old), offsets(&new));
-    let ops = similar::capture_diff_slices_deadline(
-        similar::Algorithm::Myers,
-        &old,
-        &new,
-        Some(Instant::now() + DIFF_DEADLINE),
-    );
+    let ops = diff_ops(&old, &new);
     let mut out = vec![VERSION];
     put_varint(&mut out, base.len() as u64);
     out.extend_from_slice(&fnv1a(base.as_bytes()).to_le_bytes());
@@ -243,6 +286,44 @@ mod tests {
         put_varint(&mut bad, 100 << 1);
         put_varint(&mut bad, 0);
         assert!(apply(base, &bad).is_err());
+    }
+
+    /// Numbered words, so every token differs from every other.
+    fn words(range: std::ops::Range<usize>, tag: &str) -> String {
+        range.map(|n| format!("{tag}{n} ")).collect()
+    }
+
+    #[test]
+    fn a_long_changed_middle_gives_the_same_bytes_every_time() {
+        // 6,000 changed tokens in the middle: beyond the diff's bound, the middle is one
+        // literal between a copy of the common prefix and one of the common suffix, whatever
+        // the machine's load (this used to hang on a wall-clock deadline).
+        let (head, tail) = (words(0..200, "head"), words(0..200, "tail"));
+        let base = format!("{head}{}{tail}", words(0..3000, "old"));
+        let text = format!("{head}{}{tail}", words(0..3000, "new"));
+        let delta = encode(&base, &text);
+        assert_eq!(apply(&base, &delta).unwrap(), text);
+        assert_eq!(encode(&base, &text), delta);
+        let middle = words(0..3000, "new");
+        let mut expected = vec![VERSION];
+        put_varint(&mut expected, base.len() as u64);
+        expected.extend_from_slice(&fnv1a(base.as_bytes()).to_le_bytes());
+        put_varint(&mut expected, (head.len() as u64) << 1);
+        put_varint(&mut expected, 0);
+        put_varint(&mut expected, ((middle.len() as u64) << 1) | 1);
+        expected.extend_from_slice(middle.as_bytes());
+        put_varint(&mut expected, (tail.len() as u64) << 1);
+        put_varint(&mut expected, (base.len() - tail.len()) as u64);
+        assert_eq!(delta, expected);
+    }
+
+    #[test]
+    fn a_middle_within_the_bound_is_diffed_word_by_word() {
+        let base = words(0..1500, "w");
+        let text = base.replacen("w700 ", "changed ", 1);
+        let delta = encode(&base, &text);
+        assert_eq!(apply(&base, &delta).unwrap(), text);
+        assert!(delta.len() < 40, "{} bytes", delta.len());
     }
 
     proptest! {

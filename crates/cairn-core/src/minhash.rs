@@ -102,7 +102,14 @@ pub fn signature(text: &str) -> Signature {
 impl Signature {
     /// Estimated Jaccard similarity of the two texts' shingle sets: the share of hash
     /// functions whose minimums agree, in 0..=1.
+    ///
+    /// A text with no words has no shingles, so nothing to compare: its similarity to any
+    /// text, another word-less one included, is 0 (two different emoji-only records are not
+    /// near duplicates; identical texts are caught by their content hash instead).
     pub fn jaccard(&self, other: &Signature) -> f64 {
+        if self.is_empty() || other.is_empty() {
+            return 0.0;
+        }
         let agreeing = self
             .0
             .iter()
@@ -110,6 +117,12 @@ impl Signature {
             .filter(|(a, b)| a == b)
             .count();
         agreeing as f64 / NUM_HASHES as f64
+    }
+
+    /// Whether this is the signature of a text with no words (no shingles: every minimum is
+    /// still `u32::MAX`).
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|minimum| *minimum == u32::MAX)
     }
 
     /// The 512-byte storage form: each minimum as little-endian `u32`, in order.
@@ -232,7 +245,8 @@ mod tests {
         );
         check("postgres", "postgres", 1.0, 1.0);
         check("use postgres", "use mysql", 0.0, 0.1);
-        check("", "", 1.0, 1.0);
+        // No words, nothing to compare: never a near duplicate, not even of itself.
+        check("", "", 0.0, 0.0);
         check("", "a b c", 0.0, 0.0);
     }
 
@@ -270,6 +284,19 @@ mod tests {
         assert_eq!(signature("Hello, World"), signature("hello world"));
         // Word boundaries are part of the shingle.
         assert_ne!(signature("ab c"), signature("a bc"));
+    }
+
+    #[test]
+    fn two_different_wordless_texts_are_not_near_duplicates() {
+        // Punctuation and emoji have no word tokens: both signatures are empty, which used to
+        // agree at all 128 positions and read as similarity 1.0.
+        let (party, tears) = (signature("🎉🎉 !!!"), signature("😢 ..."));
+        assert!(party.is_empty() && tears.is_empty());
+        assert_eq!(party.jaccard(&tears), 0.0);
+        assert_eq!(party.jaccard(&party), 0.0);
+        assert_eq!(party.jaccard(&signature("hello world")), 0.0);
+        assert!(!signature("hello").is_empty());
+        assert_eq!(signature("hello").jaccard(&signature("hello")), 1.0);
     }
 
     #[test]
@@ -320,7 +347,7 @@ mod tests {
             let sig = signature(&text);
             prop_assert_eq!(&signature(&text), &sig);
             prop_assert_eq!(Signature::from_bytes(&sig.to_bytes()), Some(sig.clone()));
-            prop_assert_eq!(sig.jaccard(&sig), 1.0);
+            prop_assert_eq!(sig.jaccard(&sig), if sig.is_empty() { 0.0 } else { 1.0 });
         }
     }
 }

@@ -1,16 +1,53 @@
 //! Operation receipts: a SHA-256 over an operation's canonical JSON (DESIGN §4 step 9).
 //!
-//! Canonical means object keys sorted (serde_json's default map is ordered) and no whitespace,
-//! so the same operation always produces the same receipt.
+//! Canonical means object keys sorted by their UTF-8 bytes and no whitespace, so the same
+//! operation always produces the same receipt. The keys are sorted here, by our own writer,
+//! not by relying on `serde_json`'s map type: its `preserve_order` feature (which any crate in
+//! the build may switch on through feature unification) would keep insertion order instead.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Canonical JSON text of a value: sorted keys, compact.
+/// Canonical JSON text of a value: keys sorted by their UTF-8 bytes, compact.
 pub fn canonical_json(value: &Value) -> String {
-    // `serde_json::Value` stores objects in a BTreeMap unless `preserve_order` is enabled,
-    // which this workspace never enables, so serialization is already key-sorted.
-    serde_json::to_string(value).expect("a serde_json::Value always serializes")
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (index, (key, item)) in entries.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_leaf(&Value::String(key.clone()), out);
+                out.push(':');
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        leaf => write_leaf(leaf, out),
+    }
+}
+
+/// A string, number, boolean or null as serde_json writes it (escapes, number forms).
+fn write_leaf(leaf: &Value, out: &mut String) {
+    out.push_str(&serde_json::to_string(leaf).expect("a serde_json::Value always serializes"));
 }
 
 /// Lowercase hex SHA-256 of the canonical JSON of `value`.
@@ -34,5 +71,28 @@ mod tests {
         );
         assert_eq!(canonical_json(&a), r#"{"body":"x","id":1,"op":"remember"}"#);
         assert_eq!(receipt(&a).len(), 64);
+    }
+
+    #[test]
+    fn a_map_built_in_unsorted_order_is_written_sorted_at_every_depth() {
+        // Inserted in reverse order, nested in an array and an object: whatever order the map
+        // keeps (sorted by default, insertion order under `preserve_order`), the text is sorted.
+        let mut inner = serde_json::Map::new();
+        for key in ["zeta", "Alpha", "é", "b", "a"] {
+            inner.insert(key.to_owned(), json!(key.len()));
+        }
+        let mut outer = serde_json::Map::new();
+        outer.insert("z".into(), json!([Value::Object(inner.clone()), "s\"q"]));
+        outer.insert("m".into(), Value::Object(inner));
+        outer.insert("a".into(), json!(null));
+        let text = canonical_json(&Value::Object(outer));
+        let inner_sorted = r#"{"Alpha":5,"a":1,"b":1,"zeta":4,"é":2}"#;
+        assert_eq!(
+            text,
+            format!(r#"{{"a":null,"m":{inner_sorted},"z":[{inner_sorted},"s\"q"]}}"#)
+        );
+        // The same bytes serde_json writes for its default (sorted) map: stored receipts hold.
+        let reparsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(canonical_json(&reparsed), text);
     }
 }

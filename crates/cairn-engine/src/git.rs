@@ -76,11 +76,26 @@ pub fn head_commit(dir: &Path) -> Option<String> {
     git(dir, &["rev-parse", "HEAD"]).filter(|s| s.len() >= 7)
 }
 
-/// Whether a stored claim is still fresh against the working tree's history.
-pub fn freshness(dir: &Path, commit: &str) -> Option<String> {
+/// Where a commit-stamped record was stamped, as far as freshness is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StampedIn {
+    /// A record of the project `dir` belongs to: its commit is of this repository, so a commit
+    /// missing from the tree (a rebase, a shallow clone) is worth saying.
+    ThisProject,
+    /// A personal record: stamped in whatever repository it was written from. Only a commit
+    /// this tree holds says anything about it; any other is another repository's, no verdict.
+    Personal,
+}
+
+/// Whether a stored claim is still fresh against the working tree's history. A record of
+/// another project gets no verdict at all: the caller does not ask.
+pub fn freshness(dir: &Path, commit: &str, stamped_in: StampedIn) -> Option<String> {
     let short: String = commit.chars().take(8).collect();
     head_commit(dir)?;
     if git(dir, &["cat-file", "-e", &format!("{commit}^{{commit}}")]).is_none() {
+        if stamped_in == StampedIn::Personal {
+            return None;
+        }
         return Some(format!(
             "stored at {short}, which is not in this tree; re-check against source"
         ));

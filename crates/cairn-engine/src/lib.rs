@@ -27,10 +27,11 @@ pub use brief::{Brief, BriefRequest, DEFAULT_BRIEF_BUDGET, event_line, memory_it
 pub use capture::{CaptureReport, MAX_CAPTURE_BYTES, MAX_CAPTURE_TURNS};
 pub use maintenance::{DoctorReport, ScopeMap, VACUUM_FREE_RATIO, WAL_LIMIT_BYTES, recover_brain};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, TermCutoff, Why};
-pub use records::{ListRequest, UpdateRequest};
+pub use records::{ListRequest, UpdateRequest, Updated};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
 pub use semantic::{
-    BACKGROUND_BATCH, EmbedderLoader, IndexReport, SemanticConfig, SemanticStatus, embedding_text,
+    BACKGROUND_BATCH, EmbedderLoader, IndexReport, SemanticConfig, SemanticStatus,
+    VECTOR_ONLY_FLOORS, embedding_text, vector_only_floor,
 };
 
 use cairn_core::record::UnknownValue;
@@ -242,4 +243,25 @@ pub fn default_brain_path() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
         .unwrap_or_else(|| PathBuf::from("."));
     data_home.join("cairn").join("brain.db")
+}
+
+/// The environment variable of the test clock: an RFC 3339 time (`2026-11-30T12:00:00Z`) the
+/// process works at instead of the real clock, so end-to-end tests order events (a newer
+/// dream, an older record) by setting it rather than by sleeping. A test setting, not a user
+/// one: everything the process stamps gets that time.
+pub const TEST_CLOCK_ENV: &str = "CAIRN_NOW";
+
+/// The fixed time [`TEST_CLOCK_ENV`] sets, `None` when it is unset or empty (the real clock).
+pub fn test_clock_from_env() -> Result<Option<DateTime<Utc>>> {
+    let Some(value) = std::env::var_os(TEST_CLOCK_ENV).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let text = value.to_string_lossy();
+    DateTime::parse_from_rfc3339(&text)
+        .map(|at| Some(at.with_timezone(&Utc)))
+        .map_err(|error| {
+            EngineError::Invalid(format!(
+                "{TEST_CLOCK_ENV}={text:?} is not an RFC 3339 time ({error}); nothing was done. It is a test setting: unset it, or give a time like 2026-11-30T12:00:00Z"
+            ))
+        })
 }

@@ -1,10 +1,13 @@
 //! Looking after a brain: `doctor` (integrity and index consistency), `stats`, and scopes.
 
 use crate::{Engine, EngineError, Result};
+use cairn_core::memory::Memory;
+use cairn_core::record::MemoryType;
 use cairn_core::scope::Scope;
 use cairn_core::time::format_ts;
 use cairn_store::{ScopeRow, Stats};
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// `doctor --repair` runs `VACUUM` when more than this share of the file is free pages.
 pub const VACUUM_FREE_RATIO: f64 = 0.2;
@@ -27,11 +30,22 @@ pub fn recover_brain(
     Ok(cairn_store::Store::recover_into(damaged, target)?)
 }
 
+/// Why a stored vector does not stand for its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Disagreement {
+    WrongSize,
+    OtherText,
+}
+
 /// One finding of `doctor`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
     pub name: String,
     pub ok: bool,
+    /// Not a failure but worth acting on (`ok` stays true, `doctor` exits 0): lag such as
+    /// records still waiting for their vectors. Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub warning: bool,
     pub detail: String,
     /// What to run to fix it, when something is wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,6 +83,7 @@ impl Engine {
         let integrity_ok = integrity.len() == 1 && integrity[0] == "ok";
         checks.push(Check {
             name: "integrity".into(),
+            warning: false,
             ok: integrity_ok,
             detail: if integrity_ok { "PRAGMA integrity_check: ok".into() } else { integrity.join("; ") },
             fix: (!integrity_ok).then(|| {
@@ -84,6 +99,7 @@ impl Engine {
         }
         checks.push(Check {
             name: "full-text index".into(),
+            warning: false,
             ok: fts_ok,
             detail: match &fts_problem {
                 Some(problem) => format!(
@@ -96,6 +112,7 @@ impl Engine {
         });
         checks.push(Check {
             name: "supersession links".into(),
+            warning: false,
             ok: gaps.dangling_links == 0,
             detail: format!(
                 "{} records point at a record that does not exist",
@@ -189,6 +206,7 @@ impl Engine {
         }
         checks.push(Check {
             name: "orphans".into(),
+            warning: false,
             ok: orphans.total() == 0,
             detail: format!(
                 "{} conflicts, {} generated marks, {} dream proposals point at nothing",
@@ -213,6 +231,7 @@ impl Engine {
         }
         checks.push(Check {
             name: "merged-away records".into(),
+            warning: false,
             ok: true,
             detail: if unpacked.is_empty() || repair {
                 "every merged-away record is stored against its survivor".into()
@@ -248,6 +267,7 @@ impl Engine {
         let vacuum_due = vacuum_due.filter(|_| !repair);
         checks.push(Check {
             name: "free pages".into(),
+            warning: false,
             ok: !bloated,
             detail: format!(
                 "{} of {} pages free ({:.0} %; VACUUM above {:.0} %){}{}",
@@ -286,6 +306,7 @@ impl Engine {
         }
         checks.push(Check {
             name: "write-ahead log".into(),
+            warning: false,
             ok: !wal_big,
             detail: format!(
                 "{} KiB (limit {} MiB)",
@@ -316,6 +337,7 @@ impl Engine {
             let counts = self.store.reader().vector_counts()?;
             checks.push(Check {
                 name: "semantic index".into(),
+                warning: false,
                 ok: true,
                 detail: format!(
                     "no embedder configured (CAIRN_EMBEDDER=none): recall is lexical-only; {} of {} records have a vector",
@@ -329,6 +351,7 @@ impl Engine {
         if let Some(problem) = &status.problem {
             checks.push(Check {
                 name: "embedding model".into(),
+                warning: false,
                 ok: false,
                 detail: "semantic search is off: recall answers lexical-only (degraded)".into(),
                 fix: Some(problem.clone()),
@@ -337,6 +360,7 @@ impl Engine {
         }
         checks.push(Check {
             name: "embedding model".into(),
+            warning: false,
             ok: true,
             detail: format!(
                 "{} ({} dims) loads",
@@ -345,6 +369,48 @@ impl Engine {
             ),
             fix: None,
         });
+        // Vectors that disagree with their records are wrong answers waiting to happen: a
+        // failure, unlike vectors that are merely missing.
+        let dimension = status.dimension.unwrap_or(0);
+        let disagreeing = self.disagreeing_vectors(dimension)?;
+        if !disagreeing.is_empty() && repair {
+            self.store.write(|tx| {
+                for (id, _) in &disagreeing {
+                    tx.drop_vector(*id)?;
+                }
+                Ok::<_, EngineError>(())
+            })?;
+            repaired.push(format!(
+                "dropped {} vectors that disagreed with their records (embedded again below)",
+                disagreeing.len()
+            ));
+            status = self.semantic_status()?;
+        }
+        if !disagreeing.is_empty() && !repair {
+            let (wrong_size, stale) =
+                disagreeing
+                    .iter()
+                    .fold((0, 0), |(size, stale), (_, why)| match why {
+                        Disagreement::WrongSize => (size + 1, stale),
+                        Disagreement::OtherText => (size, stale + 1),
+                    });
+            let examples: Vec<String> = disagreeing
+                .iter()
+                .take(5)
+                .map(|(id, _)| format!("#{id}"))
+                .collect();
+            checks.push(Check {
+                name: "semantic vectors".into(),
+                warning: false,
+                ok: false,
+                detail: format!(
+                    "{} vectors disagree with their records ({wrong_size} not {dimension} numbers long, {stale} made from another text; e.g. {}): recall may rank by the wrong meaning",
+                    disagreeing.len(),
+                    examples.join(", ")
+                ),
+                fix: Some("cairn doctor --repair (drops them and embeds the records again)".into()),
+            });
+        }
         let pending = status.counts.pending();
         if pending > 0 && repair {
             let report = self.index_pending(None, &mut |_, _| {})?;
@@ -360,23 +426,69 @@ impl Engine {
             ));
             status = self.semantic_status()?;
         }
+        // Records waiting for their vectors are lag, not damage: hooks store without embedding
+        // and a running `cairn mcp` (or `cairn reindex`) catches up. Recall still finds them
+        // lexically, so this warns and never fails the health check.
         let pending_now = status.counts.pending();
         checks.push(Check {
             name: "semantic index".into(),
-            ok: pending == 0,
+            ok: true,
+            warning: pending_now > 0,
             detail: format!(
                 "{} of {} records have a vector{}",
                 status.counts.with_vector,
                 status.counts.records,
                 if pending_now > 0 {
-                    format!(" ({pending_now} pending: recall finds them lexically only)")
+                    format!(
+                        " ({pending_now} pending: recall finds them lexically only until they are embedded)"
+                    )
                 } else {
                     String::new()
                 }
             ),
-            fix: (pending_now > 0).then(|| "cairn reindex (or cairn doctor --repair)".into()),
+            fix: (pending_now > 0).then(|| {
+                "cairn reindex (or cairn doctor --repair); a running `cairn mcp` embeds them in the background".into()
+            }),
         });
         Ok(())
+    }
+
+    /// Vectors of indexed records that disagree with them: a blob that is not `dimension`
+    /// floats, or (for records embedded without context, every type but `episode`) a text hash
+    /// that is not the hash of the record's text now. An episode's text includes the turns
+    /// around it, which later captures may change without an embedder at hand: that is lag
+    /// (`reindex` catches up), so episodes are checked for their size only.
+    fn disagreeing_vectors(&self, dimension: usize) -> Result<Vec<(i64, Disagreement)>> {
+        let reader = self.store.reader();
+        let rows = reader.vector_rows()?;
+        let mut found = Vec::new();
+        for chunk in rows.chunks(500) {
+            let ids: Vec<i64> = chunk.iter().map(|row| row.0).collect();
+            let memories: HashMap<i64, Memory> = reader
+                .get_many(&ids)?
+                .into_iter()
+                .map(|memory| (memory.id, memory))
+                .collect();
+            for (id, text_hash, bytes) in chunk {
+                if *bytes != dimension * 4 {
+                    found.push((*id, Disagreement::WrongSize));
+                    continue;
+                }
+                let Some(memory) = memories.get(id) else {
+                    continue;
+                };
+                if memory.memory_type != MemoryType::Episode
+                    && crate::semantic::text_hash(&crate::semantic::embedding_text(
+                        memory,
+                        &[],
+                        &[],
+                    )) != *text_hash
+                {
+                    found.push((*id, Disagreement::OtherText));
+                }
+            }
+        }
+        Ok(found)
     }
 
     pub fn stats(&self) -> Result<Stats> {

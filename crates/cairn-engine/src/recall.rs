@@ -297,6 +297,7 @@ impl Engine {
         let lexical = self.with_conversation_context(lexical, &filter, &config)?;
         let lexical = score::apply_floor(&lexical, floor);
         let mut semantic: Vec<Hit> = Vec::new();
+        let mut semantic_model: Option<String> = None;
         if request.mode != Mode::Lexical {
             match self.semantic_list(request, &filter, candidate_limit, query_vector) {
                 Ok(Some(candidates)) => {
@@ -308,6 +309,7 @@ impl Engine {
                         ));
                     }
                     semantic = candidates.hits;
+                    semantic_model = Some(candidates.model);
                 }
                 Ok(None) => answer.degraded = Some("lexical-only".to_string()),
                 Err(reason) => {
@@ -337,12 +339,25 @@ impl Engine {
         }
         // A vector-only candidate (no lexical match) enters only near the top of the semantic
         // list; the bound is measured on the evaluation set (docs/retrieval.md).
-        if request.mode == Mode::Hybrid && config.vector_only_rank != usize::MAX {
+        // It also needs a similarity of at least the model's measured floor: on a small brain
+        // every record is among the nearest, related or not.
+        let floor_of_vector_only = config.vector_only_floor.or_else(|| {
+            semantic_model
+                .as_deref()
+                .and_then(crate::semantic::vector_only_floor)
+        });
+        if request.mode == Mode::Hybrid
+            && (config.vector_only_rank != usize::MAX || floor_of_vector_only.is_some())
+        {
             let matched: std::collections::HashSet<i64> = lexical.iter().map(|h| h.id).collect();
+            let floor = floor_of_vector_only.unwrap_or(f64::NEG_INFINITY);
             semantic = semantic
                 .into_iter()
                 .enumerate()
-                .filter(|(rank, hit)| matched.contains(&hit.id) || *rank < config.vector_only_rank)
+                .filter(|(rank, hit)| {
+                    matched.contains(&hit.id)
+                        || (*rank < config.vector_only_rank && hit.strength >= floor)
+                })
                 .map(|(_, hit)| hit)
                 .collect();
         }
@@ -370,7 +385,7 @@ impl Engine {
         // a head reached twice keeps its better placement.
         let mut by_head: BTreeMap<i64, RecallResult> = BTreeMap::new();
         // Commit stamps of the records shown, for freshness verdicts after the cut.
-        let mut commits: HashMap<i64, String> = HashMap::new();
+        let mut commits: HashMap<i64, (String, git::StampedIn)> = HashMap::new();
         let reference_text = format_ts(reference);
         let query_tokens = cairn_core::text::word_tokens(&request.query);
         for (candidate, relevance) in fused.iter().zip(relevances) {
@@ -442,8 +457,17 @@ impl Engine {
                     .is_some_and(|at| at <= reference_text.as_str()),
                 superseded_from,
             };
-            if let Some(commit) = &shown.commit {
-                commits.insert(shown.id, commit.clone());
+            // A verdict is about this repository's history: a record of another project has
+            // none, and a personal one only when this tree holds its commit (git::StampedIn).
+            let stamped_in = match shown.project.as_deref() {
+                None => Some(git::StampedIn::Personal),
+                Some(project) if project == self.context.project => {
+                    Some(git::StampedIn::ThisProject)
+                }
+                Some(_) => None,
+            };
+            if let (Some(commit), Some(stamped_in)) = (&shown.commit, stamped_in) {
+                commits.insert(shown.id, (commit.clone(), stamped_in));
             }
             match by_head.get(&shown.id) {
                 Some(existing) if existing.score >= result.score => {}
@@ -456,7 +480,7 @@ impl Engine {
         results.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         results.truncate(limit);
         let top = results.first().map(|r| r.score).unwrap_or(1.0);
-        let mut freshness_cache: HashMap<String, Option<String>> = HashMap::new();
+        let mut freshness_cache: HashMap<(String, git::StampedIn), Option<String>> = HashMap::new();
         for result in &mut results {
             result.score_norm = round(result.score / top);
             result.score = round(result.score);
@@ -465,10 +489,10 @@ impl Engine {
         let ids: Vec<i64> = results.iter().map(|r| r.id).collect();
         if request.freshness {
             for result in &mut results {
-                if let Some(commit) = commits.get(&result.id) {
+                if let Some((commit, stamped_in)) = commits.get(&result.id) {
                     result.freshness = freshness_cache
-                        .entry(commit.clone())
-                        .or_insert_with(|| git::freshness(&self.context.cwd, commit))
+                        .entry((commit.clone(), *stamped_in))
+                        .or_insert_with(|| git::freshness(&self.context.cwd, commit, *stamped_in))
                         .clone();
                 }
             }

@@ -26,6 +26,17 @@ pub struct UpdateRequest {
     pub expires_at: Option<String>,
 }
 
+/// What `update_with_warnings` did.
+#[derive(Debug, Clone)]
+pub struct Updated {
+    /// The record as stored now.
+    pub memory: Memory,
+    /// Kinds of secrets redacted from the new text.
+    pub redacted: Vec<&'static str>,
+    /// What went wrong after the record was stored (it was not embedded yet).
+    pub warnings: Vec<String>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ListRequest {
     pub types: Vec<MemoryType>,
@@ -61,11 +72,22 @@ impl Engine {
     }
 
     /// Changes fields of a record in place; the previous version goes to history.
+    /// [`Engine::update_with_warnings`] without the warnings: the record as stored and the
+    /// kinds of secrets redacted. Prefer `update_with_warnings` where a warning can be shown.
     pub fn update(
         &mut self,
         id: i64,
         request: &UpdateRequest,
     ) -> Result<(Memory, Vec<&'static str>)> {
+        self.update_with_warnings(id, request)
+            .map(|updated| (updated.memory, updated.redacted))
+    }
+
+    /// Changes fields of a record in place (the previous version goes to its history). A
+    /// changed text loses its vector; it is embedded again at once when an embedder is
+    /// configured, and when that fails the answer warns, as `remember` does: the record is
+    /// stored and found lexically, `cairn reindex` embeds it.
+    pub fn update_with_warnings(&mut self, id: i64, request: &UpdateRequest) -> Result<Updated> {
         self.ensure_writable("update")?;
         let now = format_ts(self.now());
         let actor = self.context.actor.clone();
@@ -171,10 +193,15 @@ impl Engine {
                 redacted.dedup();
                 Ok((updated, redacted))
             })
-            .inspect(|_| {
+            .map(|(memory, redacted)| {
                 // A changed text lost its vector (a trigger drops it); embed it again now when an
                 // embedder is configured, else it waits for `cairn reindex` like any pending one.
-                let _ = self.index_after_write();
+                let warnings = self.index_after_write().into_iter().collect();
+                Updated {
+                    memory,
+                    redacted,
+                    warnings,
+                }
             })
     }
 

@@ -52,6 +52,10 @@ pub struct SemanticConfig {
     /// A semantic candidate that did not match lexically enters only within this rank of the
     /// semantic list (0: never, `usize::MAX`: always).
     pub vector_only_rank: usize,
+    /// ... and only with at least this cosine similarity to the query. `None`: the floor
+    /// measured for the model ([`vector_only_floor`]; none for an unmeasured model);
+    /// `Some(-1.0)`: no floor.
+    pub vector_only_floor: Option<f64>,
     /// The RRF constant (`cairn_core::score::RRF_K`).
     pub rrf_k: f64,
     /// Conversation context on the lexical side: an `episode` also scores this fraction of
@@ -85,6 +89,7 @@ impl Default for SemanticConfig {
             lexical_weight: 1.0,
             semantic_weight: 1.0,
             vector_only_rank: usize::MAX,
+            vector_only_floor: None,
             rrf_k: cairn_core::score::RRF_K,
             lexical_context_before: 0.3,
             lexical_context_after: 0.3,
@@ -270,7 +275,7 @@ pub fn embedding_text(memory: &Memory, before: &[Memory], after: &[Memory]) -> S
     text
 }
 
-fn text_hash(text: &str) -> String {
+pub(crate) fn text_hash(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
@@ -723,6 +728,7 @@ impl Engine {
         Ok(SemanticCandidates {
             hits,
             embedded: matrix.ids.len(),
+            model: embedder.model_id().to_string(),
         })
     }
 
@@ -1023,6 +1029,27 @@ pub(crate) struct SemanticCandidates {
     pub hits: Vec<Hit>,
     /// Records with a vector (to tell an incomplete index).
     pub embedded: usize,
+    /// The model that embedded the query (whose similarity floor applies).
+    pub model: String,
+}
+
+/// The cosine similarity under which a vector-only candidate (one the lexical search did not
+/// find) is not shown, per model, measured on the LoCoMo development split (docs/retrieval.md,
+/// "Issue 13: a similarity floor for vector-only candidates"): the highest floor that keeps
+/// hybrid recall@10, @25 and @50. Without it a small brain answers every query with every record, since any record is somebody's nearest
+/// neighbour. Models not listed have no floor (their cosines are on another scale).
+pub const VECTOR_ONLY_FLOORS: &[(&str, f64)] = &[(E5_SMALL_MODEL_ID, E5_SMALL_VECTOR_ONLY_FLOOR)];
+
+/// The default model's id, as `cairn_embed::E5Embedder` reports it.
+const E5_SMALL_MODEL_ID: &str = "multilingual-e5-small-q4";
+const E5_SMALL_VECTOR_ONLY_FLOOR: f64 = 0.80;
+
+/// The measured vector-only floor of `model_id`, if any ([`VECTOR_ONLY_FLOORS`]).
+pub fn vector_only_floor(model_id: &str) -> Option<f64> {
+    VECTOR_ONLY_FLOORS
+        .iter()
+        .find(|(model, _)| *model == model_id)
+        .map(|(_, floor)| *floor)
 }
 
 #[cfg(test)]

@@ -109,3 +109,27 @@ fn a_chain_of_near_duplicates_is_merged_in_one_dream() {
     assert_eq!(merges[0].payload["survivor"], id_d);
     assert_eq!(merges[0].payload["merged"][0]["id"], id_c);
 }
+
+#[test]
+fn two_different_wordless_records_are_not_merged() {
+    // Only emoji and punctuation: no words, so no shingles. Their signatures used to be equal
+    // (all minimums untouched) and the dream paired them at similarity 1.0.
+    let dir = tempfile::tempdir().unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
+    for (minute, body) in ["🎉🎉 !!!", "😢 … ???", "🚀 → ✅"].into_iter().enumerate() {
+        let mut engine = engine_at(dir.path(), start + chrono::Duration::minutes(minute as i64));
+        let outcome = engine
+            .remember(&RememberRequest::new(MemoryType::Note, body))
+            .unwrap();
+        assert_eq!(outcome.status, RememberStatus::Added, "{outcome:?}");
+    }
+    let mut engine = engine_at(dir.path(), start + chrono::Duration::hours(10));
+    let outcome = engine.dream(&DreamOptions::default()).unwrap();
+    let pairings: Vec<_> = outcome
+        .dream
+        .proposals
+        .iter()
+        .filter(|p| p.kind == "merge" || p.kind == "forget")
+        .collect();
+    assert!(pairings.is_empty(), "{pairings:#?}");
+}

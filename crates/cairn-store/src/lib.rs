@@ -35,7 +35,7 @@ pub use lifecycle::{
 pub use records::{
     ConflictRow, EventRow, HistoryRow, IndexGaps, ListFilter, NewEvent, ScopeRow, Stats,
 };
-pub use schema::SCHEMA_VERSION;
+pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use search::{EpisodeNeighbours, LexicalHit, LexicalQuery};
 pub use vectors::{
     META_EMBED_DIM, META_EMBED_MODEL, VectorCounts, VectorMatrix, VectorSpace, blob_to_vector,

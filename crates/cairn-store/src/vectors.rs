@@ -153,6 +153,30 @@ impl Reader<'_> {
         })
     }
 
+    /// Per vector of an indexed record (not merged away), in id order: the record's id, the
+    /// hash of the text it was made from and the blob's length in bytes (what `doctor`
+    /// compares with the records and the model's dimension).
+    pub fn vector_rows(&self) -> Result<Vec<(i64, String, usize)>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT v.memory_id, v.text_hash, length(v.vector) FROM vectors v \
+                 JOIN memories m ON m.id = v.memory_id WHERE m.merged_into IS NULL ORDER BY v.memory_id",
+            )
+            .map_err(map)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get::<_, i64>(2)?.max(0) as usize,
+                ))
+            })
+            .map_err(map)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map)
+    }
+
     /// Rows in `vectors` whose record is gone.
     pub fn orphan_vectors(&self) -> Result<i64> {
         self.conn

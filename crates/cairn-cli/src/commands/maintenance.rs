@@ -205,7 +205,11 @@ fn run_doctor(settings: &Settings, repair: bool) -> Result<ExitCode> {
         for check in &report.checks {
             outln!(
                 "  {} {:<22} {}",
-                if check.ok { "ok " } else { "BAD" },
+                match (check.ok, check.warning) {
+                    (false, _) => "BAD ",
+                    (true, true) => "warn",
+                    (true, false) => "ok  ",
+                },
                 check.name,
                 check.detail
             );

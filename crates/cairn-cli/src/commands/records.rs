@@ -217,15 +217,22 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
                 review_at: update.review.clone(),
                 expires_at: update.expires.clone(),
             };
-            let (memory, redacted) = engine.update(update.id, &request)?;
+            let cairn_engine::Updated {
+                memory,
+                redacted,
+                warnings,
+            } = engine.update_with_warnings(update.id, &request)?;
             if settings.json {
                 print_json(
-                    &serde_json::json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory}),
+                    &serde_json::json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory, "warnings": warnings}),
                 );
             } else {
                 outln!("updated #{}", memory.id);
                 if !redacted.is_empty() {
                     outln!("  redacted secrets: {}", redacted.join(", "));
+                }
+                for warning in &warnings {
+                    outln!("  note: {warning}");
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -79,6 +79,7 @@ impl Engine {
         Ok((
             Check {
                 name: "graph".into(),
+                warning: false,
                 ok,
                 detail,
                 fix: (!ok && !repair).then(|| "cairn doctor --repair".into()),
