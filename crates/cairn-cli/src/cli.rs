@@ -1,4 +1,4 @@
-//! The command line of CLI.md: the global flags and the list of commands, each area's commands
+//! The command line of docs/cli.md: the global flags and the list of commands, each area's commands
 //! flattened into one list, and the dispatch to each area's `run`.
 
 use crate::commands::{

@@ -1,4 +1,4 @@
-//! `cairn hook <event>`: the agent hooks (DESIGN §11). Reads the client's hook JSON on stdin,
+//! `cairn hook <event>`: the agent hooks (docs/design.md §11). Reads the client's hook JSON on stdin,
 //! answers in the client's JSON on stdout, and never fails the agent: whatever happens it exits
 //! 0 within an internal deadline well inside the client's timeout, prints nothing on failure,
 //! and logs the error to `hook-errors.log` next to the brain.

@@ -1,7 +1,7 @@
 //! The `cairn` binary: parses the command line, opens the brain, calls the engine, prints.
 //!
 //! Glue only: every rule lives in `cairn-engine`. Human output goes to stdout, errors to stderr;
-//! `--json` prints the JSON contract of CLI.md instead.
+//! `--json` prints the JSON contract of docs/cli.md instead.
 //!
 //! Everything printed to stdout goes through `outln!` / `out!` (not `println!`, which panics
 //! when the reader went away): `cairn recall … | head` ends quietly with the exit status a

@@ -1,4 +1,4 @@
-//! The lifecycle end to end on the real binary and real SQLite files (DESIGN §8): decay,
+//! The lifecycle end to end on the real binary and real SQLite files (docs/design.md §8): decay,
 //! review, dream (proposals, accept, reject, staleness), forgetting, LLM summaries with a fake
 //! LLM command, kill -9 during a dream, doctor --repair and recovery.
 

@@ -1,4 +1,4 @@
-//! What is not a memory (DESIGN §9) on the real binary: tasks, measures, the activity log, the
+//! What is not a memory (docs/design.md §9) on the real binary: tasks, measures, the activity log, the
 //! identity, awareness — each reachable from the CLI, none of them ever in recall ranking.
 
 mod common;

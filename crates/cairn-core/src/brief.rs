@@ -1,4 +1,4 @@
-//! The brief's shape (DESIGN §10): sections with a budget priority and a printed order, a byte
+//! The brief's shape (docs/design.md §10): sections with a budget priority and a printed order, a byte
 //! budget, the cut notice, and the fencing that labels stored text as data.
 //!
 //! Pure: sections arrive as rendered one-line items; this decides what fits and lays it out.

@@ -1,5 +1,5 @@
 //! A text stored as its differences from another text: how a dream's merged-away record keeps
-//! its body (DESIGN §8, issue 6). A near duplicate (MinHash ≥ 0.7) shares most of its words
+//! its body (docs/design.md §8, issue 6). A near duplicate (MinHash ≥ 0.7) shares most of its words
 //! with the record it was merged into, so the copy ranges of a word diff against that body
 //! take a few dozen bytes where the whole text took a kilobyte.
 //!

@@ -1,4 +1,4 @@
-//! The pure rules of the lifecycle (DESIGN §8): what decay does to a record, how structurally
+//! The pure rules of the lifecycle (docs/design.md §8): what decay does to a record, how structurally
 //! important a record is, and which records are near duplicates of each other (LSH banding over
 //! MinHash signatures, sub-quadratic). Everything takes `now` and plain data; the engine reads
 //! the store and applies the verdicts.
@@ -8,7 +8,7 @@ use crate::record::{Confidence, MemoryType, Tier};
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
 
-/// Confidence half-life of a record nobody accessed (DESIGN §8), in days. A tier whose own
+/// Confidence half-life of a record nobody accessed (docs/design.md §8), in days. A tier whose own
 /// recency half-life is shorter (C: 45 d, D: 4 d) decays at that pace instead: a `state` record
 /// nobody looked at for two weeks is not worth keeping active for five months.
 pub const CONFIDENCE_HALF_LIFE_DAYS: f64 = 60.0;

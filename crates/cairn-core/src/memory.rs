@@ -1,4 +1,4 @@
-//! The memory record as plain data (DESIGN §3). Field names are the JSON contract of CLI.md.
+//! The memory record as plain data (docs/design.md §3). Field names are the JSON contract of docs/cli.md.
 
 use crate::record::{Confidence, MemoryType, Sensitivity, Status, Trust, TrustZone};
 use serde::{Deserialize, Serialize};
@@ -64,7 +64,7 @@ impl Memory {
     }
 }
 
-/// project + scope + trust zone + sensitivity (DESIGN §4).
+/// project + scope + trust zone + sensitivity (docs/design.md §4).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Partition {
     pub project: Option<String>,

@@ -1,4 +1,4 @@
-//! Deterministic MinHash over word 3-shingles, for near-duplicate detection (DESIGN §4.4) and
+//! Deterministic MinHash over word 3-shingles, for near-duplicate detection (docs/design.md §4.4) and
 //! consolidation candidates (§8).
 //!
 //! A signature is 128 minimums, one per hash function, over the text's shingles; the share of

@@ -1,4 +1,4 @@
-//! Contradiction flagging (DESIGN §4.5): does a new record make the same key claim as an
+//! Contradiction flagging (docs/design.md §4.5): does a new record make the same key claim as an
 //! existing one, with the opposite polarity?
 //!
 //! Two texts contradict when, once stop words and polarity words are set aside, they are about

@@ -1,4 +1,4 @@
-//! Turning anything a user types into a safe FTS5 query (DESIGN §5.1).
+//! Turning anything a user types into a safe FTS5 query (docs/design.md §5.1).
 //!
 //! [`query_terms`] splits the input the way SQLite's `unicode61` tokenizer splits text: runs of
 //! Unicode letters and digits, everything else a separator — `_`, `-`, `.`, `'`, `"`, `*`, `:`

@@ -1,4 +1,4 @@
-//! Operation receipts: a SHA-256 over an operation's canonical JSON (DESIGN §4 step 9).
+//! Operation receipts: a SHA-256 over an operation's canonical JSON (docs/design.md §4 step 9).
 //!
 //! Canonical means object keys sorted by their UTF-8 bytes and no whitespace, so the same
 //! operation always produces the same receipt. The keys are sorted here, by our own writer,

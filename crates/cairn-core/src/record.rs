@@ -1,5 +1,5 @@
 //! The memory record's vocabulary: types with their decay tiers, confidence, trust, trust zones,
-//! sensitivity and status (DESIGN §3), each with the spellings users may type.
+//! sensitivity and status (docs/design.md §3), each with the spellings users may type.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Scopes: paths that nest on `:` under `global`, with inward-only visibility (DESIGN §2).
+//! Scopes: paths that nest on `:` under `global`, with inward-only visibility (docs/design.md §2).
 //!
 //! A recall in `channel:deploy:prod` sees that scope and its ancestors up to `global`, never a
 //! sibling or a child.

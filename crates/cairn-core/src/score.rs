@@ -1,4 +1,4 @@
-//! Ranking: Reciprocal Rank Fusion of candidate lists and the bounded final score (DESIGN §5).
+//! Ranking: Reciprocal Rank Fusion of candidate lists and the bounded final score (docs/design.md §5).
 //!
 //! Every factor here is bounded: relevance maps onto 0.35..1 so a matched record never scores
 //! as if it had not matched, stakes is clamped to 0.70..1.43, and recency never drops below a
@@ -43,7 +43,7 @@ pub struct Fused {
 
 /// Keeps the hits whose strength is at least `floor` × the list's top strength.
 ///
-/// The relevance floor of DESIGN §5: a candidate that matched far worse than the best match of
+/// The relevance floor of docs/design.md §5: a candidate that matched far worse than the best match of
 /// its own source is dropped before fusion. `floor` 0 keeps everything.
 pub fn apply_floor(hits: &[Hit], floor: f64) -> Vec<Hit> {
     let Some(top) = hits.first().map(|hit| hit.strength) else {

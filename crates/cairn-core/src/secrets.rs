@@ -1,4 +1,4 @@
-//! The secret guard (DESIGN §4.1): text that matches a known secret format is redacted to
+//! The secret guard (docs/design.md §4.1): text that matches a known secret format is redacted to
 //! `[REDACTED:kind]` before it is stored, indexed or embedded, and the caller is told which
 //! kinds were found.
 //!

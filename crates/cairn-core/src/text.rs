@@ -1,4 +1,4 @@
-//! The text pipeline's first step (DESIGN §4.1) and the normalizers behind identity and dedup.
+//! The text pipeline's first step (docs/design.md §4.1) and the normalizers behind identity and dedup.
 //!
 //! [`sanitize`] makes text safe to store: it refuses NUL, normalizes line endings to `\n`,
 //! removes the invisible channels an attacker (or a sloppy copy/paste) can hide instructions in,
@@ -307,7 +307,7 @@ pub const MIN_OVERLAP_TOKENS: usize = 5;
 ///
 /// `None` when either title has fewer than [`MIN_OVERLAP_TOKENS`] distinct tokens: short titles
 /// overlap by accident too easily for the figure to mean anything. (≥ 0.5 means near-duplicate
-/// title, DESIGN §4.4.)
+/// title, docs/design.md §4.4.)
 pub fn title_overlap(a: &str, b: &str) -> Option<f64> {
     let tokens_a: std::collections::BTreeSet<String> = title_tokens(a).into_iter().collect();
     let tokens_b: std::collections::BTreeSet<String> = title_tokens(b).into_iter().collect();

@@ -1,4 +1,4 @@
-//! Nearest-neighbour search over one contiguous row-major `f32` matrix (DESIGN §5, semantic
+//! Nearest-neighbour search over one contiguous row-major `f32` matrix (docs/design.md §5, semantic
 //! candidates): an exact scan, an exact answer from an int8 first pass, and an inverted-file
 //! index (IVF-flat) for large matrices.
 //!

@@ -1,4 +1,4 @@
-//! What is kept but never ranked (DESIGN §9): tasks, measures, the identity, awareness items and
+//! What is kept but never ranked (docs/design.md §9): tasks, measures, the identity, awareness items and
 //! the activity log — plus the inbox of captured candidates and `review`.
 //!
 //! Text typed here goes through the same sanitizer and secret guard as a memory body. Every
@@ -18,7 +18,7 @@ use chrono::Duration;
 use serde::Serialize;
 use serde_json::json;
 
-/// At most this many live awareness items per project (DESIGN §9).
+/// At most this many live awareness items per project (docs/design.md §9).
 pub const MAX_AWARENESS: usize = 10;
 /// Default life of an awareness item.
 pub const AWARENESS_DEFAULT_HOURS: i64 = 24;

@@ -1,4 +1,4 @@
-//! The brief (DESIGN §10): what an agent gets at session start. This file gathers each section
+//! The brief (docs/design.md §10): what an agent gets at session start. This file gathers each section
 //! from the store and git; `cairn_core::brief` decides what fits the budget and lays it out.
 
 use crate::{Engine, Result, git};

@@ -1,4 +1,4 @@
-//! Incremental transcript capture (DESIGN §11, Stop / PreCompact): the transcript is read from
+//! Incremental transcript capture (docs/design.md §11, Stop / PreCompact): the transcript is read from
 //! the session's stored byte offset, complete turns become `episode` records through the write
 //! path with `capture: true` (trust `captured`, near duplicates of earlier captures merged), and
 //! candidate durable facts go to the inbox.

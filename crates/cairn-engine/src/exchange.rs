@@ -1,7 +1,7 @@
 //! JSONL exchange: every record with its history, declared scopes, the graph, the rest of the
 //! brain's state (settings, identity, tasks, measures, awareness, inbox, conflicts, capture
 //! offsets, dream sets: `exchange_state`) and events, one JSON object a line — the backup and
-//! migration format (CLI.md "Exchange", docs/exchange.md).
+//! migration format (docs/cli.md "Exchange", docs/exchange.md).
 //!
 //! Import goes through the write path's rules that apply to restoring decided records
 //! (sanitize, secret guard, identity by external id or title, exact duplicate → noop) and reports

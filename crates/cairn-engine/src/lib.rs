@@ -1,6 +1,6 @@
 //! cairn-engine: the library API every adapter calls (CLI, hooks, MCP, HTTP).
 //!
-//! It owns the rules of DESIGN §4–§5 (the write path and recall) on top of `cairn-store`, reads
+//! It owns the rules of docs/design.md §4–§5 (the write path and recall) on top of `cairn-store`, reads
 //! the clock and git, and returns plain data. Nothing here prints or knows about JSON on a wire.
 
 mod agent;
@@ -130,6 +130,7 @@ impl EngineError {
                 StoreError::Io { .. }
                 | StoreError::Sqlite { .. }
                 | StoreError::Malformed { .. } => ErrorKind::Other,
+                StoreError::UnknownColumn { .. } => ErrorKind::Invalid,
             },
             EngineError::ReadOnly { .. } => ErrorKind::ReadOnly,
             EngineError::NotFound { .. } => ErrorKind::NotFound,
@@ -180,7 +181,7 @@ impl Context {
 pub struct Engine {
     store: Store,
     context: Context,
-    /// Link records to the entities their text mentions on write (DESIGN §7); on by default.
+    /// Link records to the entities their text mentions on write (docs/design.md §7); on by default.
     extract_entities: bool,
     semantic: semantic::Semantic,
     /// Records in the full-text index, with the store generation it was counted at: recall

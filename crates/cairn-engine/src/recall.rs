@@ -1,4 +1,4 @@
-//! Recall (DESIGN §5): candidate sources, fusion, the bounded final score, supersession followed
+//! Recall (docs/design.md §5): candidate sources, fusion, the bounded final score, supersession followed
 //! forward, the relevance floor, and an answer that says why each result is there.
 //!
 //! Candidate sources are independent ranked lists fed to RRF; lexical (FTS5) is the first, and a
@@ -24,7 +24,7 @@ const MIN_CANDIDATES: usize = RecallRequest::MIN_CANDIDATES;
 /// The default relevance floor: a candidate weaker than this fraction of its source's best match
 /// is dropped.
 pub const DEFAULT_FLOOR: f64 = 0.1;
-/// Which query terms a large brain searches (DESIGN §5.1): a term found in more than `share` of
+/// Which query terms a large brain searches (docs/design.md §5.1): a term found in more than `share` of
 /// the records, or in more than `most_records`, costs tens of milliseconds on a large brain and
 /// adds little to the ranking, so it is dropped — unless it is among the `keep_rarest` rarest
 /// terms the brain holds.
@@ -113,7 +113,7 @@ pub struct RecallRequest {
     pub zone: Option<TrustZone>,
     /// Ask git for freshness verdicts of commit-stamped results (hooks skip it: speed).
     pub freshness: bool,
-    /// The hook path (DESIGN §1.6): answer within tens of milliseconds. Semantic candidates
+    /// The hook path (docs/design.md §1.6): answer within tens of milliseconds. Semantic candidates
     /// are used only when the embedder is already loaded in this process (a long-running
     /// server); a model is never loaded for a fast recall, which then runs lexical-only and
     /// says `degraded: lexical-only`. See docs/retrieval.md, "The hook path".
@@ -163,7 +163,7 @@ pub struct Why {
     pub speaker: Option<String>,
 }
 
-/// One answer (the JSON of CLI.md).
+/// One answer (the JSON of docs/cli.md).
 #[derive(Debug, Clone, Serialize)]
 pub struct RecallResult {
     pub id: i64,

@@ -306,7 +306,7 @@ impl Engine {
                 .default_review_days()
                 .map(|days| format_ts(now_time + chrono::Duration::days(days)));
             verified.updated_at = now.clone();
-            // A re-check is an access: decay's clock starts again (DESIGN §8).
+            // A re-check is an access: decay's clock starts again (docs/design.md §8).
             verified.last_accessed_at = Some(now.clone());
             let norm = verified.title.as_deref().map(text::normalize_title);
             tx.update_memory(&verified, norm.as_deref(), &previous, "verify", &actor)?;

@@ -1,4 +1,4 @@
-//! The write path (DESIGN §4): sanitize and guard secrets, identity, exact and near duplicates,
+//! The write path (docs/design.md §4): sanitize and guard secrets, identity, exact and near duplicates,
 //! contradictions, supersession, stamping, index and log — in that order, in one transaction.
 
 use crate::{Engine, EngineError, Result, git};
@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 
-/// Near-duplicate thresholds of DESIGN §4 step 4.
+/// Near-duplicate thresholds of docs/design.md §4 step 4.
 pub const NEAR_DUPLICATE_JACCARD: f64 = 0.9;
 pub const TITLE_OVERLAP: f64 = 0.5;
 /// Captured expiring content lives this long by default.
@@ -102,7 +102,7 @@ pub enum RememberStatus {
     Flagged,
 }
 
-/// What `remember` did (the JSON of CLI.md).
+/// What `remember` did (the JSON of docs/cli.md).
 #[derive(Debug, Clone, Serialize)]
 pub struct RememberOutcome {
     pub status: RememberStatus,

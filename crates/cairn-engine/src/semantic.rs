@@ -1,4 +1,4 @@
-//! The semantic index (DESIGN §4 step 8, §5, §6): which embedder, which text a record is
+//! The semantic index (docs/design.md §4 step 8, §5, §6): which embedder, which text a record is
 //! embedded as, the queue of records still to embed, and the vector candidates of recall.
 //!
 //! * The embedder is loaded lazily, on first use, by a loader the adapter hands in: a lexical

@@ -1,4 +1,4 @@
-//! Export envelopes for another agent (DESIGN §11 "Exchange"): a versioned JSON document of
+//! Export envelopes for another agent (docs/design.md §11 "Exchange"): a versioned JSON document of
 //! selected records — with their text, or as references only — that honors trust zones and
 //! sensitivity, carries each record's content hash and a SHA-256 of the whole payload, and can
 //! be imported by another brain (`import_envelope`) with trust `imported`.

@@ -1,4 +1,4 @@
-//! Near duplicates of captures (DESIGN §4 step 4, automatic capture): a captured turn that
+//! Near duplicates of captures (docs/design.md §4 step 4, automatic capture): a captured turn that
 //! nearly repeats an earlier capture (MinHash Jaccard ≥ 0.9) updates it when longer and is a
 //! no-op otherwise; an exact repeat is a no-op; anything else is a new episode. Checked on a real
 //! brain crowded with records that share the turns' words, for turns handed over one at a time

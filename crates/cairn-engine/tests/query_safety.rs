@@ -1,4 +1,4 @@
-//! Any query string is safe to recall with (DESIGN §5.1, STYLE.md §Tests): it never causes an
+//! Any query string is safe to recall with (docs/design.md §5.1, STYLE.md §Tests): it never causes an
 //! FTS syntax error, and a word that one record holds finds that record whatever surrounds it
 //! (no false "nothing found").
 //!

@@ -1,4 +1,4 @@
-//! The bounded final score (DESIGN §5.3, principle 2): what a record is breaks ties between
+//! The bounded final score (docs/design.md §5.3, principle 2): what a record is breaks ties between
 //! matches and never overrides what matched; scores are normalized to the top result and say
 //! why; the same brain and query give the same answer byte for byte (principle 5).
 
@@ -139,7 +139,7 @@ fn a_much_better_old_match_beats_a_weak_recent_one() {
     assert!(position(weak) > position(strong));
 }
 
-/// DESIGN principle 2 with one candidate source (lexical-only): a match more than twice as
+/// docs/design.md §1.2 with one candidate source (lexical-only): a match more than twice as
 /// strong (BM25 1.57 against 0.71 here) at rank 1 must not lose to the weak match at rank 2
 /// through recency. RRF alone keeps only ranks (relevance 1.0 vs 0.99), so a single source's
 /// relevance comes from its own strength (`score::relevances`).

@@ -1,4 +1,4 @@
-//! Which query terms a large brain searches (`TermCutoff`, DESIGN §5.1): a term found in too many
+//! Which query terms a large brain searches (`TermCutoff`, docs/design.md §5.1): a term found in too many
 //! records is dropped unless it is among the rarest the cutoff keeps. Checked on a real brain of
 //! 2,100 records (the cutoff applies from 2,000): `common` is in every record, `omega` in 45,
 //! `zeta` in 5 (which also hold `omega`).

@@ -1,5 +1,5 @@
 //! Regression (issue 13, item 8): the wiki's pages linked only through supersession although
-//! the knowledge graph exists (DESIGN §11 promises `[[links]]` from the graph). A page now links
+//! the knowledge graph exists (docs/design.md §11 promises `[[links]]` from the graph). A page now links
 //! to the pages of the records the graph relates it to, named by the relation, in a
 //! deterministic order, only to records that have a page; closing an edge re-renders both ends.
 

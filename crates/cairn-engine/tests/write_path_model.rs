@@ -1,8 +1,8 @@
-//! Model-based property test of the write path (DESIGN §4, STYLE.md §Tests).
+//! Model-based property test of the write path (docs/design.md §4, STYLE.md §Tests).
 //!
 //! Random sequences of remember, update, supersede, forget, forget --hard and restore run
 //! against a real brain (a SQLite file in a temporary directory) and against a small in-memory
-//! model of what DESIGN says each operation does. After every operation the outcome (status,
+//! model of what docs/design.md says each operation does. After every operation the outcome (status,
 //! id, the existing record named) must agree; after the sequence every record's status, links
 //! and history depth must agree, and recall of each text's unique marker token must return
 //! exactly the current head of every record holding that text, never an archived one.
@@ -51,7 +51,7 @@ const TITLES: [&str; 5] = [
 ];
 /// Titles with the same key share an identity (scope + normalized title).
 const TITLE_KEY: [usize; 5] = [0, 0, 2, 3, 4];
-/// Titles of five or more tokens take part in the title-overlap check (DESIGN §4 step 4); the
+/// Titles of five or more tokens take part in the title-overlap check (docs/design.md §4 step 4); the
 /// two long titles here overlap by 4/5.
 const LONG_TITLE: [bool; 5] = [false, false, false, true, true];
 
@@ -169,7 +169,7 @@ fn remembered(status: RememberStatus, id: Option<i64>, existing: Option<i64>) ->
 }
 
 // ---------------------------------------------------------------------------------------------
-// The model: what DESIGN §3–§4 says happens.
+// The model: what docs/design.md §3–§4 says happens.
 
 #[derive(Debug, Clone, PartialEq)]
 struct ModelRecord {
@@ -217,7 +217,7 @@ impl Model {
             .map(|(&id, r)| (id, r))
     }
 
-    /// The acceptable outcomes of one `remember` (one, except where DESIGN leaves the choice
+    /// The acceptable outcomes of one `remember` (one, except where docs/design.md leaves the choice
     /// between equally good existing records open).
     fn remember(
         &mut self,
@@ -257,7 +257,7 @@ impl Model {
             self.changed(id);
             return vec![remembered(RememberStatus::Updated, Some(id), Some(id))];
         }
-        // Step 3: exact duplicate in the same partition → NOOP. DESIGN does not say whether
+        // Step 3: exact duplicate in the same partition → NOOP. docs/design.md does not say whether
         // retired records count or whether `--supersedes` skips this step; the model reads
         // both the way the steps are listed: active records only, and a superseding write of
         // text already stored is a NOOP that supersedes nothing.
@@ -335,7 +335,7 @@ impl Model {
         Outcome::Done
     }
 
-    /// `forget --hard` refuses a record that supersedes others (DESIGN §4 step 6).
+    /// `forget --hard` refuses a record that supersedes others (docs/design.md §4 step 6).
     fn forget_hard(&mut self, id: i64) -> Outcome {
         let Some(record) = self.records.get(&id) else {
             return Outcome::NotFound;
@@ -372,7 +372,7 @@ impl Model {
         Outcome::Done
     }
 
-    /// The record a match on `id` answers as (DESIGN §5.4): itself when active, else its
+    /// The record a match on `id` answers as (docs/design.md §5.4): itself when active, else its
     /// newest successor; nothing when the chain ends in an archived record.
     fn head(&self, mut id: i64) -> Option<i64> {
         for _ in 0..=self.records.len() {

@@ -1,4 +1,4 @@
-//! The write path's store-free steps (DESIGN §3–§4: sanitize, validate, defaults, stamp), one
+//! The write path's store-free steps (docs/design.md §3–§4: sanitize, validate, defaults, stamp), one
 //! data-driven `check` per rule over `cairn_engine::remember::prepare`, plus the two rules that
 //! need the outside world through `Engine::remember`: commit stamping against a real git
 //! repository, and title identity against a real brain.

@@ -1,5 +1,5 @@
 //! Tool results: human text for the model (stored text fenced and labeled as data with its
-//! trust, DESIGN §1.4) plus the same answer as structured content (a JSON object).
+//! trust, docs/design.md §1.4) plus the same answer as structured content (a JSON object).
 
 use cairn_core::brief::{DATA_CLOSE, DATA_NOTE, DATA_OPEN, fence_items, neutralize, one_line};
 use cairn_core::memory::Memory;

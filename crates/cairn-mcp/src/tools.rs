@@ -837,7 +837,7 @@ fn inbox() -> ToolSpec {
     )
 }
 
-// ---- the knowledge graph (DESIGN §7, docs/graph.md) ----------------------------------------
+// ---- the knowledge graph (docs/design.md §7, docs/graph.md) ----------------------------------------
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -1221,7 +1221,7 @@ fn clusters() -> ToolSpec {
     )
 }
 
-// ---- dreams (DESIGN §8, docs/lifecycle.md) --------------------------------------------------
+// ---- dreams (docs/design.md §8, docs/lifecycle.md) --------------------------------------------------
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

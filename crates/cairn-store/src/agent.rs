@@ -1,4 +1,4 @@
-//! What is kept but never ranked (DESIGN §9) — tasks, measures, the identity, awareness items —
+//! What is kept but never ranked (docs/design.md §9) — tasks, measures, the identity, awareness items —
 //! plus the inbox of captured candidate facts and transcript capture offsets. Plain reads and
 //! writes; the rules (limits, expiry, what goes where) live in the engine.
 //!

@@ -686,7 +686,7 @@ impl Reader<'_> {
         Ok(found)
     }
 
-    /// The active record with this scope and normalized title (DESIGN §4 step 2).
+    /// The active record with this scope and normalized title (docs/design.md §4 step 2).
     pub fn find_by_identity(
         &self,
         project: Option<&str>,

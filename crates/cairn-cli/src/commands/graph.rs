@@ -1,4 +1,4 @@
-//! The knowledge-graph commands (DESIGN §7): relate, unrelate, graph, edges, neighbors,
+//! The knowledge-graph commands (docs/design.md §7): relate, unrelate, graph, edges, neighbors,
 //! entities, entity add, clusters, relation-type. Glue: each calls one engine function and
 //! prints its answer as text or, with `--json`, as JSON.
 

@@ -1,4 +1,4 @@
-//! The lifecycle commands (DESIGN §8): decay, dream (show, accept, reject, list), config, and
+//! The lifecycle commands (docs/design.md §8): decay, dream (show, accept, reject, list), config, and
 //! the review listing's stale part. Glue: each calls one engine function and prints its answer
 //! as text or, with `--json`, as JSON. Settings are resolved here (the environment is read
 //! only by the binary) and handed to the engine as plain data.

@@ -1,4 +1,4 @@
-//! The blast radius (DESIGN §7): a breadth-first walk from one node that scores everything it
+//! The blast radius (docs/design.md §7): a breadth-first walk from one node that scores everything it
 //! reaches by how strongly it is tied to the start.
 //!
 //! A node reached over an edge scores `parent score × edge weight`, times the per-hop decay

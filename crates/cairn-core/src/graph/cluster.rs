@@ -1,4 +1,4 @@
-//! Deterministic label propagation (DESIGN §7): groups records that are tied together.
+//! Deterministic label propagation (docs/design.md §7): groups records that are tied together.
 //!
 //! Textbook label propagation visits nodes in random order and breaks ties at random, so two
 //! runs disagree. Here every choice is fixed:

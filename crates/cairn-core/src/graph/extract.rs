@@ -1,4 +1,4 @@
-//! Entity extraction without an LLM (DESIGN §7): file paths, code identifiers (CamelCase,
+//! Entity extraction without an LLM (docs/design.md §7): file paths, code identifiers (CamelCase,
 //! snake_case, SCREAMING_CASE, `a::b` paths, `call()`, anything `backticked`), URLs, `#tags`,
 //! `@names` and capitalized multi-word names.
 //!

@@ -1,4 +1,4 @@
-//! The bi-temporal edge log and its fold (DESIGN §7).
+//! The bi-temporal edge log and its fold (docs/design.md §7).
 //!
 //! An edge is a key (source, relation, destination). The log holds `assert` operations, which
 //! open a validity interval at `valid_from`, and `invalidate` operations, which close the open

@@ -1,4 +1,4 @@
-//! The knowledge graph's pure parts (DESIGN §7): nodes and relation types, the bi-temporal edge
+//! The knowledge graph's pure parts (docs/design.md §7): nodes and relation types, the bi-temporal edge
 //! log and its fold, entity extraction, the blast-radius walk and label-propagation clusters.
 //!
 //! The store keeps an append-only log of `assert` / `invalidate` operations; everything else
@@ -80,7 +80,7 @@ pub struct BuiltinRelation {
     pub description: &'static str,
 }
 
-/// The relation types every brain knows (DESIGN §7). `mentions` (record → entity, written by
+/// The relation types every brain knows (docs/design.md §7). `mentions` (record → entity, written by
 /// extraction) weighs 0.3: a mention says a record talks about a thing, which is weaker evidence
 /// of "breaks if it changes" than any asserted relation, `relates` (0.5) included.
 pub const BUILTIN_RELATIONS: &[BuiltinRelation] = &[

@@ -1,4 +1,4 @@
-//! The knowledge graph's engine API (DESIGN §7): what the CLI, the MCP server and the brief
+//! The knowledge graph's engine API (docs/design.md §7): what the CLI, the MCP server and the brief
 //! call. `relate`, `unrelate`, `neighbors`, `entities`, `graph`, `edges`, `clusters` and
 //! `neighbourhood_of_paths` return plain data; writes go through one transaction each.
 //!

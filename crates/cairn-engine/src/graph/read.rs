@@ -284,7 +284,7 @@ impl Engine {
         })
     }
 
-    /// The blast radius of a record or entity (DESIGN §7).
+    /// The blast radius of a record or entity (docs/design.md §7).
     pub fn neighbors(&self, request: &NeighborsRequest) -> Result<NeighborsAnswer> {
         let origin = self.resolve_visible(&request.node)?;
         self.neighbors_of(origin, request)
@@ -664,7 +664,7 @@ impl Engine {
     }
 
     /// Deterministic label-propagation clusters of this project's active records (and personal
-    /// ones), generated records excluded (DESIGN §7).
+    /// ones), generated records excluded (docs/design.md §7).
     pub fn clusters(&self, request: &ClustersRequest) -> Result<ClustersAnswer> {
         let reader = self.store.reader();
         let at = format_ts(self.now());

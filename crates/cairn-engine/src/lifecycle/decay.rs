@@ -1,4 +1,4 @@
-//! `cairn decay` (DESIGN §8): archive expired records, lower the confidence of records nobody
+//! `cairn decay` (docs/design.md §8): archive expired records, lower the confidence of records nobody
 //! accessed, archive those whose strength fell below the floor — never tier A, pinned records
 //! or guardrails. Every change is a history version plus a `decay` event that says why, so
 //! `decay --explain ID` can tell the story.

@@ -1,4 +1,4 @@
-//! Consolidation (`cairn dream`, DESIGN §8). A dream never works on the live brain: it copies
+//! Consolidation (`cairn dream`, docs/design.md §8). A dream never works on the live brain: it copies
 //! it with SQLite's online backup into a snapshot file next to it, runs its phases on the
 //! snapshot, and writes one proposal set into the live brain in a single transaction at the
 //! end. A dream killed at any point therefore leaves the live brain as it was (the next run

@@ -1,4 +1,4 @@
-//! The lifecycle of DESIGN §8: decay, review of stale records, consolidation (`dream`) with
+//! The lifecycle of docs/design.md §8: decay, review of stale records, consolidation (`dream`) with
 //! its optional LLM calls, and the brain's own settings. Forgetting archives through the same
 //! operations as `cairn forget`; repair lives with `doctor` in `maintenance.rs`.
 

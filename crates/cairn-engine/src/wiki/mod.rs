@@ -1,4 +1,4 @@
-//! The Markdown wiki (DESIGN §11): `export wiki DIR` writes a browsable, Obsidian-compatible
+//! The Markdown wiki (docs/design.md §11): `export wiki DIR` writes a browsable, Obsidian-compatible
 //! tree of the brain, `import wiki DIR` reads edits, new pages and deletions back.
 //!
 //! ```text
