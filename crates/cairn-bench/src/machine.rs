@@ -1,6 +1,7 @@
 //! What the numbers were measured on (cores, CPU model, load average, git tree), and the one set
 //! of memory and CPU probes, all read from `/proc` (no dependency, no unsafe code).
 
+use cairn_core::stats::status_kb;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -30,15 +31,6 @@ fn cpuinfo_field(name: &str) -> Option<String> {
 fn meminfo_kb(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     status_kb(&text, name)
-}
-
-fn status_kb(text: &str, name: &str) -> Option<u64> {
-    text.lines()
-        .find(|line| line.starts_with(name))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 fn command_output(program: &str, args: &[&str], dir: Option<&Path>) -> Option<String> {

@@ -1,4 +1,5 @@
-//! Latency summaries, with the one percentile definition every benchmark uses.
+//! Latency summaries, with the one percentile definition every benchmark uses
+//! (`cairn_core::stats`, which `cairn eval` uses too).
 //!
 //! **Nearest rank**: the p-th percentile of n sorted values is the value at 1-based rank
 //! `ceil(p / 100 · n)` (rank 1 when that is 0). It is always one of the measured values, never
@@ -17,21 +18,7 @@ pub struct Summary {
     pub max: f64,
 }
 
-/// The nearest-rank percentile `p` (0–100) of values sorted ascending; NaN when empty.
-pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-/// The nearest-rank percentile `p` (0–100) of values in any order; NaN when empty.
-pub fn percentile(values: &[f64], p: f64) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    nearest_rank(&sorted, p)
-}
+pub use cairn_core::stats::{nearest_rank, percentile};
 
 impl Summary {
     pub fn of(values: &[f64]) -> Summary {

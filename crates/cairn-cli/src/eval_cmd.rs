@@ -23,6 +23,12 @@ use std::time::Instant;
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
     /// LoCoMo turn retrieval: recall@k, recall_all@k, NDCG@10, per category, latency, RSS.
+    #[command(
+        after_help = "Of the global options, --json (the report as JSON) and --model-dir \
+(with CAIRN_EMBEDDER and CAIRN_MODEL: the embedder of the semantic and hybrid modes) apply. \
+--db and --project do not: each conversation is ingested into its own brain in a temporary \
+directory, under the conversation's id as project."
+    )]
     Locomo(LocomoArgs),
 }
 
@@ -35,8 +41,13 @@ pub struct LocomoArgs {
     #[arg(long, value_delimiter = ',', default_value = "5,10,25,50")]
     k: Vec<usize>,
     /// Modes to compare in this run.
-    #[arg(long, value_delimiter = ',', default_value = "lexical,semantic,hybrid")]
-    mode: Vec<String>,
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "lexical,semantic,hybrid",
+        value_parser = crate::values::mode()
+    )]
+    mode: Vec<Mode>,
     /// Write the full report as JSON here.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -291,14 +302,12 @@ impl Tally {
 
     fn report(&self) -> Value {
         let n = self.questions.max(1) as f64;
-        let mut latencies = self.latencies_ms.clone();
-        latencies.sort_by(f64::total_cmp);
+        // The benchmarks' one percentile definition (nearest rank); 0 when nothing was asked.
         let percentile = |p: f64| -> f64 {
-            if latencies.is_empty() {
+            if self.latencies_ms.is_empty() {
                 return 0.0;
             }
-            let index = ((latencies.len() as f64 - 1.0) * p).round() as usize;
-            round3(latencies[index])
+            round3(cairn_core::stats::percentile(&self.latencies_ms, p))
         };
         let mut out = serde_json::Map::new();
         out.insert("questions".into(), json!(self.questions));
@@ -330,8 +339,8 @@ impl Tally {
             })
             .collect();
         out.insert("recall@10_by_category".into(), Value::Object(categories));
-        out.insert("query_ms_p50".into(), json!(percentile(0.5)));
-        out.insert("query_ms_p95".into(), json!(percentile(0.95)));
+        out.insert("query_ms_p50".into(), json!(percentile(50.0)));
+        out.insert("query_ms_p95".into(), json!(percentile(95.0)));
         out.insert("degraded_answers".into(), json!(self.degraded));
         Value::Object(out)
     }
@@ -341,21 +350,17 @@ fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
 
-/// Peak resident set size of this process, in MB (Linux: VmHWM).
+/// Peak resident set size of this process, in MB (Linux: VmHWM, read as the benchmarks read
+/// it: `cairn_core::stats::status_kb`).
 pub fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(round3(kb / 1024.0))
+    let kb = cairn_core::stats::status_kb(&status, "VmHWM:")?;
+    Some(round3(kb as f64 / 1024.0))
 }
 
 pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
     let EvalCommand::Locomo(locomo) = command;
-    let modes: Vec<Mode> = locomo
-        .mode
-        .iter()
-        .map(|m| m.parse::<Mode>())
-        .collect::<std::result::Result<_, _>>()?;
+    let modes: &[Mode] = &locomo.mode;
     let mut ks = locomo.k.clone();
     ks.sort_unstable();
     ks.dedup();
@@ -429,7 +434,7 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
         match &shared {
             Some(embedder) => engine.set_shared_embedder(embedder.clone()),
             None if embedder_problem.is_none() => {
-                engine.set_embedder_loader(crate::embedder::loader(settings.model_dir.as_deref()));
+                engine.set_embedder_loader(crate::embedder::loader(settings));
                 match engine.load_embedder() {
                     Ok(Some(embedder)) => match &locomo.cache {
                         Some(path) => {

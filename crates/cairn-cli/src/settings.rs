@@ -7,8 +7,10 @@ use cairn_engine::{Context, Engine, EngineError};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
-/// The flags every command accepts (clap reads their environment variables too).
+/// The flags every command accepts (clap reads their environment variables too), listed under
+/// their own heading in every command's help.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// The brain: a SQLite file (default: $XDG_DATA_HOME/cairn/brain.db).
     #[arg(long, global = true, env = "CAIRN_DB", value_name = "PATH")]
@@ -38,6 +40,11 @@ pub struct Settings {
     pub model_dir: Option<PathBuf>,
     /// `CAIRN_READ_ONLY=1` (or `true`): every write is refused.
     pub read_only: bool,
+    /// `CAIRN_EMBEDDER` (trimmed, lower case; `None` when unset or empty): which embedder
+    /// (`local`, `http`, `none`, or the test-only `hash`); see `crate::embedder`.
+    pub embedder: Option<String>,
+    /// `CAIRN_MODEL` (trimmed; `None` when unset or empty): which local model.
+    pub model: Option<String>,
 }
 
 impl Settings {
@@ -58,6 +65,8 @@ impl Settings {
             model_dir: globals.model_dir.clone(),
             read_only: std::env::var("CAIRN_READ_ONLY")
                 .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+            embedder: env_word("CAIRN_EMBEDDER").map(|v| v.to_ascii_lowercase()),
+            model: env_word("CAIRN_MODEL"),
         }
     }
 
@@ -92,7 +101,15 @@ impl Settings {
         // `CAIRN_NOW`: a test setting, so tests order events without sleeping.
         context.now = cairn_engine::test_clock_from_env()?;
         let mut engine = Engine::open(&self.db, context)?;
-        engine.set_embedder_loader(crate::embedder::loader(self.model_dir.as_deref()));
+        engine.set_embedder_loader(crate::embedder::loader(self));
         Ok(engine)
     }
+}
+
+/// An environment variable's value, trimmed; `None` when unset or blank.
+fn env_word(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }

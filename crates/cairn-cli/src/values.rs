@@ -145,3 +145,22 @@ pub fn section() -> Words<SectionKind> {
         parse: SectionKind::parse,
     }
 }
+
+/// The file formats `export` and `import` read and write without a subcommand (one today; the
+/// other targets are subcommands: `export wiki`, `import mem0`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExchangeFormat {
+    Jsonl,
+}
+
+/// `export --format` / `import --format`.
+pub fn exchange_format() -> Words<ExchangeFormat> {
+    Words {
+        names: &["jsonl"],
+        parse: |text| {
+            text.trim()
+                .eq_ignore_ascii_case("jsonl")
+                .then_some(ExchangeFormat::Jsonl)
+        },
+    }
+}

@@ -199,6 +199,24 @@ fn unknown_vocabulary_is_refused_with_the_allowed_values() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("hybrid, lexical, semantic"));
+    // the exchange format is a vocabulary too: a usage error naming `jsonl`, nothing written
+    for command in ["export", "import"] {
+        brain
+            .cmd()
+            .args([command, "--format", "csv", "-"])
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains("invalid value 'csv'")
+                    .and(predicate::str::contains("jsonl")),
+            );
+        brain
+            .cmd()
+            .args([command, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("[possible values: jsonl]"));
+    }
     // a usage error is the argument parser's: exit 2 and a message on stderr, even with --json
     brain
         .cmd()
@@ -325,7 +343,8 @@ fn a_malformed_import_line_is_reported_and_the_rest_imported() {
         ),
     )
     .unwrap();
-    let report = brain.json(&["import", path.to_str().unwrap()], 0);
+    // exit 1: some lines failed; the others are stored and the report names the failures
+    let report = brain.json(&["import", path.to_str().unwrap()], 1);
     assert_eq!(report["summary"]["added"], 2);
     assert_eq!(report["summary"]["error"], 3);
     let errors: Vec<i64> = report["lines"]
@@ -351,5 +370,26 @@ fn a_malformed_import_line_is_reported_and_the_rest_imported() {
             .unwrap()
             .iter()
             .all(|m| m["trust"] == "imported")
+    );
+}
+
+#[test]
+fn enclosed_letters_find_their_word_and_a_lone_mark_says_why_nothing_was_searched() {
+    // Regression: a query term in which the full-text index finds no token (a circled word, a
+    // combining mark typed alone) matched nothing, without a word of why.
+    let brain = Brain::new();
+    let stored = brain.remember("fact", None, "We deploy on Tuesdays.");
+    assert_eq!(
+        brain.recall_ids(&["ⓓⓔⓟⓛⓞⓨ"]),
+        vec![stored["id"].as_i64().unwrap()]
+    );
+    let answer = brain.json(&["recall", "\u{93f}"], 0);
+    assert_eq!(answer["results"], serde_json::json!([]), "{answer}");
+    assert!(
+        answer["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("combining marks"),
+        "{answer}"
     );
 }

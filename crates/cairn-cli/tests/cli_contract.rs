@@ -63,6 +63,13 @@ fn literal(text: &str) -> String {
 /// Snapshots `{args, exit, output}` of one command, with what varies between runs redacted.
 fn snap_with(brain: &Brain, name: &str, args: &[&str], code: i32, env: &[(&str, &str)]) -> Value {
     let output = run_json(brain, args, code, env);
+    let document = json!({"args": args, "exit": code, "output": output});
+    redacted(brain).bind(|| insta::assert_json_snapshot!(name, document));
+    output
+}
+
+/// The insta settings that redact what varies between runs of a scenario on `brain`.
+fn redacted(brain: &Brain) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(true);
     let dir = brain.dir.path().display().to_string();
@@ -82,6 +89,11 @@ fn snap_with(brain: &Brain, name: &str, args: &[&str], code: i32, env: &[(&str, 
     // the checkout's own fixtures (an importer reads them in place): the clone's path varies
     settings.add_filter(&literal(env!("CARGO_MANIFEST_DIR")), "[crate]");
     settings.add_filter(r#""([a-z_]*_ms)": \d+"#, r#""$1": "[ms]""#);
+    // the evaluation's clocks and memory: seconds, rates, latency percentiles, peak RSS
+    settings.add_filter(
+        r#""([a-z_]*(_secs|_per_sec|_mb|_ms_p\d+))": [0-9.e-]+"#,
+        r#""$1": "[measured]""#,
+    );
     // decay's strength right now: a function of the seconds since the record was written
     settings.add_filter(r#""strength": [0-9.e-]+"#, r#""strength": "[strength]""#);
     settings.add_filter(
@@ -92,9 +104,7 @@ fn snap_with(brain: &Brain, name: &str, args: &[&str], code: i32, env: &[(&str, 
     settings.add_filter(r"\b[0-9a-f]{64}\b", "[sha256]");
     // dream proposal set ids
     settings.add_filter(r"\b[0-9a-f]{12}\b", "[dream id]");
-    let document = json!({"args": args, "exit": code, "output": output});
-    settings.bind(|| insta::assert_json_snapshot!(name, document));
-    output
+    settings
 }
 
 fn snap(brain: &Brain, name: &str, args: &[&str], code: i32) -> Value {
@@ -521,6 +531,26 @@ fn lifecycle_commands() {
     snap(&brain, "dream_list", &["dream", "list"], 0);
     snap(&brain, "dream_show", &["dream", "show", &id], 0);
     snap(&brain, "dream_reject", &["dream", "reject", &id], 0);
+    // the same records in another brain, whose dream is accepted
+    let other = Brain::new();
+    other.remember("fact", None, body);
+    other.json(
+        &[
+            "remember",
+            "--type",
+            "fact",
+            "--body",
+            &format!("{body}."),
+            "--allow-duplicate",
+        ],
+        0,
+    );
+    let dream = run_json(&other, &["dream", "--no-llm"], 0, &[]);
+    let id = dream["dream"]["id"]
+        .as_str()
+        .expect("a second dream id")
+        .to_string();
+    snap(&other, "dream_accept", &["dream", "accept", &id], 0);
     snap(
         &brain,
         "config_set",
@@ -669,6 +699,22 @@ fn semantic_and_install_commands() {
     brain.remember("fact", None, "Kiln firing takes nine hours.");
     brain.remember("fact", None, "Glaze recipes live in the studio binder.");
     snap_with(&brain, "model_status", &["model", "status"], 0, &hash);
+    snap_with(
+        &brain,
+        "eval_locomo",
+        &[
+            "eval",
+            "locomo",
+            "--data",
+            &fixture("locomo-tiny.json"),
+            "--mode",
+            "lexical",
+            "--k",
+            "1,5",
+        ],
+        0,
+        &[],
+    );
     snap_with(&brain, "reindex", &["reindex"], 0, &hash);
     snap_with(&brain, "reindex_full", &["reindex", "--full"], 0, &hash);
     snap_with(
@@ -738,6 +784,41 @@ fn help_lists_the_allowed_values_of_enum_flags() {
     }
     let help = brain.cmd().args(["recall", "--help"]).output().unwrap();
     let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("possible values: hybrid, lexical, semantic"),
+        "{text}"
+    );
+}
+
+#[test]
+fn eval_help_keeps_its_own_options_apart_and_says_which_global_ones_apply() {
+    // Regression: `eval locomo --help` listed --db, --project, --json and --model-dir among its
+    // own options, though --db and --project do nothing there.
+    let brain = Brain::new();
+    let help = brain
+        .cmd()
+        .args(["eval", "locomo", "--help"])
+        .output()
+        .unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    let global = text.find("Global options:").expect("a global heading");
+    for own in ["--data", "--k", "--mode", "--fusion"] {
+        let at = text
+            .find(own)
+            .unwrap_or_else(|| panic!("{own} missing:\n{text}"));
+        assert!(
+            at < global,
+            "{own} is listed with the global options:\n{text}"
+        );
+    }
+    for flag in ["--db", "--project", "--json", "--model-dir"] {
+        let at = text
+            .find(flag)
+            .unwrap_or_else(|| panic!("{flag} missing:\n{text}"));
+        assert!(at > global, "{flag} is mixed into eval's options:\n{text}");
+    }
+    assert!(text.contains("--db and --project do not"), "{text}");
     assert!(
         text.contains("possible values: hybrid, lexical, semantic"),
         "{text}"
@@ -816,4 +897,270 @@ fn a_wrong_enum_value_is_a_usage_error_naming_the_allowed_values() {
     brain.json(&["relate", "api", "requires", "postgres"], 0);
     let incoming = brain.json(&["neighbors", "postgres", "--direction", "incoming"], 0);
     assert_eq!(incoming["direction"], "in", "{incoming}");
+}
+
+/// Snapshots what `cairn hook ARGS…` prints for a payload of tests/fixtures/hooks (its
+/// placeholders filled): `{args, exit, stdout}`, stdout as the client's JSON, or `""` when the
+/// hook has nothing to say.
+fn snap_hook(brain: &Brain, name: &str, args: &[&str], payload: &str, prompt: &str) {
+    let transcript = brain.dir.path().join("session.jsonl");
+    let stdin = std::fs::read_to_string(fixture(&format!("hooks/{payload}")))
+        .unwrap()
+        .replace("TRANSCRIPT", &transcript.display().to_string())
+        .replace("CWD", &brain.dir.path().display().to_string())
+        .replace("PROMPT", prompt);
+    let output = brain
+        .cmd()
+        // a deadline no loaded machine misses: the snapshot is about what is printed
+        .env("CAIRN_HOOK_DEADLINE_MS", "120000")
+        .arg("hook")
+        .args(args)
+        .write_stdin(stdin)
+        .output()
+        .expect("cairn runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let printed = match stdout.trim() {
+        "" => Value::String(String::new()),
+        text => serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("hook {args:?}: stdout is not JSON ({e}): {text}")),
+    };
+    let document = json!({"args": args, "exit": output.status.code(), "stdout": printed});
+    redacted(brain).bind(|| insta::assert_json_snapshot!(name, document));
+}
+
+#[test]
+fn hook_outputs_per_event_and_client() {
+    let brain = Brain::new();
+    brain.remember(
+        "gotcha",
+        Some("pnpm lockfile drift"),
+        "CI fails with ERR_PNPM_OUTDATED_LOCKFILE when pnpm-lock.yaml is stale; run pnpm install.",
+    );
+    brain.remember("policy", Some("no force push"), "Never force-push to main");
+    std::fs::copy(
+        fixture("hooks/claude-transcript.jsonl"),
+        brain.dir.path().join("session.jsonl"),
+    )
+    .unwrap();
+    let prompt = "why does CI fail with ERR_PNPM_OUTDATED_LOCKFILE?";
+    snap_hook(
+        &brain,
+        "hook_session_start",
+        &["session-start"],
+        "claude-session-start.json",
+        "",
+    );
+    snap_hook(
+        &brain,
+        "hook_user_prompt_submit",
+        &["user-prompt-submit"],
+        "claude-user-prompt-submit.json",
+        prompt,
+    );
+    snap_hook(&brain, "hook_stop", &["stop"], "claude-stop.json", "");
+    snap_hook(
+        &brain,
+        "hook_pre_compact",
+        &["pre-compact"],
+        "claude-pre-compact.json",
+        "",
+    );
+    snap_hook(
+        &brain,
+        "hook_session_end",
+        &["session-end"],
+        "claude-session-end.json",
+        "",
+    );
+    snap_hook(
+        &brain,
+        "hook_gemini_before_agent",
+        &["BeforeAgent", "--client", "gemini"],
+        "gemini-before-agent.json",
+        prompt,
+    );
+    snap_hook(
+        &brain,
+        "hook_gemini_after_agent",
+        &["AfterAgent", "--client", "gemini"],
+        "gemini-after-agent.json",
+        "",
+    );
+    snap_hook(
+        &brain,
+        "hook_cursor_session_start",
+        &["session-start", "--client", "cursor"],
+        "cursor-session-start.json",
+        "",
+    );
+    snap_hook(
+        &brain,
+        "hook_cursor_after_agent_response",
+        &["afterAgentResponse", "--client", "cursor"],
+        "cursor-after-agent-response.json",
+        "",
+    );
+}
+
+/// A JSON-RPC-lines client of a real `cairn mcp` on `brain`: just enough to call tools.
+struct Mcp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next_id: i64,
+}
+
+impl Mcp {
+    fn start(brain: &Brain) -> Mcp {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("cairn"))
+            .arg("mcp")
+            .current_dir(brain.dir.path())
+            .env("CAIRN_DB", &brain.db)
+            .env("CAIRN_PROJECT", "test-project")
+            .env("CAIRN_EMBEDDER", "none")
+            .env_remove("CAIRN_READ_ONLY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cairn mcp starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        mcp.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "contract", "version": "1"}}),
+        );
+        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        use std::io::BufRead;
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the server closed stdout"
+            );
+            let value: Value = serde_json::from_str(line.trim()).unwrap();
+            if value["id"] == json!(id) {
+                return value;
+            }
+        }
+    }
+
+    /// Calls `tool` and snapshots `{tool, arguments, isError, structuredContent}`.
+    fn snap(&mut self, brain: &Brain, tool: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let result = &answer["result"];
+        let document = json!({
+            "tool": tool,
+            "arguments": arguments,
+            "isError": result["isError"],
+            "structuredContent": result["structuredContent"],
+        });
+        redacted(brain).bind(|| insta::assert_json_snapshot!(format!("mcp_{tool}"), document));
+        result["structuredContent"].clone()
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+#[test]
+fn mcp_tool_results() {
+    let brain = Brain::new();
+    let mut mcp = Mcp::start(&brain);
+    let stored = mcp.snap(
+        &brain,
+        "remember",
+        json!({"type": "gotcha", "title": "pnpm lockfile drift", "body": "CI fails with ERR_PNPM_OUTDATED_LOCKFILE when `pnpm-lock.yaml` is stale; run pnpm install.", "tags": ["ci"]}),
+    );
+    let id = stored["id"].as_i64().expect("an id");
+    mcp.snap(&brain, "recall", json!({"query": "pnpm lockfile"}));
+    mcp.snap(&brain, "show", json!({"id": id, "history": true}));
+    mcp.snap(&brain, "update", json!({"id": id, "importance": 4}));
+    let successor = mcp.snap(
+        &brain,
+        "supersede",
+        json!({"id": id, "body": "CI runs pnpm install --frozen-lockfile; a stale lockfile fails fast."}),
+    );
+    let successor = successor["id"].as_i64().expect("the successor's id");
+    mcp.snap(&brain, "forget", json!({"id": successor}));
+    mcp.snap(&brain, "restore", json!({"id": successor}));
+    mcp.snap(&brain, "brief", json!({"budget": 4000}));
+    mcp.snap(&brain, "review", json!({}));
+    let task = mcp.snap(
+        &brain,
+        "task_add",
+        json!({"title": "rotate the staging credentials", "due": "2099-01-01"}),
+    );
+    mcp.snap(&brain, "tasks", json!({}));
+    mcp.snap(&brain, "task_done", json!({"id": task["task"]["id"]}));
+    mcp.snap(
+        &brain,
+        "measure_record",
+        json!({"name": "build-seconds", "value": 41.5, "unit": "s"}),
+    );
+    mcp.snap(&brain, "measures", json!({}));
+    mcp.snap(&brain, "activity", json!({"limit": 3}));
+    mcp.snap(
+        &brain,
+        "identity_set",
+        json!({"text": "I pair with the platform team."}),
+    );
+    mcp.snap(&brain, "identity", json!({}));
+    let aware = mcp.snap(
+        &brain,
+        "awareness_add",
+        json!({"text": "the release freeze starts Friday"}),
+    );
+    mcp.snap(&brain, "awareness", json!({}));
+    mcp.snap(&brain, "awareness_drop", json!({"id": aware["item"]["id"]}));
+    mcp.snap(&brain, "inbox", json!({"all": true}));
+    mcp.snap(
+        &brain,
+        "entity_add",
+        json!({"name": "ledger", "type": "service", "aliases": ["ledger-db"]}),
+    );
+    mcp.snap(
+        &brain,
+        "relate",
+        json!({"src": "pnpm-lock.yaml", "relation": "affects", "dst": "ledger"}),
+    );
+    mcp.snap(
+        &brain,
+        "neighbors",
+        json!({"node": "ledger", "direction": "in", "as_of": "2099-01-01"}),
+    );
+    mcp.snap(&brain, "edges", json!({"node": "ledger"}));
+    mcp.snap(&brain, "entities", json!({}));
+    mcp.snap(&brain, "entity_search", json!({"query": "ledger"}));
+    mcp.snap(&brain, "graph", json!({"as_of": "2099-01-01"}));
+    mcp.snap(&brain, "clusters", json!({"min_size": 2}));
+    mcp.snap(
+        &brain,
+        "unrelate",
+        json!({"src": "pnpm-lock.yaml", "relation": "affects", "dst": "ledger"}),
+    );
+    mcp.snap(&brain, "dream_list", json!({}));
+    mcp.stop();
 }

@@ -564,6 +564,22 @@ fn clusters_are_byte_identical_whatever_the_insertion_order() {
 }
 
 #[test]
+fn clusters_of_a_pair_converge_at_min_size_one() {
+    // Regression: two records joined only to each other swapped labels for 20 rounds and the
+    // answer said `converged: false`, with the pair as two singletons.
+    let brain = Brain::new();
+    brain.remember("note", None, "The kiln is in the garage.");
+    brain.remember("note", None, "Glazes dry on the shelf.");
+    brain.remember("note", None, "A note on its own.");
+    brain.json(&["relate", "1", "relates", "2"], 0);
+    let answer = brain.json(&["clusters", "--min-size", "1"], 0);
+    assert_eq!(answer["converged"], true, "{answer}");
+    assert_eq!(answer["clusters"][0]["size"], 2, "{answer}");
+    assert_eq!(answer["clusters"][0]["id"], 1, "{answer}");
+    assert_eq!(answer["clusters"][1]["size"], 1, "{answer}");
+}
+
+#[test]
 fn the_doctor_rebuilds_tampered_edge_intervals_from_the_log() {
     let brain = Brain::new();
     brain.remember("note", None, "Touches src/app.rs and src/db.rs.");

@@ -459,13 +459,47 @@ fn a_merged_away_record_reads_whole_and_is_found_through_its_survivor() {
         brain.recall_ids(&[&format!("{word} deploy"), "--all"]),
         vec![survivor]
     );
+    // Regression: neither `show` nor the export said the record was merged away.
+    assert_eq!(
+        brain.json(&["show", &merged.to_string()], 0)["merged_into"],
+        survivor
+    );
+    assert!(
+        brain.json(&["show", &survivor.to_string()], 0)["merged_into"].is_null(),
+        "the survivor is not merged away"
+    );
     let export = brain
         .cmd()
         .args(["export", "--format", "jsonl"])
         .output()
         .unwrap();
     assert!(export.status.success());
-    assert!(String::from_utf8_lossy(&export.stdout).contains(&older));
+    let exported = String::from_utf8_lossy(&export.stdout).to_string();
+    assert!(exported.contains(&older));
+    let line: Value = exported
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["kind"] == "memory" && l["id"] == merged)
+        .unwrap();
+    assert_eq!(line["merged_into"], survivor, "{line}");
+    // An import stores it merged away again: out of recall, found through its survivor.
+    let file = brain.dir.path().join("merged.jsonl");
+    std::fs::write(&file, &exported).unwrap();
+    let copy = Brain::new();
+    let report = copy.json(&["import", file.to_str().unwrap()], 0);
+    assert_eq!(report["summary"]["error"], 0, "{report}");
+    assert_eq!(
+        copy.json(&["show", &merged.to_string()], 0)["merged_into"],
+        survivor
+    );
+    assert_eq!(
+        copy.json(&["show", &merged.to_string()], 0)["body"],
+        older.as_str()
+    );
+    assert_eq!(
+        copy.recall_ids(&[&format!("{word} deploy"), "--all"]),
+        vec![survivor]
+    );
     let doctor = brain.json(&["doctor"], 0);
     assert_eq!(doctor["ok"], true, "{doctor}");
     // The graph labels it from its whole text too.
@@ -485,6 +519,7 @@ fn a_merged_away_record_reads_whole_and_is_found_through_its_survivor() {
         )),
         "text|"
     );
+    assert!(brain.json(&["show", &merged.to_string()], 0)["merged_into"].is_null());
     assert_eq!(brain.recall_ids(&[word]), vec![merged]);
     let doctor = brain.json(&["doctor"], 0);
     assert_eq!(doctor["ok"], true, "{doctor}");

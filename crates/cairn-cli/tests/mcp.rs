@@ -810,3 +810,93 @@ fn the_official_python_sdk_drives_the_tools_the_cli_has() {
     );
     assert!(stdout.contains("parity tools ok"), "{stdout}");
 }
+
+/// `update` over MCP says what the CLI says: a changed text that could not be embedded again is
+/// stored, found lexically, and the answer warns (text and structuredContent); with no
+/// embedder configured there is nothing to warn about.
+#[test]
+fn update_warns_when_the_new_text_could_not_be_embedded() {
+    // A port nobody listens on: the HTTP embedder loads (no request at load) and every
+    // embedding fails at once with "connection refused".
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let brain = Brain::new();
+    let mut server = Server::start(
+        &brain,
+        &[
+            ("CAIRN_EMBEDDER", "http"),
+            ("CAIRN_EMBED_URL", &url),
+            ("CAIRN_EMBED_MODEL", "nomic-embed-text"),
+            ("CAIRN_EMBED_DIM", "8"),
+            ("CAIRN_EMBED_TIMEOUT_MS", "2000"),
+        ],
+    );
+    server.initialize("2025-11-25");
+    let stored = server.call(
+        1,
+        "remember",
+        json!({"type": "note", "body": "The staging deploy runs from the ops laptop"}),
+    );
+    let id = stored["result"]["structuredContent"]["id"]
+        .as_i64()
+        .unwrap();
+    // The model is "loaded" on a background thread: once it is, recall tries it and warns.
+    // A poll with a generous overall deadline: a loaded machine takes longer, never fails.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    for attempt in 0.. {
+        let answer = server.call(100 + attempt, "recall", json!({"query": "staging deploy"}));
+        let warnings = &answer["result"]["structuredContent"]["warnings"];
+        if warnings.as_array().is_some_and(|w| !w.is_empty()) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the embedder never loaded: {answer}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let updated = server.call(
+        2,
+        "update",
+        json!({"id": id, "body": "The staging deploy runs from the CI runner"}),
+    );
+    assert_eq!(updated["result"]["isError"], false, "{updated}");
+    let structured = &updated["result"]["structuredContent"];
+    assert_eq!(structured["status"], "updated", "{updated}");
+    assert_eq!(
+        structured["record"]["body"], "The staging deploy runs from the CI runner",
+        "the record is stored: {updated}"
+    );
+    let warnings = structured["warnings"].to_string();
+    assert!(warnings.contains("embedded yet"), "{updated}");
+    assert!(warnings.contains("cairn reindex"), "{updated}");
+    let text = text_of(&updated);
+    assert!(
+        text.contains("note: ") && text.contains("embedded yet"),
+        "{updated}"
+    );
+    server.stop();
+
+    // No embedder: no warning, an empty list.
+    let brain = Brain::new();
+    let mut server = Server::start(&brain, &[("CAIRN_EMBEDDER", "none")]);
+    server.initialize("2025-11-25");
+    let stored = server.call(
+        1,
+        "remember",
+        json!({"type": "note", "body": "Tea at four"}),
+    );
+    let id = stored["result"]["structuredContent"]["id"]
+        .as_i64()
+        .unwrap();
+    let updated = server.call(2, "update", json!({"id": id, "body": "Tea at five"}));
+    assert_eq!(updated["result"]["isError"], false, "{updated}");
+    assert_eq!(
+        updated["result"]["structuredContent"]["warnings"],
+        json!([]),
+        "{updated}"
+    );
+    assert!(!text_of(&updated).contains("note:"), "{updated}");
+    server.stop();
+}

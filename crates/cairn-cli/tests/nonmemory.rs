@@ -7,6 +7,24 @@ use common::Brain;
 use serde_json::Value;
 
 #[test]
+fn task_due_as_an_age_counts_forward() {
+    // Regression: `--due 7d` was read as seven days ago.
+    let brain = Brain::new();
+    let output = brain
+        .cmd()
+        .env("CAIRN_NOW", "2026-03-01T12:00:00Z")
+        .args(["--json", "task", "add", "ship the beta", "--due", "7d"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let task: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(task["due_at"], "2026-03-08T12:00:00Z", "{task}");
+    // a date stays that date
+    let dated = brain.json(&["task", "add", "renew", "--due", "2030-02-01"], 0);
+    assert_eq!(dated["due_at"], "2030-02-01T00:00:00Z", "{dated}");
+}
+
+#[test]
 fn tasks_are_owed_until_done() {
     let brain = Brain::new();
     let task = brain.json(

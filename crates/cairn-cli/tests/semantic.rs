@@ -499,3 +499,20 @@ fn a_tiny_brain_answers_an_unrelated_query_with_nothing() {
     );
     assert!(bodies.len() < NOTES.len(), "{paraphrase}");
 }
+
+#[test]
+fn model_status_names_the_hash_test_embedder_instead_of_calling_it_invalid() {
+    let brain = Brain::new();
+    for embedder in ["hash", "hash-32", " Hash-16 "] {
+        let status = with_embedder(&brain, embedder, &["model", "status"], 0);
+        assert_eq!(status["provider"], "hash", "{embedder}: {status}");
+        assert_eq!(status["config_error"], Value::Null, "{embedder}: {status}");
+    }
+    // A malformed test embedder is a configuration error that says what is expected.
+    let status = with_embedder(&brain, "hash-x", &["model", "status"], 1);
+    assert_eq!(status["provider"], "invalid", "{status}");
+    assert!(
+        status["config_error"].to_string().contains("hash-DIM"),
+        "{status}"
+    );
+}

@@ -19,6 +19,7 @@ pub mod record;
 pub mod scope;
 pub mod score;
 pub mod secrets;
+pub mod stats;
 pub mod text;
 pub mod time;
 pub mod transcript;

@@ -10,7 +10,11 @@
 //!
 //! FTS5 re-tokenizes each quoted term with the table's own tokenizer (`porter unicode61`), so a
 //! term it splits further (a word with a non-Latin combining mark, which `unicode61` treats as
-//! a separator) becomes a phrase: still valid, still matching.
+//! a separator) becomes a phrase: still valid, still matching. A term in which `unicode61` finds
+//! no token at all would match nothing, so none is made: enclosed Latin letters (`ⓐ`, `⒜`,
+//! `🄰` — symbols to `unicode61`, letters to Rust) are read as the letters they enclose, and a
+//! run of combining marks alone (a Devanagari vowel sign typed by itself) is dropped, which
+//! [`no_terms_reason`] explains when nothing else is left.
 
 use crate::text::{sanitize, word_tokens};
 
@@ -214,12 +218,9 @@ pub fn is_stop_word(word: &str) -> bool {
 /// The input is sanitized first (NFC, invisible characters removed, NUL read as a space) so a
 /// query pasted with a zero-width space in it finds the same words the stored text has.
 pub fn query_terms(input: &str) -> Vec<String> {
-    let cleaned = sanitize(&input.replace('\0', " "))
-        .map(|sanitized| sanitized.text)
-        .unwrap_or_default();
     let mut tokens: Vec<String> = Vec::new();
-    for token in word_tokens(&cleaned) {
-        if !tokens.contains(&token) {
+    for token in query_tokens(input) {
+        if indexable(&token) && !tokens.contains(&token) {
             tokens.push(token);
         }
     }
@@ -229,6 +230,63 @@ pub fn query_terms(input: &str) -> Vec<String> {
         .cloned()
         .collect();
     if content.is_empty() { tokens } else { content }
+}
+
+/// The word tokens of a query: sanitized, enclosed letters read as letters.
+fn query_tokens(input: &str) -> Vec<String> {
+    let cleaned = sanitize(&input.replace('\0', " "))
+        .map(|sanitized| sanitized.text)
+        .unwrap_or_default();
+    let folded: String = cleaned.chars().map(enclosed_letter).collect();
+    word_tokens(&folded)
+}
+
+/// The Latin letter a circled, parenthesized or squared letter encloses (`ⓐ` → `a`, `🄰` →
+/// `A`); any other character as it is. `unicode61` counts these as symbols, not letters, so
+/// as typed they could never match; NFKC has no mapping for the negative circled and squared
+/// ones, hence the table.
+fn enclosed_letter(character: char) -> char {
+    let offset = |first: char| character as u32 - first as u32;
+    let letter = match character {
+        '\u{249C}'..='\u{24B5}' => b'a' as u32 + offset('\u{249C}'),
+        '\u{24B6}'..='\u{24CF}' => b'A' as u32 + offset('\u{24B6}'),
+        '\u{24D0}'..='\u{24E9}' => b'a' as u32 + offset('\u{24D0}'),
+        '\u{1F130}'..='\u{1F149}' => b'A' as u32 + offset('\u{1F130}'),
+        '\u{1F150}'..='\u{1F169}' => b'A' as u32 + offset('\u{1F150}'),
+        '\u{1F170}'..='\u{1F189}' => b'A' as u32 + offset('\u{1F170}'),
+        _ => return character,
+    };
+    char::from_u32(letter).unwrap_or(character)
+}
+
+/// Whether FTS5's `unicode61` finds a token in `token`: a letter or digit that is not a
+/// combining mark (marks alone are separators to it), or a private-use character.
+fn indexable(token: &str) -> bool {
+    token.chars().any(|c| {
+        (c.is_alphanumeric() && !unicode_normalization::char::is_combining_mark(c))
+            || matches!(c, '\u{E000}'..='\u{F8FF}' | '\u{F0000}'..='\u{FFFFD}' | '\u{100000}'..='\u{10FFFD}')
+    })
+}
+
+/// Why `input` gives no search terms, for an answer that found nothing to look for: it names
+/// the words made only of combining marks, which the full-text index cannot match.
+pub fn no_terms_reason(input: &str) -> String {
+    let marks: Vec<String> = query_tokens(input)
+        .into_iter()
+        .filter(|token| !indexable(token))
+        .collect();
+    if marks.is_empty() {
+        return "the query has no searchable words; nothing to look for".to_string();
+    }
+    format!(
+        "the query has no searchable words: {} {} only combining marks, which the full-text index does not index on their own; type the word they belong to",
+        marks
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if marks.len() == 1 { "is" } else { "are" }
+    )
 }
 
 /// An FTS5 MATCH expression for `terms`: each term double-quoted (an inner `"` doubled), joined
@@ -370,6 +428,24 @@ mod tests {
         check("cafe\u{301}", &["café"]);
         check("東京 タワー", &["東京", "タワー"]);
         check("pass\u{200b}word", &["password"]);
+    }
+
+    #[test]
+    fn enclosed_letters_are_read_as_letters_and_lone_marks_are_dropped() {
+        // Regression: a term unicode61 finds no token in matched nothing, silently.
+        check("ⓓⓔⓟⓛⓞⓨ", &["deploy"]);
+        check("ⒹⒺⓅⓁⓄⓎ 🄰🅑🅲", &["deploy", "abc"]);
+        check("⒜⒝", &["ab"]);
+        // U+093F DEVANAGARI VOWEL SIGN I is alphabetic to Rust but a mark to unicode61
+        check("\u{93f}", &[]);
+        check("\u{93f} deploy", &["deploy"]);
+        check("कि", &["कि"]);
+        assert!(no_terms_reason("\u{93f}").contains("combining marks"));
+        assert!(no_terms_reason("\u{93f}").contains("`\u{93f}`"));
+        assert_eq!(
+            no_terms_reason("?!"),
+            "the query has no searchable words; nothing to look for"
+        );
     }
 
     #[test]

@@ -17,20 +17,7 @@ pub fn canonical_json(value: &Value) -> String {
 
 fn write_canonical(value: &Value, out: &mut String) {
     match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_leaf(&Value::String(key.clone()), out);
-                out.push(':');
-                write_canonical(item, out);
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_object(map.iter(), out),
         Value::Array(items) => {
             out.push('[');
             for (index, item) in items.iter().enumerate() {
@@ -43,6 +30,23 @@ fn write_canonical(value: &Value, out: &mut String) {
         }
         leaf => write_leaf(leaf, out),
     }
+}
+
+/// An object's entries, in whatever order the map hands them out, written sorted by the keys'
+/// UTF-8 bytes.
+fn write_object<'a>(entries: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut String) {
+    let mut entries: Vec<(&String, &Value)> = entries.collect();
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    out.push('{');
+    for (index, (key, item)) in entries.into_iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_leaf(&Value::String(key.clone()), out);
+        out.push(':');
+        write_canonical(item, out);
+    }
+    out.push('}');
 }
 
 /// A string, number, boolean or null as serde_json writes it (escapes, number forms).
@@ -94,5 +98,25 @@ mod tests {
         // The same bytes serde_json writes for its default (sorted) map: stored receipts hold.
         let reparsed: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(canonical_json(&reparsed), text);
+    }
+
+    #[test]
+    fn object_entries_handed_out_of_order_are_written_sorted() {
+        // serde_json's default map already iterates sorted, so a test through `Value` alone
+        // passes without the sort; this one hands the writer its entries in insertion order,
+        // as a `preserve_order` map would, and fails if the sort is removed.
+        let entries: Vec<(String, Value)> = ["zeta", "Alpha", "é", "b", "a"]
+            .into_iter()
+            .map(|key| (key.to_owned(), json!(key.len())))
+            .collect();
+        let mut out = String::new();
+        write_object(entries.iter().map(|(key, value)| (key, value)), &mut out);
+        assert_eq!(out, r#"{"Alpha":5,"a":1,"b":1,"zeta":4,"é":2}"#);
+        let mut reversed = String::new();
+        write_object(
+            entries.iter().rev().map(|(key, value)| (key, value)),
+            &mut reversed,
+        );
+        assert_eq!(reversed, out);
     }
 }

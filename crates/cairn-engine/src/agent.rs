@@ -8,7 +8,7 @@ use crate::remember::RememberOutcome;
 use crate::{Engine, EngineError, RememberRequest, Result};
 use cairn_core::memory::Memory;
 use cairn_core::record::{MemoryType, Trust};
-use cairn_core::time::{format_ts, parse_time};
+use cairn_core::time::{format_ts, parse_time, parse_time_ahead};
 use cairn_core::{receipt, secrets, text};
 use cairn_store::{
     AwarenessRow, ConflictRow, EventRow, IdentityRow, InboxRow, MeasureRow, NewEvent, TaskRow,
@@ -144,7 +144,9 @@ impl Engine {
         let detail = detail
             .map(|d| clean_text(d, "the task detail", MAX_ITEM_CHARS))
             .transpose()?;
-        let due = due.map(|d| parse_time(d, now).map(format_ts)).transpose()?;
+        let due = due
+            .map(|d| parse_time_ahead(d, now).map(format_ts))
+            .transpose()?;
         let project = self.project_for(personal);
         let id = self.store.write(|tx| {
             let id = tx.insert_task(

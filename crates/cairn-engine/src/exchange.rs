@@ -69,6 +69,16 @@ pub struct ImportOptions {
     pub default_trust: Option<Trust>,
 }
 
+/// What a newly stored record's line said about other records, applied once every record of
+/// the file is stored (their ids remapped).
+struct PendingLinks {
+    id: i64,
+    supersedes: Option<i64>,
+    superseded_by: Option<i64>,
+    /// The record a dream merged this one into.
+    merged_into: Option<i64>,
+}
+
 /// One memory line as read: every field optional but `body`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +117,7 @@ struct MemoryLine {
     use_count: Option<u32>,
     content_hash: Option<String>,
     retired_at: Option<String>,
+    merged_into: Option<i64>,
     #[serde(default)]
     history: Vec<HistoryLine>,
 }
@@ -154,6 +165,7 @@ impl Engine {
         });
         writeln!(out, "{header}").map_err(io)?;
         lines += 1;
+        let merged = reader.merged_bases()?;
         let mut after = None;
         loop {
             let page = reader.list(&ListFilter {
@@ -167,6 +179,11 @@ impl Engine {
                 let mut value = serde_json::to_value(memory).expect("a record serializes");
                 let object = value.as_object_mut().expect("a record is an object");
                 object.insert("kind".into(), json!("memory"));
+                if let Some(&base) = merged.get(&memory.id) {
+                    // The survivor the dream named (the base may be where it went since).
+                    let survivor = reader.merged_into(memory.id)?.unwrap_or(base);
+                    object.insert("merged_into".into(), json!(survivor));
+                }
                 let history = reader.history(memory.id)?;
                 if !history.is_empty() {
                     object.insert(
@@ -217,7 +234,7 @@ impl Engine {
         };
         // old id → new id, for links and events of lines whose id was taken.
         let mut id_map: HashMap<i64, i64> = HashMap::new();
-        let mut pending_links: Vec<(i64, Option<i64>, Option<i64>)> = Vec::new();
+        let mut pending_links: Vec<PendingLinks> = Vec::new();
         let mut pending_events: Vec<Value> = Vec::new();
         // Records added or changed, whose entities are extracted at the end unless the file
         // carries a graph of its own (an export's graph lines restore the edge log as it was;
@@ -329,7 +346,13 @@ impl Engine {
             let (graph_lines, events): (Vec<&Value>, Vec<&Value>) = rest
                 .into_iter()
                 .partition(|v| v.get("graph_line").is_some());
-            for (new_id, supersedes, superseded_by) in &pending_links {
+            for PendingLinks {
+                id: new_id,
+                supersedes,
+                superseded_by,
+                ..
+            } in &pending_links
+            {
                 let Some(mut memory) = tx.reader().get(*new_id)? else {
                     continue;
                 };
@@ -356,6 +379,13 @@ impl Engine {
                         .as_deref()
                         .map(cairn_core::text::normalize_title);
                     tx.update_memory(&memory, norm.as_deref(), &previous, "import-link", "import")?;
+                }
+            }
+            // Records a dream merged away are stored against the record they went into, as in
+            // the brain they came from (out of recall, found through the survivor).
+            for link in &pending_links {
+                if let Some(base) = link.merged_into {
+                    tx.pack_merged(link.id, id_map.get(&base).copied().unwrap_or(base))?;
                 }
             }
             let graph_lines: Vec<(usize, Value)> = graph_lines
@@ -386,6 +416,18 @@ impl Engine {
                 })
                 .collect();
             crate::exchange_state::import_state(tx, &state_lines, &id_map, &mut report)?;
+            // An event the brain already holds (same time, operation, record and receipt) is
+            // not appended again: importing the same file twice changes nothing.
+            let known_events: std::collections::HashSet<(String, String, Option<i64>, String)> =
+                if events.is_empty() {
+                    Default::default()
+                } else {
+                    tx.reader()
+                        .events(None, 0)?
+                        .into_iter()
+                        .map(|e| (e.at, e.op, e.memory_id, e.receipt))
+                        .collect()
+                };
             for event in events {
                 let at = event.get("at").and_then(Value::as_str).unwrap_or(&now_text);
                 let op = event.get("op").and_then(Value::as_str).unwrap_or("event");
@@ -400,6 +442,14 @@ impl Engine {
                     .and_then(Value::as_str)
                     .map(str::to_string)
                     .unwrap_or_else(|| cairn_core::receipt::receipt(&detail));
+                if known_events.contains(&(
+                    at.to_string(),
+                    op.to_string(),
+                    memory_id,
+                    receipt.clone(),
+                )) {
+                    continue;
+                }
                 tx.append_event(
                     &NewEvent {
                         at,
@@ -410,6 +460,7 @@ impl Engine {
                     },
                     &receipt,
                 )?;
+                report.summary.events += 1;
             }
             let detail = json!({"op": "import", "at": now_text, "summary": summary});
             let receipt = cairn_core::receipt::receipt(&detail);
@@ -425,10 +476,6 @@ impl Engine {
             )?;
             Ok::<_, EngineError>(())
         })?;
-        report.summary.events = pending_events
-            .iter()
-            .filter(|v| v.get("graph_line").is_none() && v.get("state_line").is_none())
-            .count();
         if report.summary.added > 1000 {
             self.store.optimize()?;
         }
@@ -443,7 +490,7 @@ impl Engine {
         now: chrono::DateTime<chrono::Utc>,
         actor: &str,
         id_map: &mut HashMap<i64, i64>,
-        pending_links: &mut Vec<(i64, Option<i64>, Option<i64>)>,
+        pending_links: &mut Vec<PendingLinks>,
         pending_events: &mut Vec<Value>,
         to_link: &mut Vec<(i64, bool)>,
         report: &mut ImportReport,
@@ -503,8 +550,16 @@ impl Engine {
                                 let description = value.get("description").and_then(Value::as_str);
                                 let at = value.get("declared_at").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format_ts(now));
                                 let project = value.get("project").and_then(Value::as_str).unwrap_or(default_project);
-                                tx.declare_scope(Some(project), scope.as_str(), description, &at)?;
-                                record(report, line, LineStatus::Added, None, Some(format!("scope {scope}")));
+                                // Declared already, with this description (or none given): nothing changes.
+                                let declared = tx.reader().scopes(Some(project))?.into_iter().any(|s| {
+                                    s.scope == scope.as_str() && s.declared_at.is_some() && (description.is_none() || s.description.as_deref() == description)
+                                });
+                                if declared {
+                                    record(report, line, LineStatus::Noop, None, Some(format!("scope {scope} is already declared")));
+                                } else {
+                                    tx.declare_scope(Some(project), scope.as_str(), description, &at)?;
+                                    record(report, line, LineStatus::Added, None, Some(format!("scope {scope}")));
+                                }
                             }
                             Err(e) => record(report, line, LineStatus::Error, None, Some(e.to_string())),
                         }
@@ -569,6 +624,33 @@ impl Staging<'_> {
             Err(e) => LineWork::Error(format!("not a memory line: {e}")),
         }
     }
+}
+
+/// Records what became of one graph or state line: its outcome, or the error that made it be
+/// skipped (a row naming a column its table lacks says which columns there are). Only a store
+/// failure stops the import: it is handed back.
+pub(crate) fn record_line(
+    report: &mut ImportReport,
+    line: usize,
+    outcome: Result<(LineStatus, String)>,
+) -> Result<()> {
+    let message = match outcome {
+        Ok((status, message)) => {
+            record(report, line, status, None, Some(message));
+            return Ok(());
+        }
+        Err(EngineError::Store(cairn_store::StoreError::UnknownColumn {
+            table,
+            column,
+            known,
+        })) => {
+            format!("{table} has no column {column:?} (its columns: {known}); the line was skipped")
+        }
+        Err(EngineError::Store(error)) => return Err(EngineError::Store(error)),
+        Err(other) => other.to_string(),
+    };
+    record(report, line, LineStatus::Error, None, Some(message));
+    Ok(())
 }
 
 pub(crate) fn record(
@@ -674,7 +756,7 @@ fn import_memory(
     now: chrono::DateTime<chrono::Utc>,
     actor: &str,
     id_map: &mut HashMap<i64, i64>,
-    pending_links: &mut Vec<(i64, Option<i64>, Option<i64>)>,
+    pending_links: &mut Vec<PendingLinks>,
 ) -> Result<(LineStatus, Option<i64>, Option<String>)> {
     let StagedMemory {
         line,
@@ -755,8 +837,13 @@ fn import_memory(
     if let Some(old_id) = wanted_id {
         id_map.insert(old_id, new_id);
     }
-    if line.supersedes.is_some() || line.superseded_by.is_some() {
-        pending_links.push((new_id, line.supersedes, line.superseded_by));
+    if line.supersedes.is_some() || line.superseded_by.is_some() || line.merged_into.is_some() {
+        pending_links.push(PendingLinks {
+            id: new_id,
+            supersedes: line.supersedes,
+            superseded_by: line.superseded_by,
+            merged_into: line.merged_into,
+        });
     }
     for history in &line.history {
         tx.insert_history_row(

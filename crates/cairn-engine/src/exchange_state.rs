@@ -9,7 +9,7 @@
 //! background indexer, `cairn reindex`), the graph's `edges` (folded from the edge log) and the
 //! bookkeeping in `meta` (model id, counters).
 
-use crate::exchange::{ImportReport, LineStatus, record};
+use crate::exchange::{ImportReport, LineStatus, record_line};
 use crate::{EngineError, Result};
 use cairn_store::{ExchangeTable, Reader, WriteTx};
 use serde_json::{Map, Value, json};
@@ -89,30 +89,7 @@ pub(crate) fn import_state(
     report: &mut ImportReport,
 ) -> Result<()> {
     for (line, value) in lines {
-        match import_line(tx, value, id_map) {
-            Ok((status, message)) => record(report, *line, status, None, Some(message)),
-            Err(EngineError::Store(cairn_store::StoreError::UnknownColumn {
-                table,
-                column,
-                known,
-            })) => record(
-                report,
-                *line,
-                LineStatus::Error,
-                None,
-                Some(format!(
-                    "{table} has no column {column:?} (its columns: {known}); the line was skipped"
-                )),
-            ),
-            Err(EngineError::Store(error)) => return Err(EngineError::Store(error)),
-            Err(other) => record(
-                report,
-                *line,
-                LineStatus::Error,
-                None,
-                Some(other.to_string()),
-            ),
-        }
+        record_line(report, *line, import_line(tx, value, id_map))?;
     }
     Ok(())
 }

@@ -333,8 +333,7 @@ impl Engine {
             }
         }
         if expression.is_none() && semantic.is_empty() {
-            answer.note =
-                Some("the query has no searchable words; nothing to look for".to_string());
+            answer.note = Some(query::no_terms_reason(&request.query));
             return Ok(answer);
         }
         // A vector-only candidate (no lexical match) enters only near the top of the semantic
@@ -586,8 +585,9 @@ impl Engine {
     }
 
     /// Query terms worth searching: stop words dropped (by `query_terms`), very frequent terms
-    /// dropped on a large brain (`cutoff`), at most `MAX_QUERY_TERMS`, rarest first.
-    fn searchable_terms(&self, text: &str, cutoff: TermCutoff) -> Result<Vec<String>> {
+    /// dropped on a large brain (`cutoff`), at most `MAX_QUERY_TERMS`, rarest first. Public so
+    /// the benchmark times the selection recall makes instead of restating it.
+    pub fn searchable_terms(&self, text: &str, cutoff: TermCutoff) -> Result<Vec<String>> {
         let terms = query::query_terms(text);
         let records = self.indexed_count()?;
         let reader = self.store.reader();

@@ -66,6 +66,16 @@ impl Engine {
         Ok(self.store.reader().history(id)?)
     }
 
+    /// The record a dream merged `id` into, while it stays merged away (a restore ends it):
+    /// the survivor the merge named.
+    pub fn merged_into(&self, id: i64) -> Result<Option<i64>> {
+        let reader = self.store.reader();
+        let Some(base) = reader.merged_base(id)? else {
+            return Ok(None);
+        };
+        Ok(Some(reader.merged_into(id)?.unwrap_or(base)))
+    }
+
     /// Open conflicts involving a record.
     pub fn conflicts_of(&self, id: i64) -> Result<Vec<cairn_store::ConflictRow>> {
         Ok(self.store.reader().open_conflicts(Some(id))?)

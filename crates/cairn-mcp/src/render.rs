@@ -243,23 +243,6 @@ fn headed(headline: String, lines: &[String], structured: Value) -> Reply {
     )
 }
 
-/// `src rel dst  [from …, until …, confidence …]`, as `cairn graph` prints an edge.
-pub fn edge_line(edge: &EdgeView) -> String {
-    let mut when = format!("from {}", edge.valid_from);
-    if let Some(to) = &edge.valid_to {
-        when.push_str(&format!(" until {to}"));
-    }
-    if edge.confidence < 1.0 {
-        when.push_str(&format!(", confidence {:.2}", edge.confidence));
-    }
-    format!(
-        "{} {} {}  [{when}]",
-        edge.src.describe(),
-        edge.relation,
-        edge.dst.describe()
-    )
-}
-
 pub fn related(outcome: &RelateOutcome) -> Reply {
     let structured = serde_json::to_value(outcome).unwrap_or_default();
     let headline = match outcome.status {
@@ -268,7 +251,7 @@ pub fn related(outcome: &RelateOutcome) -> Reply {
         RelateStatus::Quarantined => "kept in quarantine until both ends exist",
     };
     let lines = match &outcome.edge {
-        Some(edge) => vec![edge_line(edge)],
+        Some(edge) => vec![edge.line()],
         None => vec![outcome.message.clone()],
     };
     headed(headline.to_string(), &lines, structured)
@@ -367,7 +350,7 @@ pub fn graph(answer: &GraphAnswer) -> Reply {
             answer.edges
         ));
     }
-    let lines: Vec<String> = answer.listed.iter().map(edge_line).collect();
+    let lines: Vec<String> = answer.listed.iter().map(EdgeView::line).collect();
     headed(headline, &lines, structured)
 }
 
@@ -377,11 +360,7 @@ pub fn unrelated(outcome: &UnrelateOutcome) -> Reply {
         UnrelateStatus::Invalidated => "unrelated: the edge no longer holds from then on",
         UnrelateStatus::NothingOpen => "no open edge to close: nothing changed",
     };
-    headed(
-        headline.to_string(),
-        &[edge_line(&outcome.edge)],
-        structured,
-    )
+    headed(headline.to_string(), &[outcome.edge.line()], structured)
 }
 
 pub fn edges(answer: &EdgesAnswer) -> Reply {
@@ -393,12 +372,12 @@ pub fn edges(answer: &EdgesAnswer) -> Reply {
     );
     // The node's name is stored text (an entity's name, a record's title): fenced with the rest.
     let mut lines = vec![format!("node: {}", answer.node.describe())];
-    lines.extend(answer.edges.iter().map(edge_line));
+    lines.extend(answer.edges.iter().map(EdgeView::line));
     if let Some(intervals) = &answer.intervals {
         lines.extend(
             intervals
                 .iter()
-                .map(|edge| format!("interval: {}", edge_line(edge))),
+                .map(|edge| format!("interval: {}", edge.line())),
         );
     }
     if let Some(history) = &answer.history {

@@ -374,11 +374,21 @@ fn update() -> ToolSpec {
                 review_at: args.review_at,
                 expires_at: args.expires_at,
             };
-            let (memory, redacted) = engine.update(args.id, &request)?;
+            // The warnings the CLI prints too: a changed text that could not be embedded again
+            // is stored and found lexically, and the agent is told so.
+            let cairn_engine::Updated {
+                memory,
+                redacted,
+                warnings,
+            } = engine.update_with_warnings(args.id, &request)?;
+            let mut headline = format!("updated #{}", memory.id);
+            for warning in &warnings {
+                headline.push_str(&format!("\nnote: {warning}"));
+            }
             Ok(render::memory_reply(
-                &format!("updated #{}", memory.id),
+                &headline,
                 &memory,
-                json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory}),
+                json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory, "warnings": warnings}),
             ))
         },
     )

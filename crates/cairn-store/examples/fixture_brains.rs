@@ -17,7 +17,7 @@ use cairn_core::memory::Memory;
 use cairn_core::minhash::signature;
 use cairn_core::record::{Confidence, MemoryType, Sensitivity, Status, Trust, TrustZone};
 use cairn_core::text::{content_hash, normalize_title};
-use cairn_store::{MIGRATIONS, SCHEMA_VERSION};
+use cairn_store::{META_EMBED_DIM, META_EMBED_MODEL, MIGRATIONS, SCHEMA_VERSION, vector_to_blob};
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -198,10 +198,12 @@ fn history_full(
     Ok(())
 }
 
+/// An 8-dimensional unit vector, as the store writes it (`vector_to_blob`).
 fn vector(seed: f32) -> Vec<u8> {
     let raw: Vec<f32> = (0..8).map(|i| ((i as f32 + 1.0) * seed).sin()).collect();
     let norm = raw.iter().map(|x| x * x).sum::<f32>().sqrt();
-    raw.iter().flat_map(|x| (x / norm).to_le_bytes()).collect()
+    let unit: Vec<f32> = raw.iter().map(|x| x / norm).collect();
+    vector_to_blob(&unit)
 }
 
 /// v1: records (one superseded, with its history), a personal commit-stamped gotcha, events,
@@ -321,10 +323,12 @@ fn seed_v3(conn: &Connection) -> rusqlite::Result<()> {
 /// v4: the semantic index — vectors of two records (texts without a title, so the text hash is
 /// the body's) and the model they come from.
 fn seed_v4(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "INSERT INTO meta (key, value) VALUES ('embed_model', 'hash-8');
-         INSERT INTO meta (key, value) VALUES ('embed_dim', '8');",
-    )?;
+    for (key, value) in [(META_EMBED_MODEL, "hash-8"), (META_EMBED_DIM, "8")] {
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            [key, value],
+        )?;
+    }
     for (id, body, seed) in [
         (
             2,

@@ -746,6 +746,27 @@ impl Reader<'_> {
             .map_err(self.map())
     }
 
+    /// Every record stored against another since a dream merged it away (schema v10's
+    /// `merged_into` column): merged-away id → the id its body is stored against.
+    pub fn merged_bases(&self) -> Result<std::collections::BTreeMap<i64, i64>> {
+        self.conn
+            .prepare_cached("SELECT id, merged_into FROM memories WHERE merged_into IS NOT NULL")
+            .and_then(|mut s| {
+                s.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(self.map())
+    }
+
+    /// The record `id`'s body is stored against, when a dream merged it away.
+    pub fn merged_base(&self, id: i64) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT merged_into FROM memories WHERE id = ?1")
+            .and_then(|mut s| s.query_row([id], |row| row.get(0)).optional())
+            .map(Option::flatten)
+            .map_err(self.map())
+    }
+
     /// The record a dream merged `id` into (its latest `merge` event's `merged_into`), if any.
     pub fn merged_into(&self, id: i64) -> Result<Option<i64>> {
         self.conn

@@ -338,7 +338,6 @@ fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Va
     let projects = vec![Some(PROJECT.to_string()), None];
     let mut count_ms = Vec::new();
     let mut probes_ms = Vec::new();
-    let mut probe_single_ms: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
     let mut search_kept_ms = Vec::new();
     let mut search_all_ms = Vec::new();
     let mut fetch_ms = Vec::new();
@@ -361,57 +360,14 @@ fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Va
     for (index, query) in measured.iter().enumerate() {
         let terms = query_terms(&query.text);
         let started = Instant::now();
-        let records = reader.indexed_count()?;
+        reader.indexed_count()?;
         count_ms.push(ms(started));
-        // The engine's own numbers (`TermCutoff::DEFAULT`, what `cairn recall` uses) and its
-        // selection: count each term up to the cap, drop terms found nowhere, drop terms at
-        // the cap unless among the rarest kept, keep at most `MAX_TERMS`, rarest first.
-        let cutoff = TermCutoff::DEFAULT;
-        let frequent_matter = records >= TermCutoff::MIN_RECORDS && terms.len() > 1;
-        let cap = if frequent_matter {
-            (((records as f64) * cutoff.share) as usize)
-                .max(1)
-                .min(cutoff.most_records.max(1))
-        } else {
-            records.max(1)
-        };
-        let mut counted = Vec::new();
+        // The engine's own selection (`TermCutoff::DEFAULT`, what `cairn recall` uses), called,
+        // never restated: it probes each term's frequency when the brain is large.
         let started = Instant::now();
-        if frequent_matter || terms.len() > TermCutoff::MAX_TERMS {
-            for term in &terms {
-                let expression =
-                    fts_match_expression(std::slice::from_ref(term)).unwrap_or_default();
-                let one = Instant::now();
-                let frequency = reader.term_frequency(&expression, cap)?;
-                let kind = if frequency >= cap {
-                    "frequent_term"
-                } else {
-                    "other_term"
-                };
-                probe_single_ms.entry(kind).or_default().push(ms(one));
-                counted.push((frequency, term.clone()));
-            }
-        }
+        let kept = engine.searchable_terms(&query.text, TermCutoff::DEFAULT)?;
         probes_ms.push(ms(started));
-        let kept: Vec<String> = if counted.is_empty() {
-            terms.clone()
-        } else if counted.iter().all(|(f, _)| *f == 0) {
-            counted.truncate(TermCutoff::MAX_TERMS);
-            counted.into_iter().map(|(_, t)| t).collect()
-        } else {
-            let mut found: Vec<(usize, String)> =
-                counted.into_iter().filter(|(f, _)| *f > 0).collect();
-            found.sort();
-            let floor = found
-                .get(cutoff.keep_rarest.max(1) - 1)
-                .or(found.last())
-                .map_or(0, |(f, _)| *f);
-            let before = found.len();
-            found.retain(|(f, _)| !frequent_matter || *f < cap || *f <= floor);
-            dropped_terms += before - found.len();
-            found.truncate(TermCutoff::MAX_TERMS);
-            found.into_iter().map(|(_, t)| t).collect()
-        };
+        dropped_terms += terms.len().saturating_sub(kept.len());
         let Some(expression) = fts_match_expression(&kept) else {
             continue;
         };
@@ -436,19 +392,14 @@ fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Va
         reader.get_many(&ids)?;
         fetch_ms.push(ms(started));
     }
-    let mut single = serde_json::Map::new();
-    for (kind, values) in probe_single_ms {
-        single.insert(kind.to_string(), Summary::of(&values).json());
-    }
     Ok(json!({
         "note": "each store call recall makes, timed on its own over the measured queries (same connection settings); the two searches alternate which runs first",
         "indexed_count": Summary::of(&count_ms).json(),
         "term_frequency_probes_per_query": Summary::of(&probes_ms).json(),
-        "term_frequency_probe_single": single,
         "lexical_search_kept_terms": Summary::of(&search_kept_ms).json(),
         "lexical_search_all_terms": Summary::of(&search_all_ms).json(),
         "get_many_candidates": Summary::of(&fetch_ms).json(),
-        "terms_dropped_as_frequent": dropped_terms,
+        "terms_not_kept": dropped_terms,
     }))
 }
 
@@ -913,7 +864,7 @@ fn markdown(parameters: &Value, results: &Value) -> String {
             "indexed_count",
         ),
         (
-            "term-frequency probes, all terms of a query",
+            "term selection (`Engine::searchable_terms`: its frequency probes)",
             "term_frequency_probes_per_query",
         ),
         (

@@ -7,8 +7,8 @@ use crate::settings::Settings;
 use crate::values;
 use anyhow::Result;
 use cairn_engine::graph::{
-    ClustersRequest, Direction, EdgeView, EntitiesRequest, GraphRequest, NeighborsRequest,
-    RelateRequest, RelateStatus, UnrelateStatus,
+    ClustersRequest, Direction, EntitiesRequest, GraphRequest, NeighborsRequest, RelateRequest,
+    RelateStatus, UnrelateStatus,
 };
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -166,24 +166,6 @@ pub enum RelationTypeCommand {
     List,
 }
 
-fn edge_line(edge: &EdgeView) -> String {
-    let mut line = format!(
-        "{} {} {}",
-        edge.src.describe(),
-        edge.relation,
-        edge.dst.describe()
-    );
-    let mut when = format!("from {}", edge.valid_from);
-    if let Some(to) = &edge.valid_to {
-        when.push_str(&format!(" until {to}"));
-    }
-    if edge.confidence < 1.0 {
-        when.push_str(&format!(", confidence {:.2}", edge.confidence));
-    }
-    line.push_str(&format!("  [{when}]"));
-    line
-}
-
 pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
     match command {
         GraphCommand::Relate(relate) => {
@@ -259,7 +241,7 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                         outln!("edges:");
                     }
                     for edge in &answer.listed {
-                        outln!("  {}", edge_line(edge));
+                        outln!("  {}", edge.line());
                     }
                 }
             }
@@ -277,12 +259,12 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                     answer.as_of
                 );
                 for edge in &answer.edges {
-                    outln!("  {}", edge_line(edge));
+                    outln!("  {}", edge.line());
                 }
                 if let Some(intervals) = &answer.intervals {
                     outln!("every interval ({}):", intervals.len());
                     for edge in intervals {
-                        outln!("  {}", edge_line(edge));
+                        outln!("  {}", edge.line());
                     }
                 }
                 if let Some(history) = &answer.history {

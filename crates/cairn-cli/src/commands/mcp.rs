@@ -11,7 +11,7 @@ pub fn run(settings: &Settings) -> Result<ExitCode> {
     let context = settings.context("mcp", &cwd);
     // Recall is hybrid once the model has loaded in the background (lexical-only until then,
     // and said so); writes embed their record when the model is there, else stay pending.
-    let loader = crate::embedder::loader(settings.model_dir.as_deref());
+    let loader = crate::embedder::loader(settings);
     let mut options = cairn_mcp::ServerOptions::new(settings.db.clone(), context);
     if let Ok(value) = std::env::var("CAIRN_MCP_INDEX_SECS") {
         options.index_interval = value

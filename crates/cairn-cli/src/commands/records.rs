@@ -156,8 +156,12 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
                 Vec::new()
             };
             let conflicts = engine.conflicts_of(*id)?;
+            let merged_into = engine.merged_into(*id)?;
             if settings.json {
                 let mut value = serde_json::to_value(&memory)?;
+                if let Some(survivor) = merged_into {
+                    value["merged_into"] = survivor.into();
+                }
                 if *history {
                     value["history"] = serde_json::to_value(&versions)?;
                 }
@@ -165,6 +169,9 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
                 print_json(&value);
             } else {
                 print_memory(&memory);
+                if let Some(survivor) = merged_into {
+                    outln!("  merged into #{survivor} by a dream (`cairn restore {id}` undoes it)");
+                }
                 for conflict in &conflicts {
                     let other = if conflict.memory_id == memory.id {
                         conflict.other_id

@@ -1,11 +1,11 @@
 //! Semantic search from the command line: `cairn model install|status` and `cairn reindex`
 //! (a progress bar on a terminal while embedding).
 
-use crate::embedder::{config as embedder_config, local_model};
+use crate::embedder::{choice as embedder_choice, local_model};
 use crate::output::{print_json, progress_bar};
 use crate::settings::Settings;
 use anyhow::{Context as _, Result};
-use cairn_embed::{EmbedderConfig, LocalModel};
+use cairn_embed::LocalModel;
 use cairn_engine::{Engine, IndexReport};
 use clap::Subcommand;
 use std::path::{Path, PathBuf};
@@ -50,12 +50,7 @@ pub fn run(settings: &Settings, command: &SemanticCommand) -> Result<ExitCode> {
                 ModelCommand::Status => Some(settings.open("cli")?),
                 ModelCommand::Install { .. } => None,
             };
-            run_model(
-                command,
-                settings.model_dir.as_deref(),
-                engine.as_mut(),
-                settings.json,
-            )
+            run_model(command, settings, engine.as_mut())
         }
         SemanticCommand::Reindex { full } => {
             let mut engine = settings.open("reindex")?;
@@ -113,13 +108,14 @@ fn install_target(model_dir: Option<&Path>, model: LocalModel) -> Result<PathBuf
 
 fn run_model(
     command: &ModelCommand,
-    model_dir: Option<&Path>,
+    settings: &Settings,
     engine: Option<&mut Engine>,
-    json: bool,
 ) -> Result<ExitCode> {
+    let model_dir = settings.model_dir.as_deref();
+    let json = settings.json;
     match command {
         ModelCommand::Install { from, model } => {
-            let model = local_model(model.as_deref())?;
+            let model = local_model(settings, model.as_deref())?;
             let spec = model.spec();
             let target = install_target(model_dir, model)?;
             let report = match from {
@@ -145,19 +141,16 @@ fn run_model(
             Ok(ExitCode::SUCCESS)
         }
         ModelCommand::Status => {
-            let config = embedder_config(model_dir);
-            let located = local_model(None)
+            let config = embedder_choice(settings);
+            let located = local_model(settings, None)
                 .and_then(|model| cairn_embed::locate_model_dir_for(model_dir, model.spec()));
             let status = match engine {
                 Some(engine) => Some(engine.semantic_status()?),
                 None => None,
             };
-            let provider = match &config {
-                Ok(EmbedderConfig::Local { .. }) => "local",
-                Ok(EmbedderConfig::Http(_)) => "http",
-                Ok(EmbedderConfig::None) => "none",
-                Err(_) => "invalid",
-            };
+            let provider = config
+                .as_ref()
+                .map_or("invalid", |choice| choice.provider());
             let ok = status.as_ref().is_none_or(|s| s.problem.is_none());
             if json {
                 print_json(&serde_json::json!({

@@ -9,6 +9,8 @@
 //!   their zero-padded spelling);
 //! - a node takes the label most of its neighbours carry; on a tie it keeps its own label when
 //!   that is among the tied ones, else it takes the smallest tied label;
+//! - a node that swaps between two labels (round `r + 1` gives back the labels of round
+//!   `r - 1`) holds two groups together: every such node takes the smaller of its two labels;
 //! - at most 20 rounds (it stops earlier when a round changes nothing);
 //! - a cluster's id is its smallest member, and its `member_hash` is the SHA-256 over its
 //!   sorted members and their content hashes, so an unchanged cluster provably hashes the same.
@@ -16,9 +18,9 @@
 //! The input is a set of nodes and undirected edges; the output depends on nothing else — not
 //! on the order they are handed in — so the same graph gives byte-identical clusters.
 //!
-//! A known limit of synchronous rounds: two nodes joined only to each other swap labels every
-//! round (and a star's centre and leaves can too), so they end as separate singletons. Such
-//! groups are below any useful minimum size; denser groups converge.
+//! Synchronous rounds alone never settle where labels can swap back and forth: two nodes
+//! joined only to each other swap labels every round, and so do a star's centre and leaves.
+//! The swap rule above ends such a two-round cycle in one step (a pair becomes one cluster).
 
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -65,6 +67,8 @@ pub fn label_propagation(nodes: &[i64], edges: &[(i64, i64)]) -> (BTreeMap<i64, 
         neighbours.dedup();
     }
     let mut labels: Vec<i64> = ids.clone();
+    // The labels of the round before `labels`, to see a two-round swap.
+    let mut before: Option<Vec<i64>> = None;
     let mut rounds = 0;
     let mut converged = false;
     let mut seen: Vec<i64> = Vec::new();
@@ -101,12 +105,17 @@ pub fn label_propagation(nodes: &[i64], edges: &[(i64, i64)]) -> (BTreeMap<i64, 
             // `tied` is ascending: its first element is the smallest tied label.
             next[node] = if tied.contains(&own) { own } else { tied[0] };
         }
-        let changed = next != labels;
-        labels = next;
-        if !changed {
+        if next == labels {
             converged = true;
             break;
         }
+        if before.as_ref() == Some(&next) {
+            // A two-round cycle: the nodes that swap take the smaller of their two labels.
+            for (label, &current) in next.iter_mut().zip(&labels) {
+                *label = (*label).min(current);
+            }
+        }
+        before = Some(std::mem::replace(&mut labels, next));
     }
     let labelled = ids.iter().copied().zip(labels).collect();
     (labelled, rounds, converged)
@@ -204,11 +213,20 @@ mod tests {
     }
 
     #[test]
-    fn the_round_limit_stops_an_oscillating_pair() {
+    fn a_pair_and_a_star_that_swap_labels_settle_as_one_cluster() {
+        // Regression: a pair swapped labels every round until the round limit and ended as
+        // two singletons, `converged: false`.
         let result = clusters(&nodes([1, 2]), &[(1, 2)]);
-        assert!(!result.converged);
-        assert_eq!(result.rounds, MAX_ROUNDS);
-        assert_eq!(groups(&result), vec![vec![1], vec![2]]);
+        assert!(result.converged, "{result:?}");
+        assert!(result.rounds < MAX_ROUNDS);
+        assert_eq!(groups(&result), vec![vec![1, 2]]);
+        let star = clusters(&nodes([1, 2, 3, 4]), &[(1, 2), (1, 3), (1, 4)]);
+        assert!(star.converged, "{star:?}");
+        assert_eq!(groups(&star), vec![vec![1, 2, 3, 4]]);
+        // two pairs and a singleton stay three groups
+        let apart = clusters(&nodes([1, 2, 3, 4, 5]), &[(1, 2), (3, 4)]);
+        assert!(apart.converged);
+        assert_eq!(groups(&apart), vec![vec![1, 2], vec![3, 4], vec![5]]);
     }
 
     #[test]

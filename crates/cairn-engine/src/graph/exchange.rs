@@ -3,7 +3,7 @@
 //! `import` after every memory line (record ids remapped as the memories were).
 
 use super::write::EdgeWriter;
-use crate::exchange::{ImportReport, LineStatus, record};
+use crate::exchange::{ImportReport, LineStatus, record_line};
 use crate::{EngineError, Result};
 use cairn_core::graph::fold::EdgeOp;
 use cairn_core::graph::{Node, NodeKind, builtin_relation, extract::entity_key};
@@ -82,7 +82,9 @@ fn text<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
 
 /// Reads the graph's lines back, after the memories: `id_map` maps exported record ids to the
 /// ids they got. Each line gets its own outcome; a line that does not apply never stops the
-/// others.
+/// others. A line the brain already holds is a no-op — an edge log entry saying the same (op,
+/// ends, relation, time), a declared type as declared, a quarantined edge, a generated mark —
+/// so importing the same file twice changes nothing.
 pub(crate) fn import_graph(
     tx: &WriteTx<'_>,
     lines: &[(usize, Value)],
@@ -91,32 +93,52 @@ pub(crate) fn import_graph(
     actor: &str,
     report: &mut ImportReport,
 ) -> Result<()> {
-    let mut entity_map: HashMap<i64, i64> = HashMap::new();
+    let mut state = ImportState {
+        entity_map: HashMap::new(),
+        logged: HashMap::new(),
+    };
+    // The log as it was before this import, as a multiset: each line of the file that says
+    // what an entry already says uses that entry up, so a log that legitimately repeats an
+    // entry is restored whole into a fresh brain and left alone on a second import.
+    for entry in tx.reader().edge_log()? {
+        let at = entry.valid_from.or(entry.valid_to).unwrap_or_default();
+        *state
+            .logged
+            .entry(log_key(&entry.op, &entry.key, &at))
+            .or_default() += 1;
+    }
     for (line, value) in lines {
-        let outcome = import_line(tx, value, id_map, &mut entity_map, now, actor);
-        match outcome {
-            Ok((status, message)) => record(report, *line, status, None, Some(message)),
-            Err(EngineError::Store(error)) => return Err(EngineError::Store(error)),
-            Err(other) => record(
-                report,
-                *line,
-                LineStatus::Error,
-                None,
-                Some(other.to_string()),
-            ),
-        }
+        let outcome = import_line(tx, value, id_map, &mut state, now, actor);
+        record_line(report, *line, outcome)?;
     }
     Ok(())
+}
+
+/// What a graph import carries from line to line.
+struct ImportState {
+    /// Exported entity id → the id it has here.
+    entity_map: HashMap<i64, i64>,
+    /// Edge log entries the brain held before this import, by what they say, with a count.
+    logged: HashMap<String, usize>,
+}
+
+/// What an edge log entry says, as one comparable string: op, ends, relation and its time.
+fn log_key(op: &str, key: &EdgeKey, at: &str) -> String {
+    format!(
+        "{op}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{at}",
+        key.src, key.relation, key.dst
+    )
 }
 
 fn import_line(
     tx: &WriteTx<'_>,
     value: &Value,
     id_map: &HashMap<i64, i64>,
-    entity_map: &mut HashMap<i64, i64>,
+    state: &mut ImportState,
     now: &str,
     actor: &str,
 ) -> Result<(LineStatus, String)> {
+    let entity_map = &mut state.entity_map;
     let invalid = |what: &str| EngineError::Invalid(format!("not a valid {what} line"));
     let record_id = |old: i64| -> Result<Option<i64>> {
         let id = id_map.get(&old).copied().unwrap_or(old);
@@ -142,14 +164,30 @@ fn import_line(
                 .get("symmetric")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
+            let description = text(value, "description");
+            let status = match tx.reader().relation_type(&name)? {
+                Some(existing)
+                    if existing.weight == weight
+                        && existing.symmetric == symmetric
+                        && (description.is_none()
+                            || existing.description.as_deref() == description) =>
+                {
+                    return Ok((
+                        LineStatus::Noop,
+                        format!("relation type {name} is already declared so"),
+                    ));
+                }
+                Some(_) => LineStatus::Updated,
+                None => LineStatus::Added,
+            };
             tx.declare_relation_type(
                 &name,
                 weight,
                 symmetric,
-                text(value, "description"),
+                description,
                 text(value, "declared_at").unwrap_or(now),
             )?;
-            Ok((LineStatus::Added, format!("relation type {name}")))
+            Ok((status, format!("relation type {name}")))
         }
         Some("entity") => {
             let name = text(value, "name").ok_or_else(|| invalid("entity"))?;
@@ -230,9 +268,23 @@ fn import_line(
                 EdgeOp::Invalidate => text(value, "valid_to"),
             }
             .ok_or_else(|| invalid("edge"))?;
+            let key = EdgeKey { src, relation, dst };
+            if let Some(count) = state
+                .logged
+                .get_mut(&log_key(op.as_str(), &key, at))
+                .filter(|count| **count > 0)
+            {
+                *count -= 1;
+                return Ok((
+                    LineStatus::Noop,
+                    format!(
+                        "edge {} {} {}: the edge log already holds this entry",
+                        key.src, key.relation, key.dst
+                    ),
+                ));
+            }
             let recorded_at = text(value, "recorded_at").unwrap_or(now);
             let writer = EdgeWriter::new(tx, recorded_at, text(value, "actor").unwrap_or(actor))?;
-            let key = EdgeKey { src, relation, dst };
             let confidence = value
                 .get("confidence")
                 .and_then(Value::as_f64)
@@ -260,7 +312,7 @@ fn import_line(
                     .map(str::to_string)
                     .ok_or_else(|| invalid("quarantined edge"))
             };
-            tx.quarantine_edge(&QuarantineRow {
+            let row = QuarantineRow {
                 id: 0,
                 src: field("src")?,
                 relation: field("relation")?,
@@ -274,7 +326,25 @@ fn import_line(
                 recorded_at: text(value, "recorded_at").unwrap_or(now).to_string(),
                 reason: text(value, "reason").unwrap_or("imported").to_string(),
                 resolved_seq: None,
-            })?;
+            };
+            let same = |q: &QuarantineRow| {
+                (&q.src, &q.relation, &q.dst, &q.valid_from, &q.valid_to)
+                    == (
+                        &row.src,
+                        &row.relation,
+                        &row.dst,
+                        &row.valid_from,
+                        &row.valid_to,
+                    )
+                    && q.recorded_at == row.recorded_at
+            };
+            if tx.reader().quarantined(true)?.iter().any(same) {
+                return Ok((
+                    LineStatus::Noop,
+                    "this quarantined edge is already kept".to_string(),
+                ));
+            }
+            tx.quarantine_edge(&row)?;
             Ok((LineStatus::Added, "quarantined edge".to_string()))
         }
         Some("generated") => {
@@ -289,6 +359,17 @@ fn import_line(
                 ));
             };
             let generator = text(value, "generator").unwrap_or("import");
+            if tx
+                .reader()
+                .generated_records()?
+                .iter()
+                .any(|(marked, _, _)| *marked == id)
+            {
+                return Ok((
+                    LineStatus::Noop,
+                    format!("#{id} is already marked generated"),
+                ));
+            }
             let marked_at = text(value, "marked_at").unwrap_or(now);
             match text(value, "member_hash") {
                 Some(hash) => tx.mark_generated_from(id, generator, hash, marked_at)?,

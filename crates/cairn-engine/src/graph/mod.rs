@@ -108,6 +108,24 @@ impl EdgeView {
             short(&self.dst)
         )
     }
+
+    /// `src rel dst  [from …, until …, confidence …]`: how `cairn graph`, `cairn edges` and
+    /// the MCP graph tools print an edge.
+    pub fn line(&self) -> String {
+        let mut when = format!("from {}", self.valid_from);
+        if let Some(to) = &self.valid_to {
+            when.push_str(&format!(" until {to}"));
+        }
+        if self.confidence < 1.0 {
+            when.push_str(&format!(", confidence {:.2}", self.confidence));
+        }
+        format!(
+            "{} {} {}  [{when}]",
+            self.src.describe(),
+            self.relation,
+            self.dst.describe()
+        )
+    }
 }
 
 fn short(node: &NodeView) -> String {

@@ -1,9 +1,10 @@
 //! `cairn export [--format jsonl] [FILE|-]` and the shape of `export` (JSONL by default, or a
 //! subcommand naming another target).
 
-use super::{ensure_jsonl, wiki};
+use super::wiki;
 use crate::output::print_json;
 use crate::settings::Settings;
+use crate::values::ExchangeFormat;
 use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 use std::io::Write;
@@ -16,8 +17,9 @@ use std::process::ExitCode;
 pub struct ExportArgs {
     #[command(subcommand)]
     pub target: Option<ExportTarget>,
-    #[arg(long, default_value = "jsonl")]
-    pub format: String,
+    /// The file's format.
+    #[arg(long, default_value = "jsonl", value_parser = crate::values::exchange_format())]
+    pub format: ExchangeFormat,
     /// Output file, or `-` for stdout.
     #[arg(default_value = "-")]
     pub file: String,
@@ -33,13 +35,12 @@ pub enum ExportTarget {
 pub fn run(settings: &Settings, export: &ExportArgs) -> Result<ExitCode> {
     let ExportArgs {
         target,
-        format,
+        format: ExchangeFormat::Jsonl,
         file,
     } = export;
     if let Some(ExportTarget::Wiki(target)) = target {
         return wiki::export(settings, target);
     }
-    ensure_jsonl(format)?;
     let engine = settings.open("cli")?;
     let lines = if file == "-" {
         let stdout = std::io::stdout();

@@ -1,11 +1,12 @@
 //! The shape of `import`: JSONL by default (`import [--format jsonl] FILE|-`), or a subcommand
 //! naming the source: a cairn wiki, another tool's memory, or a share envelope.
 
-use super::{ensure_jsonl, share, wiki};
+use super::{share, wiki};
 use crate::output::{print_json, progress_bar};
 use crate::settings::Settings;
+use crate::values::ExchangeFormat;
 use anyhow::{Context as _, Result};
-use cairn_engine::exchange::{ImportOptions, LineStatus};
+use cairn_engine::exchange::{ImportOptions, ImportSummary, LineStatus};
 use cairn_engine::importers::{self, Parsed, SourceImportReport, SourceKind};
 use cairn_engine::{Engine, EngineError};
 use clap::{Args, Subcommand};
@@ -19,8 +20,9 @@ use std::process::ExitCode;
 pub struct ImportArgs {
     #[command(subcommand)]
     pub source: Option<ImportSource>,
-    #[arg(long, default_value = "jsonl")]
-    pub format: String,
+    /// The file's format.
+    #[arg(long, default_value = "jsonl", value_parser = crate::values::exchange_format())]
+    pub format: ExchangeFormat,
     /// Input file, or `-` for stdin (a file named like a source kind: `./wiki`).
     #[arg(required = true)]
     pub file: Option<String>,
@@ -62,8 +64,7 @@ pub fn run(settings: &Settings, import: &ImportArgs) -> Result<ExitCode> {
             file: Some(file), ..
         } => file,
     };
-    let format = &import.format;
-    ensure_jsonl(format)?;
+    let ExchangeFormat::Jsonl = import.format;
     let mut engine = settings.open("import")?;
     let mut input: Box<dyn BufRead> = if file == "-" {
         Box::new(BufReader::new(std::io::stdin()))
@@ -103,7 +104,17 @@ pub fn run(settings: &Settings, import: &ImportArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(lines_failed(&report.summary))
+}
+
+/// Exit 1 when any line was not stored (an error or a refusal): the others are stored and the
+/// report says which failed; exit 0 when every line was taken.
+fn lines_failed(summary: &ImportSummary) -> ExitCode {
+    if summary.error + summary.refused > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn run_source(settings: &Settings, source: &ImportSource) -> Result<ExitCode> {
@@ -127,7 +138,7 @@ fn run_source(settings: &Settings, source: &ImportSource) -> Result<ExitCode> {
     let mut engine = settings.open("import")?;
     let report = engine.import_source(kind, parsed)?;
     print_report(settings, &report);
-    Ok(ExitCode::SUCCESS)
+    Ok(lines_failed(&report.summary))
 }
 
 fn print_report(settings: &Settings, report: &SourceImportReport) {

@@ -8,7 +8,6 @@ mod wiki;
 
 use crate::settings::Settings;
 use anyhow::Result;
-use cairn_engine::EngineError;
 use clap::Subcommand;
 use std::process::ExitCode;
 
@@ -30,15 +29,4 @@ pub fn run(settings: &Settings, command: &ExchangeCommand) -> Result<ExitCode> {
         ExchangeCommand::Import(import) => import::run(settings, import),
         ExchangeCommand::Share(share) => share::run(settings, share),
     }
-}
-
-/// The one format `export` and `import` read and write without a subcommand.
-fn ensure_jsonl(format: &str) -> Result<()> {
-    if format != "jsonl" {
-        return Err(EngineError::Invalid(format!(
-            "unknown format {format:?}: this command reads and writes `jsonl`"
-        ))
-        .into());
-    }
-    Ok(())
 }
