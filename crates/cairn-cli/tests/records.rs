@@ -613,3 +613,61 @@ fn review_due_is_flagged() {
     let answer = brain.json(&["recall", "vpn endpoint"], 0);
     assert_eq!(answer["results"][0]["review_due"], true);
 }
+
+#[test]
+fn confidence_high_is_confirmed_with_a_source_and_says_why_it_is_reported_without() {
+    // docs/design.md §3: `high` is another spelling of `confirmed`, which needs a source; without
+    // one it is stored as `reported`. Regression: an update did that silently.
+    let brain = Brain::new();
+    let sourced = brain.json(
+        &[
+            "remember",
+            "--type",
+            "fact",
+            "--body",
+            "The API listens on 8080.",
+            "--confidence",
+            "high",
+            "--source",
+            "runbook",
+        ],
+        0,
+    );
+    let shown = brain.json(&["show", &sourced["id"].to_string()], 0);
+    assert_eq!(shown["confidence"], "confirmed", "{shown}");
+    assert_eq!(sourced["warnings"], serde_json::json!([]), "{sourced}");
+    let bare = brain.json(
+        &[
+            "remember",
+            "--type",
+            "fact",
+            "--body",
+            "The web app listens on 3000.",
+            "--confidence",
+            "high",
+        ],
+        0,
+    );
+    let id = bare["id"].to_string();
+    assert_eq!(brain.json(&["show", &id], 0)["confidence"], "reported");
+    assert!(bare["warnings"].to_string().contains("`high`"), "{bare}");
+    let updated = brain.json(&["update", &id, "--confidence", "high"], 0);
+    assert_eq!(updated["record"]["confidence"], "reported", "{updated}");
+    assert!(
+        updated["warnings"].to_string().contains("needs a source"),
+        "{updated}"
+    );
+    let updated = brain.json(
+        &[
+            "update",
+            &id,
+            "--confidence",
+            "high",
+            "--source",
+            "load balancer config",
+        ],
+        0,
+    );
+    assert_eq!(updated["record"]["confidence"], "confirmed", "{updated}");
+    assert_eq!(updated["warnings"], serde_json::json!([]), "{updated}");
+}

@@ -33,7 +33,8 @@ pub struct Updated {
     pub memory: Memory,
     /// Kinds of secrets redacted from the new text.
     pub redacted: Vec<&'static str>,
-    /// What went wrong after the record was stored (it was not embedded yet).
+    /// What the caller should know: `confirmed` stored as `reported` (no source), or the record
+    /// was stored but not embedded yet.
     pub warnings: Vec<String>,
 }
 
@@ -46,6 +47,10 @@ pub struct ListRequest {
     /// Every project, not just the context's (and personal).
     pub all_projects: bool,
 }
+
+/// The warning when `confirmed` (also spelled `high`) is asked for a record with no source:
+/// docs/design.md §3 stores it as `reported`.
+pub(crate) const CONFIRMED_NEEDS_SOURCE: &str = "stored as `reported`: `confirmed` (also spelled `high`) needs a source naming where it was confirmed (--source)";
 
 fn cleaned(value: &str) -> Result<(String, Vec<&'static str>)> {
     let sanitized = text::sanitize(value)?;
@@ -159,9 +164,11 @@ impl Engine {
                     redacted.extend(kinds);
                     updated.source = (!source.is_empty()).then_some(source);
                 }
+                let mut warnings = Vec::new();
                 if let Some(confidence) = request.confidence {
                     updated.confidence =
                         if confidence == Confidence::Confirmed && updated.source.is_none() {
+                            warnings.push(CONFIRMED_NEEDS_SOURCE.to_string());
                             Confidence::Reported
                         } else {
                             confidence
@@ -180,7 +187,7 @@ impl Engine {
                     updated.expires_at = Some(format_ts(parse_time_ahead(expires_at, now_time)?));
                 }
                 if updated == previous {
-                    return Ok((previous, Vec::new()));
+                    return Ok((previous, Vec::new(), warnings));
                 }
                 updated.updated_at = now.clone();
                 let norm = updated.title.as_deref().map(text::normalize_title);
@@ -201,12 +208,12 @@ impl Engine {
                 }
                 redacted.sort();
                 redacted.dedup();
-                Ok((updated, redacted))
+                Ok((updated, redacted, warnings))
             })
-            .map(|(memory, redacted)| {
+            .map(|(memory, redacted, mut warnings)| {
                 // A changed text lost its vector (a trigger drops it); embed it again now when an
                 // embedder is configured, else it waits for `cairn reindex` like any pending one.
-                let warnings = self.index_after_write().into_iter().collect();
+                warnings.extend(self.index_after_write());
                 Updated {
                     memory,
                     redacted,

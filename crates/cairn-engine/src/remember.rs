@@ -277,10 +277,7 @@ pub fn prepare(
     let mut confidence = request.confidence.unwrap_or(Confidence::Reported);
     if confidence == Confidence::Confirmed && source.is_none() {
         confidence = Confidence::Reported;
-        warnings.push(
-            "stored as `reported`: `confirmed` needs --source naming where it was confirmed"
-                .to_string(),
-        );
+        warnings.push(crate::records::CONFIRMED_NEEDS_SOURCE.to_string());
     }
     let created = match request.at.as_deref() {
         Some(at) => parse_time(at, now)?,

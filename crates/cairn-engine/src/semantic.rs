@@ -623,7 +623,8 @@ impl Engine {
     /// After a write: embed what is pending, at most `BACKGROUND_BATCH` records. Problems
     /// become warnings; the records are stored either way and stay pending.
     pub(crate) fn index_after_write(&mut self) -> Option<String> {
-        if matches!(self.semantic.slot, Slot::Off) || self.context.read_only {
+        // No embedder configured (CAIRN_EMBEDDER=none): lexical by choice, nothing to warn of.
+        if self.context.read_only || matches!(self.embedder(), Ok(None)) {
             return None;
         }
         match self.index_pending(Some(BACKGROUND_BATCH), &mut |_, _| {}) {
