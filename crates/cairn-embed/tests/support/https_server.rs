@@ -2,7 +2,7 @@
 //! cairn-engine's `llm.url`): a CA and a server certificate for `127.0.0.1` made at test time
 //! with rcgen, rustls (ring) on the server side, one thread, `Connection: close` answers. It
 //! answers the OpenAI embeddings shape on `…/embeddings` and the chat shape on
-//! `…/chat/completions`, and counts the requests it answered. The thread ends when the
+//! `…/chat/completions`, and counts the requests it read whole. The thread ends when the
 //! server is dropped (a last connection wakes the accept loop).
 
 #![allow(dead_code)]
@@ -84,9 +84,7 @@ impl HttpsServer {
                     let Ok(stream) = stream else { continue };
                     // A client that fails the handshake (an untrusted certificate) is the
                     // expected outcome of one test: the server just drops it.
-                    if serve_one(stream, config.clone()).is_ok() {
-                        answered.fetch_add(1, Ordering::SeqCst);
-                    }
+                    let _ = serve_one(stream, config.clone(), &answered);
                 }
             })
         };
@@ -116,7 +114,13 @@ impl Drop for HttpsServer {
     }
 }
 
-fn serve_one(stream: TcpStream, config: Arc<rustls::ServerConfig>) -> std::io::Result<()> {
+/// Counts the request once it is read whole, before the answer goes out: a client that has its
+/// answer always sees the count (counting after the write raced the client's own assertion).
+fn serve_one(
+    stream: TcpStream,
+    config: Arc<rustls::ServerConfig>,
+    answered: &AtomicUsize,
+) -> std::io::Result<()> {
     stream.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
     let connection = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
     let mut tls = rustls::StreamOwned::new(connection, stream);
@@ -163,6 +167,7 @@ fn serve_one(stream: TcpStream, config: Arc<rustls::ServerConfig>) -> std::io::R
         serde_json::json!({"error": format!("no such path {path}")})
     };
     let answer = answer.to_string();
+    answered.fetch_add(1, Ordering::SeqCst);
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         answer.len()
