@@ -510,10 +510,8 @@ fn graph_commands() {
     snap(&brain, "clusters", &["clusters", "--min-size", "2"], 0);
 }
 
-#[test]
-fn lifecycle_commands() {
-    let brain = Brain::new();
-    let body = "The nightly backup job copies the brain to the NAS at two in the morning and keeps fourteen days of copies";
+/// A fact and its near-duplicate, for a dream to propose a merge.
+fn backup_fact_twice(brain: &Brain, body: &str) {
     brain.remember("fact", None, body);
     brain.json(
         &[
@@ -526,6 +524,13 @@ fn lifecycle_commands() {
         ],
         0,
     );
+}
+
+#[test]
+fn lifecycle_commands() {
+    let brain = Brain::new();
+    let body = "The nightly backup job copies the brain to the NAS at two in the morning and keeps fourteen days of copies";
+    backup_fact_twice(&brain, body);
     brain.remember("note", None, "Ephemeral note that expired long ago.");
     snap(&brain, "decay_dry_run", &["decay", "--dry-run"], 0);
     snap(&brain, "decay", &["decay"], 0);
@@ -540,18 +545,7 @@ fn lifecycle_commands() {
     snap(&brain, "dream_reject", &["dream", "reject", &id], 0);
     // the same records in another brain, whose dream is accepted
     let other = Brain::new();
-    other.remember("fact", None, body);
-    other.json(
-        &[
-            "remember",
-            "--type",
-            "fact",
-            "--body",
-            &format!("{body}."),
-            "--allow-duplicate",
-        ],
-        0,
-    );
+    backup_fact_twice(&other, body);
     let dream = run_json(&other, &["dream", "--no-llm"], 0, &[]);
     let id = dream["dream"]["id"]
         .as_str()
