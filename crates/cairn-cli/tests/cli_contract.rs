@@ -111,6 +111,13 @@ fn snap(brain: &Brain, name: &str, args: &[&str], code: i32) -> Value {
     snap_with(brain, name, args, code, &[])
 }
 
+/// What `cairn ARGS…` prints on stdout, expecting exit 0.
+fn stdout_of(brain: &Brain, args: &[&str]) -> String {
+    let output = brain.cmd().args(args).output().expect("cairn runs");
+    assert_eq!(output.status.code(), Some(0), "cairn {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 fn fixture(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -503,10 +510,8 @@ fn graph_commands() {
     snap(&brain, "clusters", &["clusters", "--min-size", "2"], 0);
 }
 
-#[test]
-fn lifecycle_commands() {
-    let brain = Brain::new();
-    let body = "The nightly backup job copies the brain to the NAS at two in the morning and keeps fourteen days of copies";
+/// A fact and its near-duplicate, for a dream to propose a merge.
+fn backup_fact_twice(brain: &Brain, body: &str) {
     brain.remember("fact", None, body);
     brain.json(
         &[
@@ -519,6 +524,13 @@ fn lifecycle_commands() {
         ],
         0,
     );
+}
+
+#[test]
+fn lifecycle_commands() {
+    let brain = Brain::new();
+    let body = "The nightly backup job copies the brain to the NAS at two in the morning and keeps fourteen days of copies";
+    backup_fact_twice(&brain, body);
     brain.remember("note", None, "Ephemeral note that expired long ago.");
     snap(&brain, "decay_dry_run", &["decay", "--dry-run"], 0);
     snap(&brain, "decay", &["decay"], 0);
@@ -533,18 +545,7 @@ fn lifecycle_commands() {
     snap(&brain, "dream_reject", &["dream", "reject", &id], 0);
     // the same records in another brain, whose dream is accepted
     let other = Brain::new();
-    other.remember("fact", None, body);
-    other.json(
-        &[
-            "remember",
-            "--type",
-            "fact",
-            "--body",
-            &format!("{body}."),
-            "--allow-duplicate",
-        ],
-        0,
-    );
+    backup_fact_twice(&other, body);
     let dream = run_json(&other, &["dream", "--no-llm"], 0, &[]);
     let id = dream["dream"]["id"]
         .as_str()
@@ -742,13 +743,7 @@ fn semantic_and_install_commands() {
 fn recall_in_text_mode_prints_the_notes_it_points_to() {
     let brain = Brain::new();
     brain.remember("fact", None, "Kiln firing takes nine hours.");
-    let output = brain
-        .cmd()
-        .args(["recall", "kiln", "--no-touch"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = stdout_of(&brain, &["recall", "kiln", "--no-touch"]);
     assert!(text.contains("Kiln firing takes nine hours."), "{text}");
     // lexical-only because no embedder is configured: the text says why, and never points to
     // notes it does not print
@@ -795,13 +790,7 @@ fn eval_help_keeps_its_own_options_apart_and_says_which_global_ones_apply() {
     // Regression: `eval locomo --help` listed --db, --project, --json and --model-dir among its
     // own options, though --db and --project do nothing there.
     let brain = Brain::new();
-    let help = brain
-        .cmd()
-        .args(["eval", "locomo", "--help"])
-        .output()
-        .unwrap();
-    assert_eq!(help.status.code(), Some(0));
-    let text = String::from_utf8_lossy(&help.stdout);
+    let text = stdout_of(&brain, &["eval", "locomo", "--help"]);
     let global = text.find("Global options:").expect("a global heading");
     for own in ["--data", "--k", "--mode", "--fusion"] {
         let at = text
