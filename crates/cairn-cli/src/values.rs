@@ -145,3 +145,11 @@ pub fn section() -> Words<SectionKind> {
         parse: SectionKind::parse,
     }
 }
+
+/// `token create --role`: what a token of `cairn serve` may do.
+pub fn role() -> Words<cairn_engine::tokens::Role> {
+    Words {
+        names: &["read", "write", "admin"],
+        parse: |text| cairn_engine::tokens::Role::parse(&text.trim().to_ascii_lowercase()),
+    }
+}
