@@ -861,3 +861,41 @@ fn a_write_in_flight_at_sigterm_finishes_and_is_kept() {
     let listed = brain.json(&["--project", "alpha", "list"], 0);
     assert_eq!(listed[0]["body"], "the write in flight at shutdown is kept");
 }
+
+#[test]
+fn a_locked_brain_answers_503_with_the_cli_message_and_the_write_can_be_retried() {
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "w", "--project", "alpha", "--role", "write"],
+    );
+    let server = Server::start(&brain, &[], &[("CAIRN_BUSY_TIMEOUT_MS", "200")]);
+    let body = r#"{"type": "note", "body": "written once the lock is gone"}"#;
+    let holder = common::LockHolder::hold(&brain.db);
+    let locked = send(&server, "POST", "/v1/remember", Some(&writer), body);
+    assert_problem(&locked, 503);
+    let cli = brain
+        .cmd()
+        .env("CAIRN_BUSY_TIMEOUT_MS", "200")
+        .args([
+            "--project",
+            "alpha",
+            "remember",
+            "--type",
+            "note",
+            "--body",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    let cli_message = String::from_utf8_lossy(&cli.stderr);
+    let detail = locked.body["detail"].as_str().unwrap();
+    assert!(
+        cli_message.contains(detail),
+        "the CLI says {cli_message:?}, the server {detail:?}"
+    );
+    holder.release();
+    let retried = send(&server, "POST", "/v1/remember", Some(&writer), body);
+    assert_eq!(retried.status, 200, "{}", retried.text);
+    assert_eq!(retried.body["status"], "added");
+}
