@@ -2,7 +2,7 @@
 //! flattened into one list, and the dispatch to each area's `run`.
 
 use crate::commands::{
-    agent, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic,
+    agent, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic, serve,
 };
 use crate::settings::{GlobalArgs, Settings};
 use anyhow::Result;
@@ -41,6 +41,13 @@ pub enum Command {
     Hook(crate::hook::HookArgs),
     /// MCP server on stdio.
     Mcp,
+    /// HTTP JSON API over this brain (docs/service.md): loopback by default, bearer tokens.
+    Serve(serve::ServeArgs),
+    /// Access tokens of `cairn serve`.
+    Token {
+        #[command(subcommand)]
+        command: serve::TokenCommand,
+    },
     /// Write hook and MCP configuration for claude-code, codex, cursor or gemini.
     Install(install::InstallArgs),
     #[command(flatten)]
@@ -62,6 +69,8 @@ pub fn run(settings: &Settings, command: &Command) -> Result<ExitCode> {
         Command::Lifecycle(command) => lifecycle::run(settings, command),
         Command::Hook(hook) => Ok(crate::hook::run_hook(settings, hook)),
         Command::Mcp => mcp::run(settings),
+        Command::Serve(args) => serve::run_serve(settings, args),
+        Command::Token { command } => serve::run_token(settings, command),
         Command::Install(install) => install::run(settings, install),
         Command::Semantic(command) => semantic::run(settings, command),
         Command::Eval { command } => crate::eval_cmd::run(settings, command),

@@ -6,7 +6,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 
 /// Exit code 3: the write needs a decision.
-pub const REFUSED: u8 = 3;
+pub const REFUSED: u8 = cairn_service::errors::EXIT_REFUSED;
 
 /// Exit status when stdout was closed under us (`cairn recall … | head`): what a process killed
 /// by SIGPIPE reports to a shell (128 + 13), without a panic or a message.
@@ -47,10 +47,12 @@ pub fn print_json<T: Serialize>(value: &T) {
     );
 }
 
+/// The exit code of a failed command: the service layer's one table (`cairn_service::errors`),
+/// by the error's kind.
 pub fn exit_code(error: &anyhow::Error) -> ExitCode {
     match error.downcast_ref::<EngineError>() {
-        Some(EngineError::Refused { .. }) => ExitCode::from(REFUSED),
-        _ => ExitCode::from(1),
+        Some(error) => ExitCode::from(cairn_service::errors::exit_code(error.kind())),
+        None => ExitCode::from(1),
     }
 }
 

@@ -164,3 +164,11 @@ pub fn exchange_format() -> Words<ExchangeFormat> {
         },
     }
 }
+
+/// `token create --role`: what a token of `cairn serve` may do.
+pub fn role() -> Words<cairn_engine::tokens::Role> {
+    Words {
+        names: &["read", "write", "admin"],
+        parse: |text| cairn_engine::tokens::Role::parse(&text.trim().to_ascii_lowercase()),
+    }
+}

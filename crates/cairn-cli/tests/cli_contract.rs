@@ -102,6 +102,8 @@ fn redacted(brain: &Brain) -> insta::Settings {
     );
     settings.add_filter(r"\b\d{4}-\d\d-\d\d\b", "[date]");
     settings.add_filter(r"\b[0-9a-f]{64}\b", "[sha256]");
+    // `cairn token create`'s secret
+    settings.add_filter(r"\bcairn_[0-9a-f]{64}\b", "[token]");
     // dream proposal set ids
     settings.add_filter(r"\b[0-9a-f]{12}\b", "[dream id]");
     settings
@@ -1152,4 +1154,52 @@ fn mcp_tool_results() {
     );
     mcp.snap(&brain, "dream_list", json!({}));
     mcp.stop();
+}
+
+#[test]
+fn token_commands() {
+    let brain = Brain::new();
+    let created = snap(
+        &brain,
+        "token_create",
+        &[
+            "token",
+            "create",
+            "--name",
+            "laptop",
+            "--project",
+            "shop",
+            "--role",
+            "write",
+            "--expires",
+            "30d",
+        ],
+        0,
+    );
+    assert!(created["token"].as_str().unwrap().starts_with("cairn_"));
+    snap(
+        &brain,
+        "token_create_all",
+        &["token", "create", "--name", "ci", "--all", "--role", "read"],
+        0,
+    );
+    snap(
+        &brain,
+        "token_create_twice",
+        &["token", "create", "--name", "ci", "--all", "--role", "read"],
+        1,
+    );
+    snap(&brain, "token_revoke", &["token", "revoke", "laptop"], 0);
+    snap(
+        &brain,
+        "token_revoke_unknown",
+        &["token", "revoke", "laptop"],
+        1,
+    );
+    let listed = snap(&brain, "token_list", &["token", "list"], 0);
+    assert!(
+        !listed
+            .to_string()
+            .contains(created["token"].as_str().unwrap())
+    );
 }

@@ -73,7 +73,7 @@ impl Engine {
         let mut shown_ids: BTreeSet<i64> = BTreeSet::new();
         // One `git status` serves both the working tree and its neighbourhood.
         let tree = if wanted(SectionKind::WorkingTree) || wanted(SectionKind::Neighbourhood) {
-            git::working_tree(&self.context.cwd)
+            self.working_tree()
         } else {
             None
         };

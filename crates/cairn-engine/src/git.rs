@@ -111,7 +111,7 @@ pub fn freshness(dir: &Path, commit: &str, stamped_in: StampedIn) -> Option<Stri
 }
 
 /// The working tree as git reports it now.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WorkingTree {
     /// `main`, `HEAD (detached)`, or the branch line with its upstream and ahead/behind.
     pub branch: String,

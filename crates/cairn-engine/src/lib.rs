@@ -18,6 +18,7 @@ mod records;
 pub mod remember;
 mod semantic;
 pub mod share;
+pub mod tokens;
 pub mod wiki;
 
 pub use agent::{
@@ -81,6 +82,22 @@ pub enum EngineError {
         "this brain is opened read-only (CAIRN_READ_ONLY=1); {operation} was refused and nothing was written"
     )]
     ReadOnly { operation: &'static str },
+    /// A service request without a valid credential. Deliberately says nothing about why
+    /// (missing, wrong, revoked and expired tokens all read the same).
+    #[error("authentication required: send a valid token as `Authorization: Bearer <token>`")]
+    Unauthorized,
+    /// A valid credential whose role does not allow the operation.
+    #[error(
+        "this token's role ({role}) does not allow {operation}; nothing was changed — use a token with the {needed} role"
+    )]
+    Forbidden {
+        role: &'static str,
+        operation: String,
+        needed: &'static str,
+    },
+    /// An operation failed in a way the caller cannot act on (a panic caught by the service).
+    #[error("{0}")]
+    Internal(String),
     #[error("cannot read {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -111,7 +128,11 @@ pub enum ErrorKind {
     Refused,
     /// The input was refused: bad value, too large, empty, unknown word.
     Invalid,
-    /// Anything else (I/O, SQLite, malformed stored data).
+    /// A service request without a valid credential (HTTP 401).
+    Unauthorized,
+    /// A valid credential whose role does not allow the operation (HTTP 403).
+    Forbidden,
+    /// Anything else (I/O, SQLite, malformed stored data, an internal failure).
     Other,
 }
 
@@ -142,7 +163,9 @@ impl EngineError {
             | EngineError::TooLarge { .. }
             | EngineError::Empty { .. }
             | EngineError::Invalid(_) => ErrorKind::Invalid,
-            EngineError::Io { .. } => ErrorKind::Other,
+            EngineError::Unauthorized => ErrorKind::Unauthorized,
+            EngineError::Forbidden { .. } => ErrorKind::Forbidden,
+            EngineError::Io { .. } | EngineError::Internal(_) => ErrorKind::Other,
         }
     }
 }
@@ -177,10 +200,34 @@ impl Context {
     }
 }
 
+/// Where the engine's git questions (the commit a record is stamped with, the working tree a
+/// brief shows, freshness verdicts) are answered.
+#[derive(Debug, Clone, Default)]
+pub enum GitSource {
+    /// Ask git in `Context::cwd`: a process running in the user's checkout (CLI, hooks,
+    /// `cairn mcp` over stdio).
+    #[default]
+    Local,
+    /// Facts the client sent with its request (a service: its own directory is not the
+    /// client's checkout, so git is never run). Freshness needs the client's repository, so
+    /// recall gives no verdict.
+    Supplied(SuppliedGit),
+}
+
+/// The git facts a remote client sends for one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SuppliedGit {
+    /// The commit HEAD points at in the client's checkout (stamps decisions, gotchas, …).
+    pub head: Option<String>,
+    /// The client's working tree (the brief's working-tree section and its neighbourhood).
+    pub working_tree: Option<git::WorkingTree>,
+}
+
 /// An open brain plus the context calls are made in.
 pub struct Engine {
     store: Store,
     context: Context,
+    git: GitSource,
     /// Link records to the entities their text mentions on write (docs/design.md §7); on by default.
     extract_entities: bool,
     semantic: semantic::Semantic,
@@ -201,6 +248,7 @@ impl Engine {
         Ok(Engine {
             store,
             context,
+            git: GitSource::Local,
             extract_entities: true,
             semantic: semantic::Semantic::default(),
             indexed: std::cell::Cell::new(None),
@@ -209,6 +257,41 @@ impl Engine {
 
     pub fn context(&self) -> &Context {
         &self.context
+    }
+
+    /// Makes the following calls as `context` (a long-lived service serves many projects and
+    /// actors over one open brain). The store stays open; what it caches is not per context.
+    pub fn set_context(&mut self, context: Context) {
+        self.context = context;
+    }
+
+    /// Where git questions are answered from now on ([`GitSource::Local`] when opened).
+    pub fn set_git_source(&mut self, git: GitSource) {
+        self.git = git;
+    }
+
+    /// The commit a record written now is stamped with.
+    fn head_commit(&self) -> Option<String> {
+        match &self.git {
+            GitSource::Local => git::head_commit(&self.context.cwd),
+            GitSource::Supplied(facts) => facts.head.clone(),
+        }
+    }
+
+    /// The working tree the brief shows.
+    fn working_tree(&self) -> Option<git::WorkingTree> {
+        match &self.git {
+            GitSource::Local => git::working_tree(&self.context.cwd),
+            GitSource::Supplied(facts) => facts.working_tree.clone(),
+        }
+    }
+
+    /// A freshness verdict; none when the repository is the client's, not ours.
+    fn freshness(&self, commit: &str, stamped_in: git::StampedIn) -> Option<String> {
+        match &self.git {
+            GitSource::Local => git::freshness(&self.context.cwd, commit, stamped_in),
+            GitSource::Supplied(_) => None,
+        }
     }
 
     pub fn store(&self) -> &Store {

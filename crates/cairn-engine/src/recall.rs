@@ -491,7 +491,7 @@ impl Engine {
                 if let Some((commit, stamped_in)) = commits.get(&result.id) {
                     result.freshness = freshness_cache
                         .entry((commit.clone(), *stamped_in))
-                        .or_insert_with(|| git::freshness(&self.context.cwd, commit, *stamped_in))
+                        .or_insert_with(|| self.freshness(commit, *stamped_in))
                         .clone();
                 }
             }

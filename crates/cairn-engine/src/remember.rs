@@ -1,7 +1,7 @@
 //! The write path (docs/design.md §4): sanitize and guard secrets, identity, exact and near duplicates,
 //! contradictions, supersession, stamping, index and log — in that order, in one transaction.
 
-use crate::{Engine, EngineError, Result, git};
+use crate::{Engine, EngineError, Result};
 use cairn_core::memory::Memory;
 use cairn_core::minhash::{self, Signature};
 use cairn_core::record::{
@@ -374,7 +374,7 @@ impl Engine {
         self.ensure_writable("remember")?;
         let now = self.now();
         let commit = if request.memory_type.stamped_with_commit() {
-            git::head_commit(&self.context.cwd)
+            self.head_commit()
         } else {
             None
         };

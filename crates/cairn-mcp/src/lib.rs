@@ -3,24 +3,25 @@
 //! Only protocol messages go to stdout (rmcp owns it; nothing here prints); diagnostics go to
 //! stderr. A tool that panics answers with a tool error and the server keeps serving. With
 //! `CAIRN_READ_ONLY=1` every tool that is not read-only is refused. The JSON shapes of MCP live
-//! in this crate; the engine stays plain data.
+//! in this crate; the engine stays plain data. The brain, the model and the background indexer
+//! are a [`cairn_service::Service`]'s; the stdio server is one session over a service of its
+//! own.
 
 pub mod render;
 pub mod tools;
 
-use cairn_embed::Embedder;
-use cairn_engine::{Context, EmbedderLoader, Engine};
+use cairn_engine::{Context, EmbedderLoader};
+use cairn_service::{RequestContext, Service, ServiceOptions};
 use render::Reply;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::RequestContext as McpContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 use tools::ToolSpec;
 
@@ -28,7 +29,7 @@ const INSTRUCTIONS: &str = "cairn is the user's local long-term memory. Call `br
 
 /// How often a server with a model looks for records still without a vector (hooks capture
 /// turns while it runs and never embed them), unless `ServerOptions::index_interval` says.
-pub const INDEX_INTERVAL: Duration = Duration::from_secs(10);
+pub const INDEX_INTERVAL: Duration = cairn_service::INDEX_INTERVAL;
 
 /// Where and as whom the server opens the brain.
 #[derive(Debug, Clone)]
@@ -48,169 +49,80 @@ impl ServerOptions {
             index_interval: INDEX_INTERVAL,
         }
     }
+
+    /// The service these options describe (one brain, read-only or not, the indexer's pace).
+    pub fn service(&self) -> Service {
+        let mut options = ServiceOptions::new(self.db.clone());
+        options.read_only = self.context.read_only;
+        options.index_interval = self.index_interval;
+        options.now = self.context.now;
+        Service::new(options)
+    }
 }
 
+/// What the HTTP endpoint (`cairn serve`, `/mcp`) puts in each request's extensions after
+/// checking its bearer token: the context the token stands for. A remote session
+/// ([`CairnServer::remote`]) answers only calls that carry one.
+#[derive(Debug, Clone)]
+pub struct CallAs {
+    pub request: RequestContext,
+    /// The token may only read.
+    pub read_only: bool,
+}
+
+/// One MCP session over a [`Service`]: the tools, and the context its calls are made in.
+#[derive(Clone)]
 pub struct CairnServer {
-    tools: Vec<ToolSpec>,
-    state: Arc<State>,
-}
-
-/// What the tool calls and the model's background loader share.
-struct State {
-    options: ServerOptions,
-    /// Opened on first use (and again after a failed open), so a brain that is briefly locked
-    /// or missing at start-up does not take the server down.
-    engine: Mutex<Option<Engine>>,
-    /// The embedding model, loaded once on a background thread at start-up: until it is there
-    /// (or when none is configured, or it cannot load) recall answers lexical-only and says so.
-    embedder: OnceLock<Option<Arc<dyn Embedder>>>,
-}
-
-impl State {
-    /// Runs `f` on the open engine (opening it first), handing it the model once it is loaded.
-    fn with_engine<T>(
-        &self,
-        f: impl FnOnce(&mut Engine) -> T,
-    ) -> Result<T, cairn_engine::EngineError> {
-        let mut slot = self
-            .engine
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if slot.is_none() {
-            *slot = Some(Engine::open(
-                &self.options.db,
-                self.options.context.clone(),
-            )?);
-        }
-        let engine = slot.as_mut().expect("opened just above");
-        if !engine.embedder_is_loaded()
-            && let Some(Some(embedder)) = self.embedder.get()
-        {
-            engine.set_shared_embedder(Arc::clone(embedder));
-        }
-        Ok(f(engine))
-    }
-
-    /// Once the model is resident: embeds the records still waiting for a vector (written
-    /// before the model loaded, or by hooks, which never load it), then reads the vectors
-    /// into memory so the first hybrid recall is warm; afterwards, every `index_interval`,
-    /// embeds what hooks captured since. The embedding runs on its own connection, so tool
-    /// calls never wait for it (the main engine picks the new vectors up on its next recall,
-    /// reading only the changed rows). Stops when the server is gone.
-    fn background_pass(state: Weak<State>, embedder: Arc<dyn Embedder>) {
-        let mut indexer: Option<Engine> = None;
-        let mut first = true;
-        loop {
-            let interval = {
-                let Some(state) = state.upgrade() else { return };
-                if !state.options.context.read_only {
-                    state.index_pending(&mut indexer, &embedder);
-                }
-                if first {
-                    let warmed = state.with_engine(|engine| engine.warm_vectors());
-                    if let Err(error) | Ok(Err(error)) = warmed {
-                        eprintln!(
-                            "cairn mcp: the vectors are read on the first recall instead: {error}"
-                        );
-                    }
-                    first = false;
-                }
-                state.options.index_interval
-            };
-            std::thread::sleep(interval);
-        }
-    }
-
-    /// Embeds every pending record, a batch at a time, on the indexer's own engine (opened
-    /// on first use; after an error it is opened again next time).
-    fn index_pending(&self, indexer: &mut Option<Engine>, embedder: &Arc<dyn Embedder>) {
-        if indexer.is_none() {
-            match Engine::open(&self.options.db, self.options.context.clone()) {
-                Ok(mut engine) => {
-                    engine.set_shared_embedder(Arc::clone(embedder));
-                    *indexer = Some(engine);
-                }
-                Err(error) => {
-                    eprintln!("cairn mcp: cannot open the brain to embed pending records: {error}");
-                    return;
-                }
-            }
-        }
-        let engine = indexer.as_mut().expect("opened just above");
-        loop {
-            match engine.index_pending(Some(cairn_engine::BACKGROUND_BATCH), &mut |_, _| {}) {
-                Ok(report)
-                    if report.failed == 0
-                        && report.pending > 0
-                        && report.embedded + report.reused > 0 =>
-                {
-                    continue;
-                }
-                Ok(report) if report.failed == 0 => return,
-                Ok(report) => {
-                    eprintln!(
-                        "cairn mcp: {} record(s) could not be embedded ({}); `cairn reindex` retries",
-                        report.failed,
-                        report.errors.join("; ")
-                    );
-                    return;
-                }
-                Err(error) => {
-                    eprintln!("cairn mcp: embedding pending records stopped: {error}");
-                    *indexer = None;
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Drops the engine: the next call opens it again.
-    fn reset(&self) {
-        *self
-            .engine
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
-    }
+    tools: Arc<Vec<ToolSpec>>,
+    service: Service,
+    request: RequestContext,
+    /// Refuse every tool that is not read-only (the service is read-only, or the caller's
+    /// token may only read).
+    read_only: bool,
+    /// Every call names its caller in a [`CallAs`] (MCP over HTTP); `request` is unused.
+    remote: bool,
 }
 
 impl CairnServer {
-    /// A lexical-only server (no embedding model).
+    /// A lexical-only server (no embedding model) on a service of its own.
     pub fn new(options: ServerOptions) -> CairnServer {
+        let service = options.service();
+        CairnServer::on(service, RequestContext::local(&options.context))
+    }
+
+    /// A server whose recall becomes hybrid once `loader` has loaded the model (in the
+    /// background: the client does not wait for it; see [`Service::start_embedder`]).
+    pub fn with_embedder(options: ServerOptions, loader: EmbedderLoader) -> CairnServer {
+        let server = CairnServer::new(options);
+        server.service.start_embedder(loader, "cairn mcp");
+        server
+    }
+
+    /// A session on a shared service (the HTTP endpoint: one service, many sessions), its calls
+    /// made in `request`.
+    pub fn on(service: Service, request: RequestContext) -> CairnServer {
         CairnServer {
-            tools: tools::registry(),
-            state: Arc::new(State {
-                options,
-                engine: Mutex::new(None),
-                embedder: OnceLock::new(),
-            }),
+            tools: Arc::new(tools::registry()),
+            read_only: service.read_only(),
+            service,
+            request,
+            remote: false,
         }
     }
 
-    /// A server whose recall becomes hybrid once `loader` has loaded the model. The load runs on
-    /// a background thread (a model takes 100–300 ms; the client does not wait for it), then the
-    /// brain's vectors are read into memory so the first hybrid recall is already warm.
-    pub fn with_embedder(options: ServerOptions, loader: EmbedderLoader) -> CairnServer {
-        let server = CairnServer::new(options);
-        let state = Arc::clone(&server.state);
-        std::thread::spawn(move || {
-            let embedder = match loader() {
-                Ok(Some(embedder)) => Some(Arc::<dyn Embedder>::from(embedder)),
-                Ok(None) => None,
-                Err(error) => {
-                    eprintln!(
-                        "cairn mcp: semantic recall is off, recall answers lexical-only: {error}"
-                    );
-                    None
-                }
-            };
-            let _ = state.embedder.set(embedder.clone());
-            if let Some(embedder) = embedder {
-                let weak = Arc::downgrade(&state);
-                drop(state);
-                State::background_pass(weak, embedder);
-            }
-        });
+    /// A session of MCP over HTTP: each call runs as the [`CallAs`] the HTTP layer attached to
+    /// its request (`http::request::Parts` in the call's extensions), on a blocking thread.
+    pub fn remote(service: Service) -> CairnServer {
+        let nobody = RequestContext::remote(String::new(), String::new(), Default::default());
+        let mut server = CairnServer::on(service, nobody);
+        server.remote = true;
         server
+    }
+
+    /// Refuses every tool that changes the brain (a read-role token).
+    pub fn read_only(mut self, read_only: bool) -> CairnServer {
+        self.read_only = self.read_only || read_only;
+        self
     }
 
     pub fn tool_definitions(&self) -> Vec<Tool> {
@@ -220,32 +132,35 @@ impl CairnServer {
     /// Runs one tool call to completion: refusals, argument errors, engine errors and panics
     /// all come back as a tool error.
     pub fn call(&self, spec: &ToolSpec, arguments: rmcp::model::JsonObject) -> Reply {
-        if self.state.options.context.read_only && !spec.hints.read_only {
+        self.call_as(&self.request, self.read_only, spec, arguments)
+    }
+
+    pub fn call_as(
+        &self,
+        request: &RequestContext,
+        read_only: bool,
+        spec: &ToolSpec,
+        arguments: rmcp::model::JsonObject,
+    ) -> Reply {
+        if read_only && !spec.hints.read_only {
+            let why = if self.service.read_only() {
+                "this server is read-only (CAIRN_READ_ONLY=1)"
+            } else {
+                "this token may only read"
+            };
             return render::error(
                 format!(
-                    "`{}` changes the brain and this server is read-only (CAIRN_READ_ONLY=1); nothing was changed",
+                    "`{}` changes the brain and {why}; nothing was changed",
                     spec.name
                 ),
                 serde_json::json!({"status": "refused", "error": "read-only"}),
             );
         }
-        let outcome = self.state.with_engine(|engine| {
-            std::panic::catch_unwind(AssertUnwindSafe(|| (spec.call)(engine, arguments)))
-        });
-        match outcome {
-            Ok(Ok(reply)) => reply,
+        match self.service.call(request, spec.name, |engine| {
+            Ok((spec.call)(engine, arguments))
+        }) {
+            Ok(reply) => reply,
             Err(error) => render::engine_error(&error),
-            Ok(Err(_)) => {
-                // The engine may be mid-operation; reopen it on the next call.
-                self.state.reset();
-                render::error(
-                    format!(
-                        "`{}` failed unexpectedly (an internal error, logged on stderr); nothing is known to have changed — try again",
-                        spec.name
-                    ),
-                    serde_json::json!({"status": "error", "error": "internal error"}),
-                )
-            }
         }
     }
 }
@@ -281,7 +196,7 @@ impl ServerHandler for CairnServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        _context: McpContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tool_definitions()))
     }
@@ -289,7 +204,7 @@ impl ServerHandler for CairnServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: McpContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(spec) = self.tools.iter().find(|t| t.name == request.name) else {
             return Err(ErrorData::invalid_params(
@@ -302,7 +217,40 @@ impl ServerHandler for CairnServer {
             ));
         };
         let arguments = request.arguments.unwrap_or_default();
-        Ok(to_result(self.call(spec, arguments)).into())
+        if !self.remote {
+            return Ok(to_result(self.call(spec, arguments)).into());
+        }
+        let Some(call_as) = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CallAs>())
+            .cloned()
+        else {
+            return Ok(to_result(render::error(
+                "this call carries no checked token; nothing was done".to_string(),
+                serde_json::json!({"status": "error", "error": "unauthorized"}),
+            ))
+            .into());
+        };
+        let server = self.clone();
+        let name = spec.name;
+        let reply = tokio::task::spawn_blocking(move || {
+            let spec = server
+                .tools
+                .iter()
+                .find(|t| t.name == name)
+                .expect("found above");
+            let read_only = server.read_only || call_as.read_only;
+            server.call_as(&call_as.request, read_only, spec, arguments)
+        })
+        .await
+        .unwrap_or_else(|_| {
+            render::error(
+                format!("`{name}` failed unexpectedly (an internal error, logged on stderr); nothing is known to have changed — try again"),
+                serde_json::json!({"status": "error", "error": "internal error"}),
+            )
+        });
+        Ok(to_result(reply).into())
     }
 }
 

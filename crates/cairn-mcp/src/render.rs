@@ -55,9 +55,13 @@ pub fn engine_error(error: &EngineError) -> Reply {
             message.clone(),
             json!({"status": "refused", "error": message, "existing": existing, "ways_out": ways_out}),
         ),
+        EngineError::Internal(message) => self::error(
+            message.clone(),
+            json!({"status": "error", "error": "internal error"}),
+        ),
         other => self::error(
             other.to_string(),
-            json!({"status": "error", "error": other.to_string()}),
+            json!({"status": "error", "error": other.to_string(), "kind": cairn_service::errors::label(other.kind())}),
         ),
     }
 }

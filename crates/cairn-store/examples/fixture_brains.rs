@@ -476,3 +476,25 @@ fn seed_v10(conn: &Connection) -> rusqlite::Result<()> {
     )?;
     Ok(())
 }
+
+/// The rows of `MIGRATION_SERVICE_TOKENS` (branch `serve`, issue 14; v11 in that branch — the
+/// lead orders it among the other new migrations and appends it to `SEEDS` at merge): a live
+/// project token, a revoked one and an expired token for every project. The hashes are
+/// SHA-256 of made-up secrets; a fixture never holds a usable token.
+#[allow(dead_code)]
+fn seed_service_tokens(conn: &Connection) -> rusqlite::Result<()> {
+    use sha2::{Digest, Sha256};
+    for (name, project, role, expires_at, revoked_at) in [
+        ("fixture-ci", Some(PROJECT), "write", None, None),
+        ("fixture-old-laptop", Some(PROJECT), "read", None, Some(T1)),
+        ("fixture-admin", None, "admin", Some(T1), None),
+    ] {
+        let hash = Sha256::digest(format!("cairn_fixture_{name}").as_bytes()).to_vec();
+        conn.execute(
+            "INSERT INTO service_tokens (name, secret_hash, project, role, created_at, expires_at, revoked_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![name, hash, project, role, T0, expires_at, revoked_at],
+        )?;
+    }
+    Ok(())
+}

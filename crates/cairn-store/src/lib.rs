@@ -17,6 +17,7 @@ mod schema;
 mod search;
 #[cfg(test)]
 mod testing;
+mod tokens;
 mod vectors;
 mod wiki;
 
@@ -37,6 +38,7 @@ pub use records::{
 };
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use search::{EpisodeNeighbours, LexicalHit, LexicalQuery};
+pub use tokens::TokenRow;
 pub use vectors::{
     META_EMBED_DIM, META_EMBED_MODEL, VectorCounts, VectorMatrix, VectorSpace, blob_to_vector,
     vector_to_blob,
@@ -487,7 +489,7 @@ mod tests {
         }
 
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 10);
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let reader = store.reader();
         assert_eq!(reader.get(1).unwrap().unwrap().content_hash, hash(1));
         let archived = reader.get(2).unwrap().unwrap();

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -19,6 +19,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_SIZE,
     MIGRATION_VECTORS_VERSION,
     MIGRATION_MERGED_AWAY,
+    MIGRATION_SERVICE_TOKENS,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -497,6 +498,23 @@ BEGIN
     INSERT INTO memories_fts(rowid, title, summary, tags, body)
         SELECT new.id, new.title, new.summary, new.tags, new.body WHERE new.merged_into IS NULL;
 END;
+"#;
+
+/// The service's access tokens (`cairn token`, `cairn serve`): only the SHA-256 of each secret
+/// is kept. `project` NULL is a token for every project. A name is unique among the tokens not
+/// revoked, so a revoked name can be given again.
+const MIGRATION_SERVICE_TOKENS: &str = r#"
+CREATE TABLE service_tokens (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    secret_hash BLOB NOT NULL UNIQUE,
+    project TEXT,
+    role TEXT NOT NULL CHECK (role IN ('read', 'write', 'admin')),
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    revoked_at TEXT
+);
+CREATE UNIQUE INDEX service_tokens_live_name ON service_tokens(name) WHERE revoked_at IS NULL;
 "#;
 
 #[cfg(test)]

@@ -14,19 +14,25 @@ pub fn run(settings: &Settings) -> Result<ExitCode> {
     let loader = crate::embedder::loader(settings);
     let mut options = cairn_mcp::ServerOptions::new(settings.db.clone(), context);
     if let Ok(value) = std::env::var("CAIRN_MCP_INDEX_SECS") {
-        options.index_interval = value
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|secs| secs.is_finite() && *secs >= 0.05)
-            .map(std::time::Duration::from_secs_f64)
-            .with_context(|| {
-                format!(
-                    "CAIRN_MCP_INDEX_SECS={value:?}: expected seconds between background indexing passes, at least 0.05 (default {})",
-                    cairn_mcp::INDEX_INTERVAL.as_secs()
-                )
-            })?;
+        options.index_interval = index_interval(&value)?;
     }
     cairn_mcp::serve(options, Some(loader)).map_err(|message| anyhow::anyhow!(message))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `CAIRN_MCP_INDEX_SECS`: seconds between background indexing passes (`cairn mcp`, `cairn
+/// serve`).
+pub fn index_interval(value: &str) -> Result<std::time::Duration> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|secs| secs.is_finite() && *secs >= 0.05)
+        .map(std::time::Duration::from_secs_f64)
+        .with_context(|| {
+            format!(
+                "CAIRN_MCP_INDEX_SECS={value:?}: expected seconds between background indexing passes, at least 0.05 (default {})",
+                cairn_mcp::INDEX_INTERVAL.as_secs()
+            )
+        })
 }

@@ -13,3 +13,4 @@ pub mod mcp;
 pub mod recall;
 pub mod records;
 pub mod semantic;
+pub mod serve;

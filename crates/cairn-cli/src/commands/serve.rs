@@ -1,0 +1,193 @@
+//! `cairn serve` (the HTTP API over the service layer) and `cairn token` (its access tokens).
+
+use crate::output::print_json;
+use crate::settings::Settings;
+use anyhow::{Context as _, Result, bail};
+use cairn_engine::tokens::{NewToken, Role, TokenInfo};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (loopback by default; put a TLS reverse proxy in front of any
+    /// other address, see docs/service.md).
+    #[arg(long, value_name = "ADDR", default_value = cairn_http::DEFAULT_LISTEN, conflicts_with = "socket")]
+    listen: std::net::SocketAddr,
+    /// Listen on this Unix socket instead (made mode 0600).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Largest request body in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = cairn_http::DEFAULT_BODY_LIMIT)]
+    max_body: usize,
+    /// Seconds a client has to send its request headers.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    header_timeout: u64,
+    /// Seconds a client has to send its request body.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    body_timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a token (its secret is printed once and never stored).
+    Create(TokenCreateArgs),
+    /// Every token, without secrets.
+    List,
+    /// Revoke a token by name, at once for every server on this brain.
+    Revoke { name: String },
+}
+
+#[derive(Debug, Args)]
+pub struct TokenCreateArgs {
+    /// Who uses it (the actor recorded in events and history).
+    #[arg(long)]
+    name: String,
+    /// The one project it works in.
+    #[arg(
+        long,
+        value_name = "KEY",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    project: Option<String>,
+    /// Every project (the client names it with the Cairn-Project header).
+    #[arg(long)]
+    all: bool,
+    /// read (recall, show, list, brief), write (and every change) or admin (and repair, hard
+    /// deletes).
+    #[arg(long, value_parser = crate::values::role())]
+    role: Role,
+    /// When it stops working: an age ahead (30d, 12h) or a date.
+    #[arg(long, value_name = "WHEN")]
+    expires: Option<String>,
+}
+
+pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
+    let mut options = cairn_service::ServiceOptions::new(settings.db.clone());
+    options.read_only = settings.read_only;
+    options.now = cairn_engine::test_clock_from_env()?;
+    if let Ok(value) = std::env::var("CAIRN_MCP_INDEX_SECS") {
+        options.index_interval = crate::commands::mcp::index_interval(&value)?;
+    }
+    let service = cairn_service::Service::new(options);
+    // Open the brain now: a brain that cannot be opened is said at start, not at the first
+    // request.
+    let local = cairn_service::RequestContext::remote(
+        String::new(),
+        "serve".into(),
+        cairn_engine::SuppliedGit::default(),
+    );
+    service
+        .call(&local, "open", |engine| engine.stats().map(|_| ()))
+        .with_context(|| format!("cannot serve {}", settings.db.display()))?;
+    service.start_embedder(
+        crate::embedder::loader(settings.model_dir.as_deref()),
+        "cairn serve",
+    );
+    if args.max_body == 0 {
+        bail!("--max-body 0 would refuse every body; give a size in bytes (default 1048576)");
+    }
+    let options = cairn_http::ServeOptions {
+        listen: match &args.socket {
+            Some(path) => cairn_http::Listen::Unix(path.clone()),
+            None => cairn_http::Listen::Tcp(args.listen),
+        },
+        limits: cairn_http::Limits {
+            body: args.max_body,
+            header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+            body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+        },
+        grace: Duration::from_secs(30),
+    };
+    let json = settings.json;
+    let db = settings.db.clone();
+    cairn_http::serve(service, options, |address| {
+        // The one line a supervisor (or a test) reads to learn the address; stderr, so stdout
+        // stays free.
+        if json {
+            eprintln!(
+                "{}",
+                serde_json::json!({"status": "listening", "url": address, "db": db.display().to_string()})
+            );
+        } else {
+            eprintln!("cairn serve: listening on {address} ({})", db.display());
+        }
+    })
+    .map_err(|message| anyhow::anyhow!(message))?;
+    eprintln!("cairn serve: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_token(settings: &Settings, command: &TokenCommand) -> Result<ExitCode> {
+    let mut engine = settings.open("cli")?;
+    match command {
+        TokenCommand::Create(args) => {
+            let created = engine.token_create(&NewToken {
+                name: args.name.clone(),
+                project: if args.all { None } else { args.project.clone() },
+                role: args.role,
+                expires: args.expires.clone(),
+            })?;
+            if settings.json {
+                print_json(&created);
+            } else {
+                outln!("{}", created.token);
+                eprintln!(
+                    "token {:?} ({} role, {}{}): shown once, not stored — keep it now",
+                    created.info.name,
+                    created.info.role.as_str(),
+                    project_text(&created.info),
+                    created
+                        .info
+                        .expires_at
+                        .as_deref()
+                        .map(|at| format!(", expires {at}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        TokenCommand::List => {
+            let tokens = engine.token_list()?;
+            if settings.json {
+                print_json(&tokens);
+            } else if tokens.is_empty() {
+                outln!(
+                    "no tokens; `cairn token create --name NAME --project KEY --role read` makes one"
+                );
+            } else {
+                for token in &tokens {
+                    outln!(
+                        "{:<24} {:<6} {:<8} {}{}",
+                        token.name,
+                        token.role.as_str(),
+                        token.state,
+                        project_text(token),
+                        token
+                            .expires_at
+                            .as_deref()
+                            .map(|at| format!(", expires {at}"))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            let revoked = engine.token_revoke(name)?;
+            if settings.json {
+                print_json(&serde_json::json!({"status": "revoked", "token": revoked}));
+            } else {
+                outln!("revoked token {:?}; it stops working at once", revoked.name);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn project_text(token: &TokenInfo) -> String {
+    match &token.project {
+        Some(project) => format!("project {project}"),
+        None => "every project".to_string(),
+    }
+}

@@ -1,0 +1,131 @@
+//! Who is asking: the bearer token, checked at every request against the brain (so a revoked
+//! token stops working at once), turned into a request context.
+//!
+//! A project token works in its project without naming it; a token for every project names
+//! the project with the `Cairn-Project` header. The token's name is the actor of every write.
+//! The client's commit (`Cairn-Commit`) stamps what it writes; the server never asks git.
+
+use crate::App;
+use crate::problem::Problem;
+use axum::http::HeaderMap;
+use cairn_engine::tokens::{Grant, Role};
+use cairn_engine::{EngineError, SuppliedGit};
+use cairn_service::RequestContext;
+
+/// The header naming the project for a token of every project.
+pub const PROJECT_HEADER: &str = "cairn-project";
+/// The header carrying the client's HEAD commit.
+pub const COMMIT_HEADER: &str = "cairn-commit";
+
+/// An authenticated request.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub grant: Grant,
+    pub request: RequestContext,
+}
+
+impl Caller {
+    /// Whether this caller may see a record filed under `project` (`None`: personal).
+    pub fn sees(&self, project: Option<&str>) -> bool {
+        match (&self.grant.project, project) {
+            (None, _) | (_, None) => true,
+            (Some(mine), Some(theirs)) => mine == theirs,
+        }
+    }
+
+    /// Whether the token is for every project (export, import, `all_projects`).
+    pub fn every_project(&self) -> bool {
+        self.grant.project.is_none()
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Problem> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(value) => value.to_str().map(|v| Some(v.trim())).map_err(|_| {
+            Problem::bad_request(format!(
+                "header `{name}` is not ASCII text; nothing was done"
+            ))
+        }),
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Authenticates the request and checks that its role allows `needed`. Blocking (reads the
+/// brain): call it from a blocking task.
+pub fn authorize(
+    app: &App,
+    headers: &HeaderMap,
+    needed: Role,
+    operation: &str,
+) -> Result<Caller, Problem> {
+    let secret = bearer(headers).ok_or_else(Problem::unauthorized)?;
+    let anonymous = RequestContext::remote(String::new(), String::new(), SuppliedGit::default());
+    let grant = app
+        .service
+        .call(&anonymous, "authenticate", |engine| {
+            engine.authenticate(secret)
+        })
+        .map_err(|error| match error {
+            EngineError::Unauthorized => Problem::unauthorized(),
+            other => Problem::from_engine(&other),
+        })?;
+    if !grant.role.allows(needed) {
+        return Err(Problem::from_engine(&EngineError::Forbidden {
+            role: grant.role.as_str(),
+            operation: operation.to_string(),
+            needed: needed.as_str(),
+        }));
+    }
+    let named = header(headers, PROJECT_HEADER)?.filter(|p| !p.is_empty());
+    let project = match (&grant.project, named) {
+        (Some(mine), None) => mine.clone(),
+        (Some(mine), Some(named)) if named == mine => mine.clone(),
+        // Another project is answered like a project that does not exist.
+        (Some(_), Some(named)) => {
+            return Err(Problem::from_kind(
+                cairn_engine::ErrorKind::NotFound,
+                format!("no project {named:?} here; nothing was done"),
+            ));
+        }
+        (None, Some(named)) => named.to_string(),
+        (None, None) => {
+            return Err(Problem::bad_request(format!(
+                "this token is for every project: name the project with the `{PROJECT_HEADER}` header; nothing was done"
+            ))
+            .with("field", serde_json::json!(PROJECT_HEADER)));
+        }
+    };
+    let head = match header(headers, COMMIT_HEADER)? {
+        None | Some("") => None,
+        Some(commit)
+            if (7..=64).contains(&commit.len())
+                && commit.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            Some(commit.to_ascii_lowercase())
+        }
+        Some(_) => {
+            return Err(Problem::bad_request(format!(
+                "header `{COMMIT_HEADER}` is not a commit id (7 to 64 hex digits); nothing was done"
+            ))
+            .with("field", serde_json::json!(COMMIT_HEADER)));
+        }
+    };
+    let request = RequestContext::remote(
+        project,
+        grant.name.clone(),
+        SuppliedGit {
+            head,
+            working_tree: None,
+        },
+    );
+    Ok(Caller { grant, request })
+}

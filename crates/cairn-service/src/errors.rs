@@ -1,0 +1,85 @@
+//! One table from an error's [`ErrorKind`] to what each adapter says: the CLI's exit code, the
+//! MCP tool error's label, the HTTP status. Adapters match the kind, never the message.
+
+use cairn_engine::ErrorKind;
+
+/// Exit code 3: the write needs a decision.
+pub const EXIT_REFUSED: u8 = 3;
+
+/// The CLI's exit code (1 error, 3 refused; 2, a usage error, comes from clap before any call).
+pub fn exit_code(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Refused => EXIT_REFUSED,
+        _ => 1,
+    }
+}
+
+/// The HTTP status of an error.
+pub fn http_status(kind: ErrorKind) -> u16 {
+    match kind {
+        ErrorKind::Invalid => 400,
+        ErrorKind::Unauthorized => 401,
+        ErrorKind::Forbidden => 403,
+        ErrorKind::NotFound => 404,
+        // The write needs a decision (a near duplicate, a contradiction), or the brain refuses
+        // writes: the request conflicts with the state of the server.
+        ErrorKind::Refused | ErrorKind::ReadOnly => 409,
+        // Worth retrying later: another writer held the lock past the busy timeout, or the
+        // brain is missing, or its schema needs another binary.
+        ErrorKind::Locked | ErrorKind::Missing | ErrorKind::Schema => 503,
+        ErrorKind::DiskFull => 507,
+        ErrorKind::Damaged | ErrorKind::Other => 500,
+    }
+}
+
+/// A short stable label: the `error` field of an MCP tool error's structured content and the
+/// last segment of a problem document's `type`.
+pub fn label(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Damaged => "damaged",
+        ErrorKind::Missing => "missing",
+        ErrorKind::Locked => "locked",
+        ErrorKind::ReadOnly => "read-only",
+        ErrorKind::Schema => "schema",
+        ErrorKind::DiskFull => "disk-full",
+        ErrorKind::NotFound => "not-found",
+        ErrorKind::Refused => "refused",
+        ErrorKind::Invalid => "invalid",
+        ErrorKind::Unauthorized => "unauthorized",
+        ErrorKind::Forbidden => "forbidden",
+        ErrorKind::Other => "internal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [ErrorKind; 12] = [
+        ErrorKind::Damaged,
+        ErrorKind::Missing,
+        ErrorKind::Locked,
+        ErrorKind::ReadOnly,
+        ErrorKind::Schema,
+        ErrorKind::DiskFull,
+        ErrorKind::NotFound,
+        ErrorKind::Refused,
+        ErrorKind::Invalid,
+        ErrorKind::Unauthorized,
+        ErrorKind::Forbidden,
+        ErrorKind::Other,
+    ];
+
+    #[test]
+    fn every_kind_has_an_error_status_and_a_distinct_label() {
+        let mut labels: Vec<&str> = ALL.iter().map(|k| label(*k)).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        assert_eq!(labels.len(), ALL.len());
+        for kind in ALL {
+            assert!((400..600).contains(&http_status(kind)), "{kind:?}");
+            assert!(exit_code(kind) != 0, "{kind:?}");
+        }
+        assert_eq!(exit_code(ErrorKind::Refused), 3);
+    }
+}
