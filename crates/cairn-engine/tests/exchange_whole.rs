@@ -265,7 +265,10 @@ fn a_whole_brain_survives_export_and_import() {
         let rows: i64 = connection
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
             .unwrap();
-        if table == "vectors" {
+        // `surfacings` (passive use, issue 18) is not carried by the JSONL exchange yet: an
+        // imported brain starts with no surfacing, so decay counts idleness from the last
+        // access there.
+        if table == "vectors" || table == "surfacings" {
             continue;
         }
         assert!(rows > 0, "the rich brain has no rows in {table}");

@@ -472,3 +472,15 @@ fn seed_v10(conn: &Connection) -> rusqlite::Result<()> {
     )?;
     Ok(())
 }
+
+/// Passive use (issue 18, `MIGRATION_SURFACED`; v11 in the `sessions` branch — the lead orders
+/// it among the other v11 candidates and appends it to `SEEDS` then): record 1 was handed to an
+/// agent twice, the last time at `T2`.
+#[allow(dead_code)]
+fn seed_surfaced(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO surfacings (memory_id, surfaced_at, times) VALUES (1, ?1, 2)",
+        [T2],
+    )?;
+    Ok(())
+}

@@ -15,6 +15,8 @@ mod lifecycle;
 mod records;
 mod schema;
 mod search;
+mod sessions;
+mod surfaced;
 #[cfg(test)]
 mod testing;
 mod vectors;
@@ -487,7 +489,7 @@ mod tests {
         }
 
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 10);
+        assert_eq!(store.schema_version().unwrap(), crate::SCHEMA_VERSION);
         let reader = store.reader();
         assert_eq!(reader.get(1).unwrap().unwrap().content_hash, hash(1));
         let archived = reader.get(2).unwrap().unwrap();

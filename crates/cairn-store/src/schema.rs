@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -19,6 +19,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_SIZE,
     MIGRATION_VECTORS_VERSION,
     MIGRATION_MERGED_AWAY,
+    MIGRATION_SURFACED,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -497,6 +498,16 @@ BEGIN
     INSERT INTO memories_fts(rowid, title, summary, tags, body)
         SELECT new.id, new.title, new.summary, new.tags, new.body WHERE new.merged_into IS NULL;
 END;
+"#;
+
+/// Passive use (issue 18): when the brief or the prompt hook last handed a record to an agent.
+/// Apart from `memories`, so `use_count` and ranking never see it; decay does.
+const MIGRATION_SURFACED: &str = r#"
+CREATE TABLE surfacings (
+    memory_id   INTEGER PRIMARY KEY,
+    surfaced_at TEXT NOT NULL,
+    times       INTEGER NOT NULL DEFAULT 1
+);
 "#;
 
 #[cfg(test)]

@@ -156,8 +156,11 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
                 Vec::new()
             };
             let conflicts = engine.conflicts_of(*id)?;
+            let surfaced_at = engine.surfaced_at(*id)?;
             if settings.json {
                 let mut value = serde_json::to_value(&memory)?;
+                // passive use: when the brief or the prompt hook last handed it to an agent
+                value["surfaced_at"] = serde_json::to_value(&surfaced_at)?;
                 if *history {
                     value["history"] = serde_json::to_value(&versions)?;
                 }
@@ -165,6 +168,9 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
                 print_json(&value);
             } else {
                 print_memory(&memory);
+                if let Some(at) = &surfaced_at {
+                    outln!("  surfaced to an agent {at} (brief or prompt hook)");
+                }
                 for conflict in &conflicts {
                     let other = if conflict.memory_id == memory.id {
                         conflict.other_id
