@@ -664,3 +664,113 @@ fn a_record_the_prompt_hook_injects_is_surfaced_and_never_archives_while_it_is()
         "archived"
     );
 }
+
+/// The session-end hook returns while the extraction it started is still waiting for its LLM
+/// (detached), and that extraction then puts the session's candidates in the inbox.
+#[test]
+fn session_end_starts_the_extraction_detached_from_the_hook() {
+    use std::io::{BufRead, Write};
+    let brain = Brain::new();
+    let (fake, started, release) = gated_llm(&brain);
+    brain.json(&["config", "set", "llm.command", &fake], 0);
+    let transcript = brain.dir.path().join("session.jsonl");
+    std::fs::copy(fixture("hooks/claude-transcript.jsonl"), &transcript).unwrap();
+    let payload = std::fs::read_to_string(fixture("hooks/claude-session-end.json"))
+        .unwrap()
+        .replace("TRANSCRIPT", &transcript.display().to_string())
+        .replace("CWD", &brain.dir.path().display().to_string());
+    let output = brain
+        .cmd()
+        .env("CAIRN_HOOK_DEADLINE_MS", "120000")
+        .args(["hook", "session-end"])
+        .write_stdin(payload)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    // The hook is done; the extraction's LLM starts (and waits for us) only now.
+    let mut line = String::new();
+    std::io::BufReader::new(std::fs::File::open(&started).unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    writeln!(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&release)
+            .unwrap(),
+        "go"
+    )
+    .unwrap();
+    // The extraction holds its lock until it is done: taking it waits for the end.
+    let lock = std::fs::File::open(brain.dir.path().join("brain.db.extract.lock")).unwrap();
+    lock.lock().unwrap();
+    let inbox = brain.json(&["inbox", "list"], 0);
+    assert!(
+        inbox
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["kind"] == "extracted"),
+        "{inbox}\n{}",
+        std::fs::read_to_string(brain.dir.path().join("hook-errors.log")).unwrap_or_default()
+    );
+}
+
+// ---- maintenance -------------------------------------------------------------------------
+
+/// `dream.auto_accept = safe`: an unattended dream applies its decay (no `--accept` needed)
+/// and leaves a merge or a forget for a person; `--unattended --accept` without the setting is refused.
+#[test]
+fn an_unattended_dream_with_safe_auto_accept_applies_only_what_loses_nothing() {
+    let brain = Brain::new();
+    const DEPLOY: &str = "the deploy script needs the staging flag before the production flag and the queue must drain before anyone promotes the build";
+    let gotcha = remember(
+        &brain,
+        &["--type", "gotcha", "--body", DEPLOY, "--at", "40d"],
+    );
+    let copy = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("{DEPLOY} today"),
+            "--allow-duplicate",
+            "--at",
+            "35d",
+        ],
+    );
+    let stale = remember(
+        &brain,
+        &[
+            "--type",
+            "state",
+            "--body",
+            "the build box is rebooting for maintenance",
+            "--at",
+            "60d",
+        ],
+    );
+    let refused = brain.json(&["dream", "--unattended", "--accept"], 3);
+    assert!(refused.to_string().contains("auto_accept"), "{refused}");
+    brain.json(&["config", "set", "dream.auto_accept", "safe"], 0);
+    let dream = brain.json(&["dream", "--unattended"], 0);
+    let kinds: Vec<&str> = dream["dream"]["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"decay") && (kinds.contains(&"merge") || kinds.contains(&"forget")),
+        "{dream}"
+    );
+    assert_eq!(dream["dream"]["status"], "partial", "{dream}");
+    let show = |id: i64| brain.json(&["show", &id.to_string()], 0)["status"].clone();
+    assert_eq!(show(stale), "archived", "decay applied");
+    assert_eq!(show(gotcha), "active");
+    assert_eq!(
+        show(copy),
+        "active",
+        "the merge or forget waits for a person"
+    );
+}

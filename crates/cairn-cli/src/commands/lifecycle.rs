@@ -230,6 +230,11 @@ pub enum ConfigCommand {
     Unset { key: String },
 }
 
+/// The proposal kinds `dream.auto_accept = safe` applies: nothing is lost by them (a summary or
+/// reflection is a new record; decay demotes, or archives what `cairn restore` brings back).
+/// Merges and forgetting always wait for a person.
+const SAFE_KINDS: &[&str] = &["summary", "reflection", "decay"];
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
@@ -542,10 +547,22 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
             } else {
                 llm_config(&engine)?
             };
-            let auto_accept = engine
+            // `dream.auto_accept`: `true` lets an unattended run apply everything, `safe` only
+            // what loses nothing (summaries, reflections, decay); either way `--unattended`
+            // applies without `--accept` too.
+            let auto_word = engine
                 .setting("dream.auto_accept", &env)?
                 .value
-                .is_some_and(|v| v.trim() == "true");
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default();
+            let safe_only = auto_word == "safe";
+            let auto_accept = auto_word == "true" || safe_only;
+            let accept_all = if dream.unattended {
+                // `--accept` without the setting stays a refusal (the engine says so)
+                auto_word == "true" || (dream.accept && !safe_only)
+            } else {
+                dream.accept
+            };
             let max_llm_calls = engine
                 .setting("dream.max_llm_calls", &env)?
                 .value
@@ -562,14 +579,32 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
                     ),
                 },
             };
-            let outcome: DreamOutcome = engine.dream(&DreamOptions {
+            let mut outcome: DreamOutcome = engine.dream(&DreamOptions {
                 unattended: dream.unattended,
-                accept: dream.accept,
+                accept: accept_all,
                 auto_accept,
                 llm,
                 max_llm_calls,
                 keep_decided_days,
             })?;
+            if dream.unattended && safe_only && outcome.new {
+                let safe: Vec<String> = SAFE_KINDS
+                    .iter()
+                    .filter(|kind| outcome.dream.proposals.iter().any(|p| p.kind == **kind))
+                    .map(|kind| kind.to_string())
+                    .collect();
+                if !safe.is_empty() {
+                    let report = engine.dream_accept(&outcome.dream.id, &safe)?;
+                    outcome.message = format!(
+                        "{}; dream.auto_accept = safe applied {} ({}), never a merge or a forget",
+                        outcome.message,
+                        report.applied.len(),
+                        safe.join(", ")
+                    );
+                    outcome.accepted = Some(report);
+                    outcome.dream = engine.dream_show(&outcome.dream.id)?;
+                }
+            }
             if settings.json {
                 print_json(&outcome);
             } else {

@@ -63,7 +63,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "dream.auto_accept",
         env: "CAIRN_DREAM_AUTO_ACCEPT",
         default: Some("false"),
-        help: "let unattended dreams (`cairn dream --unattended --accept`) apply their proposals",
+        help: "what an unattended dream (`cairn dream --unattended`) applies by itself: `false` nothing, `safe` what loses nothing (summaries, reflections, decay; never a merge or a forget), `true` everything",
     },
     Setting {
         key: "dream.max_llm_calls",
@@ -195,8 +195,8 @@ fn validate(setting: &Setting, value: &str) -> Result<()> {
             _ => bad("expected inbox, auto or off"),
         },
         "dream.auto_accept" => match value.trim() {
-            "true" | "false" => Ok(()),
-            _ => bad("expected true or false"),
+            "true" | "false" | "safe" => Ok(()),
+            _ => bad("expected true, false or safe"),
         },
         "llm.url" => {
             let lower = value.trim().to_ascii_lowercase();
