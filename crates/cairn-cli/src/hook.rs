@@ -254,6 +254,16 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
     let payload = read_payload()?;
     let cwd = working_dir(&payload);
     let session = payload.session.as_deref().unwrap_or("unknown").to_string();
+    if settings.nested_run
+        && matches!(
+            event,
+            HookEvent::Stop | HookEvent::PreCompact | HookEvent::SessionEnd
+        )
+    {
+        // An LLM call cairn started (e.g. `claude -p`) fires the client's hooks too: its turns
+        // are cairn's own prompts, never captured, and its end starts no maintenance.
+        return Ok(None);
+    }
     match event {
         HookEvent::SessionStart => {
             let mut engine = open_engine(settings, &cwd)?;
@@ -269,6 +279,8 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                     "session_start",
                     json!({"session": session, "source": payload.source, "client": client_name(client)}),
                 );
+                // passive use: what the brief hands over counts against decay
+                let _ = engine.note_surfaced(&brief::record_ids_shown(&brief.assembled.text));
             }
             Ok(Some(inject(event, client, &brief.assembled.text)))
         }
@@ -282,6 +294,12 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
             }
             let mut engine = open_engine(settings, &cwd)?;
             let text = recall_block(&mut engine, prompt, budget.unwrap_or(RECALL_BUDGET))?;
+            if let Some(text) = &text
+                && !engine.context().read_only
+            {
+                // passive use, bookkeeping only: a failure must not cost the agent its context
+                let _ = engine.note_surfaced(&brief::record_ids_shown(text));
+            }
             Ok(text.map(|text| inject(event, client, &text)))
         }
         HookEvent::Stop | HookEvent::PreCompact => {
@@ -334,6 +352,10 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                 engine
                     .note_event("session_end", detail)
                     .map_err(|e| format!("session end: {e}"))?;
+                // The work a session's end makes due (extraction of its turns) runs detached:
+                // this hook returns within its deadline whatever the LLM takes.
+                crate::commands::lifecycle::spawn_after_session(settings, &engine, &session, &cwd)
+                    .map_err(|e| format!("session end: cannot start the extraction: {e}"))?;
             }
             Ok(None)
         }

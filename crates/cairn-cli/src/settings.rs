@@ -38,8 +38,11 @@ pub struct Settings {
     pub json: bool,
     /// `--model-dir` / `CAIRN_MODEL_DIR`.
     pub model_dir: Option<PathBuf>,
-    /// `CAIRN_READ_ONLY=1` (or `true`): every write is refused.
+    /// `CAIRN_READ_ONLY=1` (or `true`), or a nested run: every write is refused.
     pub read_only: bool,
+    /// This process runs inside an LLM call cairn started (`CAIRN_NESTED_RUN`): read-only
+    /// whatever `CAIRN_READ_ONLY` says, and the hooks neither capture nor start maintenance.
+    pub nested_run: bool,
     /// `CAIRN_EMBEDDER` (trimmed, lower case; `None` when unset or empty): which embedder
     /// (`local`, `http`, `none`, or the test-only `hash`); see `crate::embedder`.
     pub embedder: Option<String>,
@@ -64,7 +67,9 @@ impl Settings {
             json: globals.json,
             model_dir: globals.model_dir.clone(),
             read_only: std::env::var("CAIRN_READ_ONLY")
-                .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+                .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+                || cairn_engine::lifecycle::llm::in_nested_run(),
+            nested_run: cairn_engine::lifecycle::llm::in_nested_run(),
             embedder: env_word("CAIRN_EMBEDDER").map(|v| v.to_ascii_lowercase()),
             model: env_word("CAIRN_MODEL"),
         }

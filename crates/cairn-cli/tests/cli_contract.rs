@@ -299,6 +299,7 @@ fn records_remember_recall_show_update_forget() {
         0,
     );
     snap(&brain, "stats", &["stats"], 0);
+    snap(&brain, "extract", &["extract", "--no-llm"], 0);
     snap(
         &brain,
         "scope_declare",

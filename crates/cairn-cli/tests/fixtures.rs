@@ -263,6 +263,16 @@ fn a_schema_v10_brain_opens_and_answers() {
 }
 
 #[test]
+fn a_schema_v11_brain_opens_and_answers() {
+    check_fixture(11);
+}
+
+#[test]
+fn a_schema_v12_brain_opens_and_answers() {
+    check_fixture(12);
+}
+
+#[test]
 fn every_schema_version_has_a_fixture() {
     let version = cairn_store_schema_version();
     for n in 1..=version {

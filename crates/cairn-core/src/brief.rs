@@ -187,6 +187,26 @@ pub fn frame(kind: &str, subject: &str, body: &str) -> String {
 }
 
 /// Fences already-rendered item lines as stored data.
+/// The ids of the records an assembled brief or recall block shows: each item line that
+/// starts `- #ID ` (how a record item is written; a record's text is one line, so stored text
+/// cannot forge one). Sorted, without duplicates.
+pub fn record_ids_shown(text: &str) -> Vec<i64> {
+    let mut ids: Vec<i64> = text
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("- #")?;
+            let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            if digits.is_empty() || !rest[digits.len()..].starts_with(' ') {
+                return None;
+            }
+            digits.parse().ok()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 pub fn fence_items(items: &[String]) -> String {
     let mut out = format!("{DATA_OPEN} source=\"cairn\">\n");
     for item in items {
@@ -366,6 +386,12 @@ pub fn cap_injection(text: &str, max_bytes: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_record_ids_shown_are_the_items_that_start_with_an_id() {
+        let text = "## Guardrails\n<stored-data source=\"cairn\">\n- #12 policy · trust stated: never push #99 to main\n- #3 preference · trust stated: tabs\n- task 4: ship\n- #12 policy · again\n- #x not an id\n- #7: no space\n</stored-data>\n";
+        assert_eq!(record_ids_shown(text), vec![3, 12]);
+    }
 
     fn section(kind: SectionKind, n: usize, size: usize) -> Section {
         Section {

@@ -180,6 +180,263 @@ pub fn candidate_facts(user_text: &str) -> Vec<Candidate> {
     found
 }
 
+/// Why a captured turn was not stored as an episode (`cairn stats` counts each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SkipReason {
+    /// The user only acknowledged or steered ("ok", "thanks", "continue") and the answer says
+    /// nothing worth keeping.
+    Acknowledgement,
+    /// No words of the user and a short answer with no content: tool chatter ("Let me check.").
+    ToolChatter,
+    /// Nothing but cairn's own injected context.
+    Injection,
+}
+
+impl SkipReason {
+    pub const ALL: [SkipReason; 3] = [
+        SkipReason::Acknowledgement,
+        SkipReason::ToolChatter,
+        SkipReason::Injection,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Acknowledgement => "acknowledgement",
+            SkipReason::ToolChatter => "tool_chatter",
+            SkipReason::Injection => "injection",
+        }
+    }
+}
+
+/// What capture does with one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Salience {
+    /// Stored as an episode.
+    Keep,
+    /// Stored as an episode that expires (the 14 days docs/design.md gives captured `state`):
+    /// it is about how things are right now, and says nothing decided, fixed or ruled.
+    Expiring,
+    /// Not stored.
+    Skip(SkipReason),
+}
+
+/// Words that mark an error or a failure.
+const ERROR_WORDS: &[&str] = &[
+    "error",
+    "errors",
+    "err",
+    "fail",
+    "fails",
+    "failed",
+    "failing",
+    "failure",
+    "panic",
+    "panics",
+    "panicked",
+    "exception",
+    "traceback",
+    "crash",
+    "crashes",
+    "crashed",
+    "broken",
+    "bug",
+    "warning",
+    "denied",
+    "refused",
+    "timeout",
+    "timed",
+    "cannot",
+    "can't",
+    "couldn't",
+    "doesn't",
+    "won't",
+    "undefined",
+    "null",
+    "segfault",
+    "stacktrace",
+    "regression",
+];
+/// Words that mark a fix.
+const FIX_WORDS: &[&str] = &[
+    "fix",
+    "fixed",
+    "fixes",
+    "fixing",
+    "resolved",
+    "resolve",
+    "solved",
+    "solve",
+    "workaround",
+    "patch",
+    "patched",
+    "revert",
+    "reverted",
+    "root",
+    "cause",
+    "because",
+];
+/// Words that mark a decision (besides the inbox's decision markers).
+const DECISION_WORDS: &[&str] = &[
+    "decided", "decide", "decision", "chose", "choose", "picked", "instead", "prefer", "agreed",
+    "settled", "switch", "switched", "adopt", "adopted", "migrate", "migrated",
+];
+/// Programs whose name in a turn marks a command.
+const COMMAND_WORDS: &[&str] = &[
+    "cargo",
+    "git",
+    "npm",
+    "pnpm",
+    "yarn",
+    "npx",
+    "make",
+    "docker",
+    "kubectl",
+    "python",
+    "python3",
+    "pip",
+    "go",
+    "rustc",
+    "sudo",
+    "ssh",
+    "curl",
+    "bash",
+    "sh",
+    "terraform",
+    "helm",
+    "psql",
+    "sqlite3",
+    "node",
+    "deno",
+    "bun",
+    "uv",
+    "brew",
+    "apt",
+    "systemctl",
+    "cairn",
+];
+/// Phrases that make a turn about the present state of things, not a durable fact.
+const TRANSIENT_MARKERS: &[&str] = &[
+    "right now",
+    "currently",
+    "at the moment",
+    "for now",
+    "for the moment",
+    "today",
+    "tonight",
+    "this morning",
+    "this afternoon",
+    "this week",
+    "temporarily",
+    "in progress",
+    "is down",
+    "are down",
+    "still running",
+    "is running",
+    "wip",
+];
+/// An answer with at most this many searchable words and no signal is chatter.
+const CHATTER_WORDS: usize = 4;
+
+/// What in a text marks it as worth keeping: a decision, an error, a fix, a path, a command or
+/// a number, or a sentence the inbox would take.
+pub fn carries_signal(text: &str) -> bool {
+    if text.chars().any(|c| c.is_ascii_digit()) || text.contains('`') || text.contains("$ ") {
+        return true;
+    }
+    let lowered = text.to_lowercase();
+    if DECISION_MARKERS.iter().any(|m| lowered.contains(m.trim())) {
+        return true;
+    }
+    for token in lowered.split_whitespace() {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '_');
+        if ERROR_WORDS.contains(&word)
+            || FIX_WORDS.contains(&word)
+            || DECISION_WORDS.contains(&word)
+            || COMMAND_WORDS.contains(&word)
+            || looks_like_path(token)
+            || word.contains('_')
+        {
+            return true;
+        }
+    }
+    !candidate_facts(text).is_empty()
+}
+
+/// `src/main.rs`, `./x`, `C:\\dir`, `Cargo.toml`, `~/.config`: a token that names a file.
+fn looks_like_path(token: &str) -> bool {
+    let token = token.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '(' | ')' | '"' | '\''));
+    let token = token.strip_suffix('.').unwrap_or(token);
+    if token.starts_with("~/") || token.starts_with("./") || token.starts_with('/') {
+        return token.len() > 1;
+    }
+    if let Some((left, right)) = token.split_once(['/', '\\']) {
+        return !left.is_empty() && !right.is_empty();
+    }
+    // name.ext with a short alphabetic extension (not a sentence's last word: the dot is inside)
+    match token.rsplit_once('.') {
+        Some((stem, ext)) => {
+            !stem.is_empty()
+                && (1..=5).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                && stem
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        }
+        None => false,
+    }
+}
+
+/// Whether a captured turn is stored, stored to expire, or skipped (and why). A turn that
+/// carries a decision, an error, a fix, a path, a command or a number is never skipped.
+/// `raw_user` / `raw_assistant` are the texts before cairn's injections were stripped, `user`
+/// / `assistant` after.
+pub fn turn_salience(raw_user: &str, raw_assistant: &str, user: &str, assistant: &str) -> Salience {
+    let user = user.trim();
+    let assistant = assistant.trim();
+    if user.is_empty() && assistant.is_empty() {
+        return if raw_user.trim().is_empty() && raw_assistant.trim().is_empty() {
+            Salience::Skip(SkipReason::ToolChatter)
+        } else {
+            Salience::Skip(SkipReason::Injection)
+        };
+    }
+    let user_signal = carries_signal(user);
+    let assistant_signal = carries_signal(assistant);
+    if !user_signal && !assistant_signal {
+        let answer_is_chatter = query::query_terms(assistant).len() <= CHATTER_WORDS;
+        if user.is_empty() && answer_is_chatter {
+            return Salience::Skip(SkipReason::ToolChatter);
+        }
+        if is_trivial_prompt(user) && !user.starts_with('/') && answer_is_chatter {
+            return Salience::Skip(SkipReason::Acknowledgement);
+        }
+    }
+    let lowered = format!("{user}\n{assistant}").to_lowercase();
+    let durable = DECISION_MARKERS.iter().any(|m| lowered.contains(m.trim()))
+        || lowered.split_whitespace().any(|token| {
+            let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+            FIX_WORDS.contains(&word) || DECISION_WORDS.contains(&word)
+        })
+        || !candidate_facts(user).is_empty();
+    if !durable
+        && TRANSIENT_MARKERS
+            .iter()
+            .any(|m| contains_phrase(&lowered, m))
+    {
+        return Salience::Expiring;
+    }
+    Salience::Keep
+}
+
+/// `phrase` in `text` on word boundaries.
+fn contains_phrase(text: &str, phrase: &str) -> bool {
+    text.match_indices(phrase).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + phrase.len()..].chars().next();
+        before.is_none_or(|c| !c.is_alphanumeric()) && after.is_none_or(|c| !c.is_alphanumeric())
+    })
+}
+
 fn capitalize(text: &str) -> String {
     let mut chars = text.chars();
     match chars.next() {

@@ -7,6 +7,7 @@
 pub mod brief;
 pub mod capture;
 pub mod delta;
+pub mod extraction;
 pub mod graph;
 pub mod hook_payload;
 pub mod lifecycle;

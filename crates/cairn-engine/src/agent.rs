@@ -432,6 +432,23 @@ impl Engine {
         })
     }
 
+    /// Passive use: the records of `ids` were handed to an agent (by the brief or the prompt
+    /// hook). Sets their `surfaced_at`; `use_count`, `last_accessed_at` and ranking are left
+    /// alone. Returns how many records were marked.
+    pub fn note_surfaced(&mut self, ids: &[i64]) -> Result<usize> {
+        self.ensure_writable("surfacing")?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let at = format_ts(self.now());
+        self.store.write(|tx| Ok(tx.mark_surfaced(ids, &at)?))
+    }
+
+    /// When the record was last surfaced to an agent, `None` when never.
+    pub fn surfaced_at(&self, id: i64) -> Result<Option<String>> {
+        Ok(self.store.reader().surfaced(id)?.map(|(at, _)| at))
+    }
+
     // ---- inbox and review --------------------------------------------------------------
 
     /// Captured candidates awaiting a decision (all of them with `all`).

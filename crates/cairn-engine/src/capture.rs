@@ -10,7 +10,7 @@
 use crate::agent::append_event;
 use crate::remember::{RememberStatus, TermCounts, prepare, remember_in_batch};
 use crate::{Engine, EngineError, RememberRequest, Result};
-use cairn_core::capture::candidate_facts;
+use cairn_core::capture::{Salience, SkipReason, candidate_facts, turn_salience};
 use cairn_core::record::MemoryType;
 use cairn_core::time::format_ts;
 use cairn_core::transcript::{Turn, plan_capture_at_most, strip_injected};
@@ -37,6 +37,13 @@ pub struct CaptureReport {
     /// Turns that were already stored (exact or near duplicates of earlier captures).
     pub episodes_merged: usize,
     pub inbox_added: usize,
+    /// Turns not stored, by reason (`acknowledgement`, `tool_chatter`, `injection`); counted
+    /// in the brain too, for `cairn stats`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub skipped: std::collections::BTreeMap<&'static str, usize>,
+    /// Turns stored to expire (present-state talk): 14 days, as captured `state`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub expiring: usize,
     pub offset_before: u64,
     pub offset_after: u64,
     /// The capture stopped at its turn or byte bound with whole turns left behind it: another
@@ -45,6 +52,32 @@ pub struct CaptureReport {
     pub more: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The `meta` key counting the turns capture skipped for `reason`.
+pub fn skipped_meta_key(reason: SkipReason) -> String {
+    format!("capture.skipped.{}", reason.as_str())
+}
+
+/// Adds a capture's skipped turns to the brain's running counts (inside its transaction).
+fn count_skipped(tx: &WriteTx<'_>, report: &CaptureReport) -> Result<()> {
+    for reason in SkipReason::ALL {
+        let Some(&n) = report.skipped.get(reason.as_str()) else {
+            continue;
+        };
+        let key = skipped_meta_key(reason);
+        let before: u64 = tx
+            .reader()
+            .meta(&key)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        tx.set_meta(&key, &(before + n as u64).to_string())?;
+    }
+    Ok(())
 }
 
 /// Reads `[from, to)` of the file, keeping only whole lines; invalid UTF-8 inside a line is
@@ -119,8 +152,10 @@ impl Engine {
             let source = format!("transcript of session {session_id}");
             let mut counts = TermCounts::default();
             for turn in &plan.turns {
-                store_turn(tx, turn, &project, &source, now, &actor, &mut report, &mut counts)?;
+                let salience = turn_salience(&turn.user, &turn.assistant, &turn.user, &turn.assistant);
+                store_turn(tx, turn, salience, &project, &source, now, &actor, &mut report, &mut counts)?;
             }
+            count_skipped(tx, &report)?;
             report.offset_after = from + plan.consumed;
             report.more = report.offset_after > from
                 && (plan.turns.len() >= MAX_CAPTURE_TURNS || (to < size && report.offset_after < size));
@@ -163,7 +198,8 @@ impl Engine {
             session_id: session_id.to_string(),
             ..CaptureReport::default()
         };
-        if turn.user.is_empty() && turn.assistant.is_empty() {
+        let salience = turn_salience(user, assistant, &turn.user, &turn.assistant);
+        if user.trim().is_empty() && assistant.trim().is_empty() {
             return Ok(report);
         }
         let now = self.now();
@@ -172,7 +208,8 @@ impl Engine {
         let source = format!("turn of session {session_id}");
         self.store.write(|tx| {
             let mut counts = TermCounts::default();
-            store_turn(tx, &turn, &project, &source, now, &actor, &mut report, &mut counts)?;
+            store_turn(tx, &turn, salience, &project, &source, now, &actor, &mut report, &mut counts)?;
+            count_skipped(tx, &report)?;
             if report.episodes_added > 0 || report.inbox_added > 0 {
                 append_event(
                     tx,
@@ -194,6 +231,7 @@ impl Engine {
 fn store_turn(
     tx: &WriteTx<'_>,
     turn: &Turn,
+    salience: Salience,
     project: &str,
     source: &str,
     now: DateTime<Utc>,
@@ -202,10 +240,20 @@ fn store_turn(
     counts: &mut TermCounts,
 ) -> Result<()> {
     report.turns += 1;
+    if let Salience::Skip(reason) = salience {
+        *report.skipped.entry(reason.as_str()).or_default() += 1;
+        return Ok(());
+    }
     let mut request = RememberRequest::new(MemoryType::Episode, turn.episode_body());
     request.capture = true;
     request.source = Some(source.to_string());
     request.tags = vec!["captured".to_string()];
+    if salience == Salience::Expiring {
+        request.expires_at = Some(format_ts(
+            now + chrono::Duration::days(crate::remember::CAPTURE_EXPIRY_DAYS),
+        ));
+        report.expiring += 1;
+    }
     match prepare(&request, Some(project.to_string()), now, None) {
         Ok(prepared) => {
             let outcome = remember_in_batch(tx, &request, prepared, now, actor, counts)?;

@@ -8,6 +8,7 @@ mod brief;
 mod capture;
 pub mod exchange;
 mod exchange_state;
+mod extract;
 pub mod git;
 pub mod graph;
 pub mod importers;
@@ -26,6 +27,7 @@ pub use agent::{
 };
 pub use brief::{Brief, BriefRequest, DEFAULT_BRIEF_BUDGET, event_line, memory_item};
 pub use capture::{CaptureReport, MAX_CAPTURE_BYTES, MAX_CAPTURE_TURNS};
+pub use extract::{ExtractOptions, ExtractReport, ExtractTarget};
 pub use maintenance::{DoctorReport, ScopeMap, VACUUM_FREE_RATIO, WAL_LIMIT_BYTES, recover_brain};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, TermCutoff, Why};
 pub use records::{ListRequest, UpdateRequest, Updated};
@@ -79,7 +81,7 @@ pub enum EngineError {
         ways_out: Vec<String>,
     },
     #[error(
-        "this brain is opened read-only (CAIRN_READ_ONLY=1); {operation} was refused and nothing was written"
+        "this brain is opened read-only (CAIRN_READ_ONLY=1, or inside an LLM call cairn started: CAIRN_NESTED_RUN); {operation} was refused and nothing was written"
     )]
     ReadOnly { operation: &'static str },
     /// A service request without a valid credential. Deliberately says nothing about why

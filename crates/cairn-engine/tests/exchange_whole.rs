@@ -266,7 +266,10 @@ fn a_whole_brain_survives_export_and_import() {
         let rows: i64 = connection
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
             .unwrap();
-        if table == "vectors" || table == "service_tokens" {
+        // Not carried by the JSONL exchange: vectors (derived), service tokens (secrets, kept
+        // to the brain that issued them) and `surfacings` (passive use, issue 18: an imported
+        // brain starts with no surfacing, so decay counts idleness from the last access there).
+        if table == "vectors" || table == "service_tokens" || table == "surfacings" {
             continue;
         }
         assert!(rows > 0, "the rich brain has no rows in {table}");
@@ -384,7 +387,11 @@ fn a_state_line_naming_an_unknown_column_is_an_error_for_that_line_only() {
     assert_eq!(status(3).0, "Refused");
     assert!(status(3).1.contains("#404"), "{:?}", status(3));
     assert_eq!(status(4).0, "Error");
-    assert!(status(4).1.contains("true or false"), "{:?}", status(4));
+    assert!(
+        status(4).1.contains("true, false or safe"),
+        "{:?}",
+        status(4)
+    );
     let tasks = engine.tasks(true).unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0].title, "Keep me");

@@ -42,7 +42,10 @@ pub struct ServerOptions {
 }
 
 impl ServerOptions {
-    pub fn new(db: PathBuf, context: Context) -> ServerOptions {
+    /// Inside an LLM call cairn started (`CAIRN_NESTED_RUN`) the server is read-only whatever
+    /// the context says.
+    pub fn new(db: PathBuf, mut context: Context) -> ServerOptions {
+        context.read_only |= cairn_engine::lifecycle::llm::in_nested_run();
         ServerOptions {
             db,
             context,

@@ -8,9 +8,9 @@
 //! version's shape: every table the version added gets representative rows.
 //!
 //! Existing files are never rewritten (a fixture is a frozen sample of its version; v1 and v2
-//! were written by the binary of their day). To add `brain-v11.db` at the next migration:
-//! append a `seed_v11` to `SEEDS` (rows for whatever v11 adds or changes, written the way the
-//! v11 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
+//! were written by the binary of their day). To add `brain-v13.db` at the next migration:
+//! append a `seed_v13` to `SEEDS` (rows for whatever v11 adds or changes, written the way the
+//! v13 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
 //! the new file, and add its test in `fixtures.rs`.
 
 use cairn_core::memory::Memory;
@@ -33,6 +33,7 @@ type Seed = fn(&Connection) -> rusqlite::Result<()>;
 /// `SEEDS[k]`: the rows written at schema version k + 1.
 const SEEDS: &[Seed] = &[
     seed_v1, seed_v2, seed_v3, seed_v4, seed_v5, seed_v6, seed_v7, seed_v8, seed_v9, seed_v10,
+    seed_service_tokens, seed_surfaced,
 ];
 
 fn main() {
@@ -477,11 +478,9 @@ fn seed_v10(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The rows of `MIGRATION_SERVICE_TOKENS` (branch `serve`, issue 14; v11 in that branch — the
-/// lead orders it among the other new migrations and appends it to `SEEDS` at merge): a live
-/// project token, a revoked one and an expired token for every project. The hashes are
-/// SHA-256 of made-up secrets; a fixture never holds a usable token.
-#[allow(dead_code)]
+/// v11, `MIGRATION_SERVICE_TOKENS` (`cairn token`, issue 14): a live project token, a revoked
+/// one and an expired token for every project. The hashes are SHA-256 of made-up secrets; a
+/// fixture never holds a usable token.
 fn seed_service_tokens(conn: &Connection) -> rusqlite::Result<()> {
     use sha2::{Digest, Sha256};
     for (name, project, role, expires_at, revoked_at) in [
@@ -496,5 +495,15 @@ fn seed_service_tokens(conn: &Connection) -> rusqlite::Result<()> {
             params![name, hash, project, role, T0, expires_at, revoked_at],
         )?;
     }
+    Ok(())
+}
+
+/// v12, `MIGRATION_SURFACED` (passive use, issue 18): record 1 was handed to an agent twice,
+/// the last time at `T2`.
+fn seed_surfaced(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO surfacings (memory_id, surfaced_at, times) VALUES (1, ?1, 2)",
+        [T2],
+    )?;
     Ok(())
 }

@@ -15,6 +15,8 @@ mod lifecycle;
 mod records;
 mod schema;
 mod search;
+mod sessions;
+mod surfaced;
 #[cfg(test)]
 mod testing;
 mod tokens;

@@ -67,6 +67,8 @@ pub struct LifecycleRow {
     pub created_at: String,
     pub updated_at: String,
     pub last_accessed_at: Option<String>,
+    /// When the brief or the prompt hook last handed it to an agent (`surfacings`).
+    pub last_surfaced_at: Option<String>,
     pub expires_at: Option<String>,
     pub body_bytes: usize,
     /// The body's MinHash signature, when asked for (`lifecycle_rows(true)`).
@@ -443,7 +445,8 @@ impl Reader<'_> {
                 "SELECT m.id, m.project, m.scope, m.trust_zone, m.sensitivity, m.type, m.title, m.pinned, m.importance, \
                  m.confidence, m.created_at, m.updated_at, m.last_accessed_at, m.expires_at, length(CAST(m.body AS BLOB)), \
                  CASE WHEN ?1 THEN m.body END, EXISTS (SELECT 1 FROM generated_records g WHERE g.memory_id = m.id), substr(m.body, 1, 80), \
-                 (SELECT COALESCE(MAX(h.version), 0) FROM history h WHERE h.memory_id = m.id) \
+                 (SELECT COALESCE(MAX(h.version), 0) FROM history h WHERE h.memory_id = m.id), \
+                 (SELECT s.surfaced_at FROM surfacings s WHERE s.memory_id = m.id) \
                  FROM memories m WHERE m.status = 'active' ORDER BY m.id",
             )
             .map_err(self.lifecycle_map())?;
@@ -465,6 +468,7 @@ impl Reader<'_> {
                     created_at: row.get(10)?,
                     updated_at: row.get(11)?,
                     last_accessed_at: row.get(12)?,
+                    last_surfaced_at: row.get(19)?,
                     expires_at: row.get(13)?,
                     body_bytes: row.get::<_, i64>(14)?.max(0) as usize,
                     signature: body.as_deref().map(cairn_core::minhash::signature),

@@ -245,6 +245,8 @@ pub struct Stats {
     pub open_conflicts: i64,
     pub file_bytes: u64,
     pub body_bytes: i64,
+    /// Turns capture did not store, by reason (kept in `meta` as `capture.skipped.REASON`).
+    pub capture_skipped: Vec<(String, i64)>,
 }
 
 impl WriteTx<'_> {
@@ -1026,6 +1028,10 @@ impl Reader<'_> {
             open_conflicts: count("SELECT count(*) FROM conflicts WHERE resolved_at IS NULL")?,
             file_bytes: (page_count * page_size) as u64,
             body_bytes: count("SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0) FROM memories")?,
+            capture_skipped: grouped(
+                "SELECT substr(key, length('capture.skipped.') + 1), CAST(value AS INTEGER) FROM meta \
+                 WHERE key LIKE 'capture.skipped.%' ORDER BY key",
+            )?,
         })
     }
 

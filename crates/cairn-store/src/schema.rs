@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -20,6 +20,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_VECTORS_VERSION,
     MIGRATION_MERGED_AWAY,
     MIGRATION_SERVICE_TOKENS,
+    MIGRATION_SURFACED,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -515,6 +516,16 @@ CREATE TABLE service_tokens (
     revoked_at TEXT
 );
 CREATE UNIQUE INDEX service_tokens_live_name ON service_tokens(name) WHERE revoked_at IS NULL;
+"#;
+
+/// Passive use (issue 18): when the brief or the prompt hook last handed a record to an agent.
+/// Apart from `memories`, so `use_count` and ranking never see it; decay does.
+const MIGRATION_SURFACED: &str = r#"
+CREATE TABLE surfacings (
+    memory_id   INTEGER PRIMARY KEY,
+    surfaced_at TEXT NOT NULL,
+    times       INTEGER NOT NULL DEFAULT 1
+);
 "#;
 
 #[cfg(test)]

@@ -23,6 +23,9 @@ pub enum LifecycleCommand {
     /// Consolidate on a snapshot: propose decay, merges, forgetting, summaries; then
     /// `dream show|accept|reject|list`.
     Dream(DreamArgs),
+    /// Turn captured session turns into candidate records (decisions, gotchas, facts): with the
+    /// configured LLM, else by rules; into the inbox, or stored with `capture.extract = auto`.
+    Extract(ExtractArgs),
     /// Settings kept in the brain (llm.command, llm.url, dream.auto_accept, …).
     Config {
         #[command(subcommand)]
@@ -34,8 +37,135 @@ pub fn run(settings: &Settings, command: &LifecycleCommand) -> Result<ExitCode> 
     match command {
         LifecycleCommand::Decay(decay) => run_decay(settings, decay),
         LifecycleCommand::Dream(dream) => run_dream(settings, dream),
+        LifecycleCommand::Extract(extract) => run_extract(settings, extract),
         LifecycleCommand::Config { command } => run_config(settings, command),
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Only this session (the client's session id, as the hooks receive it); default: every
+    /// captured session with turns not yet extracted.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Rules only, even when an LLM is configured.
+    #[arg(long)]
+    no_llm: bool,
+}
+
+fn run_extract(settings: &Settings, args: &ExtractArgs) -> Result<ExitCode> {
+    let mut engine = settings.open("extract")?;
+    let options = extract_options(&engine, args.session.clone(), args.no_llm)?;
+    let report = engine.extract(&options)?;
+    if settings.json {
+        print_json(&report);
+    } else if report.busy {
+        outln!("another extraction of this brain is running; nothing was done");
+    } else {
+        outln!(
+            "{} turns of {} sessions read ({}, {} LLM calls): {} candidates — {} to the inbox, {} stored, {} updated, {} already known, {} refused, {} dropped",
+            report.turns,
+            report.sessions,
+            report.method,
+            report.llm_calls,
+            report.candidates,
+            report.inbox,
+            report.stored,
+            report.updated,
+            report.duplicates,
+            report.refused,
+            report.dropped
+        );
+        for reason in &report.reasons {
+            outln!("  {reason}");
+        }
+        for error in &report.errors {
+            outln!("  error: {error}");
+        }
+        if report.pending_turns > 0 {
+            outln!(
+                "{} turns wait for the next run (`cairn extract`)",
+                report.pending_turns
+            );
+        }
+    }
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Starts `cairn extract --session ID` detached from the session-end hook (its own process
+/// group, no terminal, errors appended to `hook-errors.log` next to the brain), unless
+/// `capture.extract = off` or no turn of the session waits. One at a time per brain is the
+/// extraction's own lock; it is bounded by `extract.max_llm_calls` × `llm.timeout_secs`.
+pub fn spawn_after_session(
+    settings: &Settings,
+    engine: &Engine,
+    session: &str,
+    cwd: &std::path::Path,
+) -> Result<()> {
+    let target = engine.setting("capture.extract", &env)?.value;
+    if target.as_deref().map(str::trim) == Some("off") {
+        return Ok(());
+    }
+    if !engine.has_turns_to_extract(session)? {
+        return Ok(());
+    }
+    let log_path = settings
+        .db
+        .parent()
+        .map(|dir| dir.join("hook-errors.log"))
+        .unwrap_or_else(|| std::path::PathBuf::from("hook-errors.log"));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)?;
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command
+        .args(["extract", "--session", session])
+        .env("CAIRN_DB", &settings.db)
+        .env("CAIRN_PROJECT", &engine.context().project)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    // Not waited for: it outlives the hook (and is reparented when the hook exits).
+    command.spawn()?;
+    Ok(())
+}
+
+/// The options of an extraction from the brain's settings: the LLM (unless `no_llm`), the
+/// target (`capture.extract`) and the call budget.
+pub fn extract_options(
+    engine: &Engine,
+    session: Option<String>,
+    no_llm: bool,
+) -> Result<cairn_engine::ExtractOptions> {
+    let target_word = engine
+        .setting("capture.extract", &env)?
+        .value
+        .unwrap_or_else(|| "inbox".into());
+    let target = cairn_engine::ExtractTarget::parse(&target_word)
+        .unwrap_or(cairn_engine::ExtractTarget::Inbox);
+    let max_calls = engine
+        .setting("extract.max_llm_calls", &env)?
+        .value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(4);
+    Ok(cairn_engine::ExtractOptions {
+        session,
+        llm: if no_llm { None } else { llm_config(engine)? },
+        target,
+        max_calls,
+    })
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +229,11 @@ pub enum ConfigCommand {
     /// Remove a stored setting (back to its default).
     Unset { key: String },
 }
+
+/// The proposal kinds `dream.auto_accept = safe` applies: nothing is lost by them (a summary or
+/// reflection is a new record; decay demotes, or archives what `cairn restore` brings back).
+/// Merges and forgetting always wait for a person.
+const SAFE_KINDS: &[&str] = &["summary", "reflection", "decay"];
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
@@ -412,10 +547,22 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
             } else {
                 llm_config(&engine)?
             };
-            let auto_accept = engine
+            // `dream.auto_accept`: `true` lets an unattended run apply everything, `safe` only
+            // what loses nothing (summaries, reflections, decay); either way `--unattended`
+            // applies without `--accept` too.
+            let auto_word = engine
                 .setting("dream.auto_accept", &env)?
                 .value
-                .is_some_and(|v| v.trim() == "true");
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default();
+            let safe_only = auto_word == "safe";
+            let auto_accept = auto_word == "true" || safe_only;
+            let accept_all = if dream.unattended {
+                // `--accept` without the setting stays a refusal (the engine says so)
+                auto_word == "true" || (dream.accept && !safe_only)
+            } else {
+                dream.accept
+            };
             let max_llm_calls = engine
                 .setting("dream.max_llm_calls", &env)?
                 .value
@@ -432,14 +579,32 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
                     ),
                 },
             };
-            let outcome: DreamOutcome = engine.dream(&DreamOptions {
+            let mut outcome: DreamOutcome = engine.dream(&DreamOptions {
                 unattended: dream.unattended,
-                accept: dream.accept,
+                accept: accept_all,
                 auto_accept,
                 llm,
                 max_llm_calls,
                 keep_decided_days,
             })?;
+            if dream.unattended && safe_only && outcome.new {
+                let safe: Vec<String> = SAFE_KINDS
+                    .iter()
+                    .filter(|kind| outcome.dream.proposals.iter().any(|p| p.kind == **kind))
+                    .map(|kind| kind.to_string())
+                    .collect();
+                if !safe.is_empty() {
+                    let report = engine.dream_accept(&outcome.dream.id, &safe)?;
+                    outcome.message = format!(
+                        "{}; dream.auto_accept = safe applied {} ({}), never a merge or a forget",
+                        outcome.message,
+                        report.applied.len(),
+                        safe.join(", ")
+                    );
+                    outcome.accepted = Some(report);
+                    outcome.dream = engine.dream_show(&outcome.dream.id)?;
+                }
+            }
             if settings.json {
                 print_json(&outcome);
             } else {

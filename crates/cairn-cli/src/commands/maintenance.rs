@@ -68,6 +68,18 @@ pub fn run(settings: &Settings, command: &MaintenanceCommand) -> Result<ExitCode
                 outln!("history    {} earlier versions", stats.history_versions);
                 outln!("events     {}", stats.events);
                 outln!("conflicts  {} open", stats.open_conflicts);
+                if !stats.capture_skipped.is_empty() {
+                    let skipped: Vec<String> = stats
+                        .capture_skipped
+                        .iter()
+                        .map(|(reason, count)| format!("{count} {reason}"))
+                        .collect();
+                    outln!(
+                        "skipped    {} captured turns: {}",
+                        stats.capture_skipped.iter().map(|(_, c)| c).sum::<i64>(),
+                        skipped.join(", ")
+                    );
+                }
                 outln!(
                     "size       {:.1} MB file, {:.1} MB of text",
                     stats.file_bytes as f64 / 1e6,

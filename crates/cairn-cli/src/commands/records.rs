@@ -157,11 +157,14 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
             };
             let conflicts = engine.conflicts_of(*id)?;
             let merged_into = engine.merged_into(*id)?;
+            let surfaced_at = engine.surfaced_at(*id)?;
             if settings.json {
                 let mut value = serde_json::to_value(&memory)?;
                 if let Some(survivor) = merged_into {
                     value["merged_into"] = survivor.into();
                 }
+                // passive use: when the brief or the prompt hook last handed it to an agent
+                value["surfaced_at"] = serde_json::to_value(&surfaced_at)?;
                 if *history {
                     value["history"] = serde_json::to_value(&versions)?;
                 }
@@ -171,6 +174,9 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
                 print_memory(&memory);
                 if let Some(survivor) = merged_into {
                     outln!("  merged into #{survivor} by a dream (`cairn restore {id}` undoes it)");
+                }
+                if let Some(at) = &surfaced_at {
+                    outln!("  surfaced to an agent {at} (brief or prompt hook)");
                 }
                 for conflict in &conflicts {
                     let other = if conflict.memory_id == memory.id {

@@ -48,10 +48,22 @@ pub const SETTINGS: &[Setting] = &[
         help: "seconds one LLM call may take before it is stopped and reported",
     },
     Setting {
+        key: "capture.extract",
+        env: "CAIRN_CAPTURE_EXTRACT",
+        default: Some("inbox"),
+        help: "where `cairn extract` (and the extraction after a session ends) puts candidate records: `inbox` for review, `auto` to store them (trust captured, confidence inferred), `off` for no extraction after a session ends",
+    },
+    Setting {
+        key: "extract.max_llm_calls",
+        env: "CAIRN_EXTRACT_MAX_LLM_CALLS",
+        default: Some("4"),
+        help: "most LLM calls (batches of up to 100 turns) one extraction makes; the rest waits for the next run",
+    },
+    Setting {
         key: "dream.auto_accept",
         env: "CAIRN_DREAM_AUTO_ACCEPT",
         default: Some("false"),
-        help: "let unattended dreams (`cairn dream --unattended --accept`) apply their proposals",
+        help: "what an unattended dream (`cairn dream --unattended`) applies by itself: `false` nothing, `safe` what loses nothing (summaries, reflections, decay; never a merge or a forget), `true` everything",
     },
     Setting {
         key: "dream.max_llm_calls",
@@ -168,17 +180,23 @@ fn validate(setting: &Setting, value: &str) -> Result<()> {
         )))
     };
     match setting.key {
-        "llm.timeout_secs" | "dream.max_llm_calls" => match value.trim().parse::<u64>() {
-            Ok(n) if n > 0 => Ok(()),
-            _ => bad("expected a whole number above 0"),
-        },
+        "llm.timeout_secs" | "dream.max_llm_calls" | "extract.max_llm_calls" => {
+            match value.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(()),
+                _ => bad("expected a whole number above 0"),
+            }
+        }
         "dream.keep_decided_days" => match parse_days(value) {
             Some(_) => Ok(()),
             None => bad("expected a whole number of days, 0 or more"),
         },
+        "capture.extract" => match value.trim() {
+            "inbox" | "auto" | "off" => Ok(()),
+            _ => bad("expected inbox, auto or off"),
+        },
         "dream.auto_accept" => match value.trim() {
-            "true" | "false" => Ok(()),
-            _ => bad("expected true or false"),
+            "true" | "false" | "safe" => Ok(()),
+            _ => bad("expected true, false or safe"),
         },
         "llm.url" => {
             let lower = value.trim().to_ascii_lowercase();

@@ -74,9 +74,20 @@ pub(crate) fn input_of_row(row: &LifecycleRow) -> Option<DecayInput> {
         pinned: row.pinned,
         confidence: row.confidence.parse().ok()?,
         created_at: parse(&row.created_at)?,
-        last_accessed_at: row.last_accessed_at.as_deref().and_then(parse),
+        // Passive use counts: idleness runs from the later of last access and last surfacing.
+        last_accessed_at: later(
+            row.last_accessed_at.as_deref().and_then(parse),
+            row.last_surfaced_at.as_deref().and_then(parse),
+        ),
         expires_at: row.expires_at.as_deref().and_then(parse),
     })
+}
+
+fn later(a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 pub(crate) fn input_of(memory: &Memory) -> Option<DecayInput> {
@@ -271,7 +282,12 @@ impl Engine {
                 None,
             )
         } else {
-            match input_of(&memory) {
+            let surfaced = self.store.reader().surfaced(id)?.map(|(at, _)| at);
+            match input_of(&memory).map(|mut input| {
+                input.last_accessed_at =
+                    later(input.last_accessed_at, surfaced.as_deref().and_then(parse));
+                input
+            }) {
                 Some(input) => {
                     let verdict = decay_verdict(&input, self.now());
                     (

@@ -1471,6 +1471,7 @@ mod tests {
             created_at: "2026-01-01T00:00:00Z".into(),
             updated_at: updated.into(),
             last_accessed_at: None,
+            last_surfaced_at: None,
             expires_at: None,
             body_bytes: 100,
             signature: None,

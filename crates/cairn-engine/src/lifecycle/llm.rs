@@ -12,6 +12,19 @@ use std::time::{Duration, Instant};
 /// Longest reply accepted, in bytes; a longer one is treated as garbage.
 pub const MAX_REPLY_BYTES: usize = 4_000;
 
+/// The marker every process cairn spawns for an LLM carries (with `CAIRN_READ_ONLY=1`): a
+/// `cairn` started inside it — the CLI, a hook, `cairn mcp` — refuses every write, even if the
+/// LLM's tools unset `CAIRN_READ_ONLY`, and a hook does no capture and starts no maintenance
+/// (a `claude -p` run fires the client's hooks too). An LLM reads untrusted stored text; it
+/// must not hold a write channel into the brain (the lethal trifecta, docs/lifecycle.md).
+pub const NESTED_RUN_ENV: &str = "CAIRN_NESTED_RUN";
+
+/// Whether this process runs inside an LLM call cairn started ([`NESTED_RUN_ENV`] set to
+/// anything but empty or `0`).
+pub fn in_nested_run() -> bool {
+    std::env::var_os(NESTED_RUN_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Where LLM calls go.
 #[derive(Clone)]
 pub enum LlmConfig {
@@ -74,16 +87,57 @@ impl LlmConfig {
         prompt: &str,
         ca_file: Option<&std::path::Path>,
     ) -> Result<String, String> {
-        let raw = match self {
-            LlmConfig::Command { command, timeout } => run_command(command, prompt, *timeout)?,
+        check_reply(&self.raw_reply(prompt, ca_file, MAX_REPLY_BYTES * 4)?)
+    }
+
+    /// Sends `prompt` and returns the reply as sanitized text of at most `max_bytes`, without
+    /// the prose check: for replies that are data (extraction's JSON), validated by the caller.
+    pub fn complete_data(&self, prompt: &str, max_bytes: usize) -> Result<String, String> {
+        let raw = self.raw_reply(
+            prompt,
+            cairn_embed::tls::ca_file_from_env().as_deref(),
+            max_bytes,
+        )?;
+        if raw.len() > max_bytes {
+            return Err(format!(
+                "the reply is over the limit of {max_bytes} bytes; it was discarded"
+            ));
+        }
+        let text = std::str::from_utf8(&raw)
+            .map_err(|e| format!("the reply is not UTF-8 text ({e}); it was discarded"))?;
+        let cleaned = cairn_core::text::sanitize(text)
+            .map_err(|e| format!("the reply is not usable text ({e}); it was discarded"))?
+            .text;
+        if cleaned.trim().is_empty() {
+            return Err("the reply is empty; nothing was extracted".into());
+        }
+        Ok(cleaned)
+    }
+
+    fn raw_reply(
+        &self,
+        prompt: &str,
+        ca_file: Option<&std::path::Path>,
+        max_bytes: usize,
+    ) -> Result<Vec<u8>, String> {
+        match self {
+            LlmConfig::Command { command, timeout } => {
+                run_command(command, prompt, *timeout, max_bytes)
+            }
             LlmConfig::Http {
                 url,
                 model,
                 api_key,
                 timeout,
-            } => run_http(url, model, api_key.as_deref(), prompt, *timeout, ca_file)?,
-        };
-        check_reply(&raw)
+            } => run_http(url, model, api_key.as_deref(), prompt, *timeout, ca_file),
+        }
+    }
+
+    /// The timeout of one call.
+    pub fn timeout(&self) -> Duration {
+        match self {
+            LlmConfig::Command { timeout, .. } | LlmConfig::Http { timeout, .. } => *timeout,
+        }
     }
 }
 
@@ -117,11 +171,19 @@ pub fn check_reply(raw: &[u8]) -> Result<String, String> {
 
 /// Runs `sh -c command` in its own process group with `prompt` on stdin; the whole group is
 /// killed when it outlives `timeout`.
-fn run_command(command: &str, prompt: &str, timeout: Duration) -> Result<Vec<u8>, String> {
+fn run_command(
+    command: &str,
+    prompt: &str,
+    timeout: Duration,
+    max_bytes: usize,
+) -> Result<Vec<u8>, String> {
     let mut builder = Command::new("sh");
     builder
         .arg("-c")
         .arg(command)
+        // The nested run cannot write: whatever cairn it starts is read-only.
+        .env("CAIRN_READ_ONLY", "1")
+        .env(NESTED_RUN_ENV, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -145,7 +207,7 @@ fn run_command(command: &str, prompt: &str, timeout: Duration) -> Result<Vec<u8>
         let mut bytes = Vec::new();
         let _ = stdout
             .by_ref()
-            .take(MAX_REPLY_BYTES as u64 * 4 + 1)
+            .take(max_bytes as u64 + 1)
             .read_to_end(&mut bytes);
         let _ = stdout_tx.send(bytes);
     });
@@ -329,6 +391,17 @@ mod tests {
             .complete("x")
             .unwrap_err();
         assert!(noise.contains("prose"), "{noise}");
+    }
+
+    #[test]
+    fn the_command_runs_read_only_and_marked_as_a_nested_run() {
+        let reply = command(
+            "echo \"read-only is $CAIRN_READ_ONLY and nested is $CAIRN_NESTED_RUN\"",
+            5_000,
+        )
+        .complete("x")
+        .unwrap();
+        assert_eq!(reply, "read-only is 1 and nested is 1");
     }
 
     #[test]

@@ -1,0 +1,56 @@
+//! A session's captured turns, read back for fact extraction (issue 18): the `episode` records
+//! a capture stored with the session's source, in order, after a given record id.
+
+use crate::{Reader, Result, StoreError};
+use rusqlite::params;
+
+impl Reader<'_> {
+    fn sessions_map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::from_sqlite(e, self.path)
+    }
+
+    /// The active turns (`episode` records) captured from session `session_id` with an id above
+    /// `after`, lowest id first, at most `limit`: `(id, body)`.
+    pub fn session_turns(
+        &self,
+        session_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String)>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT id, body FROM memories WHERE type = 'episode' AND status = 'active' \
+                 AND merged_into IS NULL AND source IN (?1, ?2) AND id > ?3 ORDER BY id LIMIT ?4",
+            )
+            .map_err(self.sessions_map())?;
+        let rows = statement
+            .query_map(
+                params![
+                    format!("transcript of session {session_id}"),
+                    format!("turn of session {session_id}"),
+                    after,
+                    limit as i64
+                ],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(self.sessions_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.sessions_map())
+    }
+
+    /// The sessions capture has seen (transcript offsets), most recently captured first.
+    pub fn captured_sessions(&self, limit: usize) -> Result<Vec<String>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT session_id FROM capture_offsets ORDER BY updated_at DESC, session_id LIMIT ?1",
+            )
+            .map_err(self.sessions_map())?;
+        let rows = statement
+            .query_map([limit as i64], |row| row.get(0))
+            .map_err(self.sessions_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.sessions_map())
+    }
+}
