@@ -611,6 +611,15 @@ fn exchange_commands() {
         &["import", file.to_str().unwrap()],
         0,
     );
+    // With an embedder: how many records the import embedded and how many are still pending.
+    let embedded = Brain::new();
+    snap_with(
+        &embedded,
+        "import_jsonl_embedded",
+        &["import", file.to_str().unwrap()],
+        0,
+        &[("CAIRN_EMBEDDER", "hash-64")],
+    );
     let envelope = brain.dir.path().join("envelope.json");
     snap(
         &brain,

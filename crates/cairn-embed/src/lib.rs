@@ -19,6 +19,7 @@
 //! them as "recall continues lexical-only".
 
 mod e5;
+mod encoder;
 mod error;
 mod hash;
 mod http;
@@ -191,8 +192,9 @@ pub fn open_embedder(config: &EmbedderConfig) -> Result<Option<Box<dyn Embedder>
             match model {
                 LocalModel::MiniLm => Ok(Some(Box::new(MiniLmEmbedder::load_with(&dir, options)?))),
                 LocalModel::E5Small => {
+                    // e5 takes its own thread counts (every core for indexing); MiniLM's
+                    // single thread was measured for MiniLM.
                     let options = E5Options {
-                        threads: options.threads,
                         batch_size: options.batch_size,
                         ..E5Options::default()
                     };

@@ -80,6 +80,23 @@ pub struct SemanticArgs {
     /// Keep the brains instead of deleting them.
     #[arg(long)]
     keep: bool,
+    /// The LoCoMo file of the real-text ingest run (e5 only).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "../shared/eval/locomo/locomo-dev.json"
+    )]
+    locomo: PathBuf,
+    /// LoCoMo turns embedded and imported in the real-text ingest run (0: skip the run).
+    #[arg(long, default_value_t = 400)]
+    locomo_turns: usize,
+    /// An older cairn binary whose `cairn import` of the same turns runs right after this
+    /// build's, for a side-by-side in one run.
+    #[arg(long, value_name = "PATH")]
+    baseline_cairn: Option<PathBuf>,
+    /// Only the ingest runs (synthetic and LoCoMo) and query embedding; no N-record brain.
+    #[arg(long)]
+    ingest_only: bool,
 }
 const NOW: &str = "2026-12-01T00:00:00Z";
 const WORDS: &[&str] = &[
@@ -268,8 +285,24 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
         options: cairn_embed::MiniLmOptions::default(),
     };
     let load_clock = Instant::now();
-    let embedder: Arc<dyn Embedder> =
-        Arc::from(cairn_embed::open_embedder(&config)?.context("the local model is configured")?);
+    // e5 is loaded as itself (the real-text run counts its tokens and FLOPs), with the
+    // options `open_embedder` gives it.
+    let e5 = match cairn_embed::LocalModel::parse(&args.model) {
+        Some(cairn_embed::LocalModel::E5Small) => {
+            let dir = cairn_embed::locate_model_dir_for(None, &cairn_embed::E5_SMALL)?;
+            Some(Arc::new(cairn_embed::E5Embedder::load(
+                &dir,
+                &cairn_embed::E5Options::default(),
+            )?))
+        }
+        _ => None,
+    };
+    let embedder: Arc<dyn Embedder> = match &e5 {
+        Some(e5) => e5.clone(),
+        None => Arc::from(
+            cairn_embed::open_embedder(&config)?.context("the local model is configured")?,
+        ),
+    };
     let model_load_ms = load_clock.elapsed().as_secs_f64() * 1000.0;
     eprintln!(
         "model {} loaded in {model_load_ms:.0} ms",
@@ -309,6 +342,66 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
         assert_eq!(indexed.embedded, texts.len());
     }
     eprintln!("model {model_per_sec:.1} texts/s, ingest {ingest_per_sec:.1} records/s");
+
+    // 1b. Real text: LoCoMo turns with their context (e5).
+    let locomo = match (&e5, args.locomo_turns) {
+        (Some(e5), turns) if turns > 0 => {
+            run.phase("real-text ingest (LoCoMo)");
+            super::embed_ingest::run(
+                e5,
+                &cairn_bench::results::resolve_out(&args.locomo),
+                turns,
+                &cairn,
+                args.baseline_cairn.as_deref(),
+                work.path(),
+            )?
+        }
+        _ => Value::Null,
+    };
+    let synthetic = json!({
+        "texts": texts.len(),
+        "model_batch_texts_per_sec": round1(model_per_sec),
+        "ingest_records_per_sec": round1(ingest_per_sec),
+        "ratio": round3(ingest_per_sec / model_per_sec),
+        "method": "best of 2 alternated rounds each",
+    });
+    if args.ingest_only {
+        let mut embed_query = Vec::new();
+        for round in 0..50 {
+            let query = sentence(&mut rng, 3 + round % 5);
+            let clock = Instant::now();
+            embedder.embed_query(&query)?;
+            embed_query.push(clock.elapsed().as_secs_f64() * 1000.0);
+        }
+        let parameters = json!({
+            "ingest_texts": args.ingest_texts,
+            "locomo_turns": args.locomo_turns,
+            "ingest_only": true,
+            "seed": format!("{:#x}", args.seed),
+            "model": embedder.model_id(),
+            "cairn_binary": cairn.display().to_string(),
+            "baseline_cairn_binary": args.baseline_cairn.as_ref().map(|p| p.display().to_string()),
+        });
+        let results = json!({
+            "model_load_ms": round1(model_load_ms),
+            "ingest": synthetic,
+            "locomo_ingest": locomo,
+            "query_embedding": ms_json(&embed_query),
+        });
+        let mut body = format!(
+            "| measure | result |\n|---|---|\n| synthetic ingest (import + embedding) vs the model's own batch throughput | {} vs {} texts/s |\n| query embedding alone (synthetic queries) | p50 {} ms, p95 {} ms |\n",
+            results["ingest"]["ingest_records_per_sec"],
+            results["ingest"]["model_batch_texts_per_sec"],
+            results["query_embedding"]["p50_ms"],
+            results["query_embedding"]["p95_ms"],
+        );
+        if !results["locomo_ingest"].is_null() {
+            body.push_str(&super::embed_ingest::markdown(&results["locomo_ingest"]));
+        }
+        run.finish(&args.out, parameters, results, &body)?;
+        work.finish();
+        return Ok(());
+    }
 
     // The model's vectors of the step-1 texts: what the stored vectors are mixed from.
     let pool = embedder.embed_batch(&refs)?;
@@ -539,6 +632,8 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
         "records": args.records,
         "queries": args.queries,
         "ingest_texts": args.ingest_texts,
+        "locomo_turns": args.locomo_turns,
+        "baseline_cairn_binary": args.baseline_cairn.as_ref().map(|p| p.display().to_string()),
         "process_runs": args.process_runs,
         "seed": format!("{:#x}", args.seed),
         "now": NOW,
@@ -547,13 +642,8 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
     });
     let results = json!({
         "model_load_ms": round1(model_load_ms),
-        "ingest": {
-            "texts": texts.len(),
-            "model_batch_texts_per_sec": round1(model_per_sec),
-            "ingest_records_per_sec": round1(ingest_per_sec),
-            "ratio": round3(ingest_per_sec / model_per_sec),
-            "method": "best of 2 alternated rounds each",
-        },
+        "ingest": synthetic,
+        "locomo_ingest": locomo,
         "brain": {
             "records": args.records,
             "stored_vectors": "a + 0.5 b + 0.25 r, normalized: a, b the model's vectors of two of the step-1 texts, r a random unit vector (seeded)",
@@ -582,7 +672,10 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
         "mcp_hybrid_recall_round_trip": ms_json(&mcp_recall),
         "mcp_hybrid_recall_after_remember": ms_json(&mcp_after_write),
     });
-    let body = markdown(&results);
+    let mut body = markdown(&results);
+    if !results["locomo_ingest"].is_null() {
+        body.push_str(&super::embed_ingest::markdown(&results["locomo_ingest"]));
+    }
     run.finish(&args.out, parameters, results, &body)?;
     work.finish();
     Ok(())

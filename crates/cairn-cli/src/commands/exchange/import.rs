@@ -10,6 +10,7 @@ use cairn_engine::exchange::{ImportOptions, ImportSummary, LineStatus};
 use cairn_engine::importers::{self, Parsed, SourceImportReport, SourceKind};
 use cairn_engine::{Engine, EngineError};
 use clap::{Args, Subcommand};
+use serde::Serialize;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -74,9 +75,12 @@ pub fn run(settings: &Settings, import: &ImportArgs) -> Result<ExitCode> {
         ))
     };
     let report = engine.import_jsonl(&mut input, &ImportOptions::default())?;
-    let indexing = index_after_import(&mut engine);
+    let embedding = embed_after_import(&mut engine);
+    let indexing = embedding.as_ref().and_then(EmbeddingOutcome::note);
     if settings.json {
-        print_json(&report);
+        let mut value = serde_json::to_value(&report).expect("the import report serializes");
+        value["embedding"] = serde_json::to_value(&embedding).expect("the outcome serializes");
+        print_json(&value);
     } else {
         let s = &report.summary;
         outln!(
@@ -179,22 +183,67 @@ fn print_report(settings: &Settings, report: &SourceImportReport) {
     }
 }
 
-/// After an import: embed what it added (a progress bar on a terminal). A missing model is
-/// not an error here — the records are stored and recall works lexically — so this returns
-/// a note to print instead.
-pub fn index_after_import(engine: &mut Engine) -> Option<String> {
+/// What embedding after an import did (`import --json`'s `embedding`).
+#[derive(Debug, Serialize)]
+pub struct EmbeddingOutcome {
+    /// Records the model embedded.
+    pub embedded: usize,
+    /// Records whose vector was reused from an identical text already embedded.
+    pub reused: usize,
+    /// Records the model failed on (they stay pending).
+    pub failed: usize,
+    /// Records of the brain still without a vector afterwards (`None`: the count could not
+    /// be read).
+    pub pending: Option<i64>,
+    /// Why nothing was embedded (the model is missing, ...), with the fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl EmbeddingOutcome {
+    /// The line the text output prints (none when there was nothing to embed).
+    fn note(&self) -> Option<String> {
+        match &self.error {
+            Some(error) => Some(format!(
+                "not embedded ({error}); recall works lexically, `cairn reindex` embeds them later"
+            )),
+            None if self.embedded + self.reused + self.failed == 0 => None,
+            None => Some(format!(
+                "embedded {} records ({} reused), {} failed, {} pending",
+                self.embedded,
+                self.reused,
+                self.failed,
+                self.pending.map_or("?".to_string(), |p| p.to_string())
+            )),
+        }
+    }
+}
+
+/// After an import: embed what it added (a progress bar on a terminal). `None` when the
+/// engine has no embedder slot at all (`CAIRN_EMBEDDER=none` is an outcome with an error). A missing model is not an error here — the records are stored and
+/// recall works lexically — so the outcome carries the message instead.
+pub fn embed_after_import(engine: &mut Engine) -> Option<EmbeddingOutcome> {
     if !engine.embedder_is_configured() {
         return None;
     }
     let mut progress = progress_bar("embedding");
-    match engine.index_pending(None, &mut progress) {
-        Ok(report) if report.embedded + report.reused + report.failed == 0 => None,
-        Ok(report) => Some(format!(
-            "embedded {} records ({} reused), {} failed, {} pending",
-            report.embedded, report.reused, report.failed, report.pending
-        )),
-        Err(error) => Some(format!(
-            "not embedded ({error}); recall works lexically, `cairn reindex` embeds them later"
-        )),
-    }
+    Some(match engine.index_pending(None, &mut progress) {
+        Ok(report) => EmbeddingOutcome {
+            embedded: report.embedded,
+            reused: report.reused,
+            failed: report.failed,
+            pending: Some(report.pending),
+            error: None,
+        },
+        Err(error) => EmbeddingOutcome {
+            embedded: 0,
+            reused: 0,
+            failed: 0,
+            pending: engine
+                .semantic_status()
+                .ok()
+                .map(|status| status.counts.pending()),
+            error: Some(error.to_string()),
+        },
+    })
 }
