@@ -81,6 +81,15 @@ pub struct LocomoArgs {
     /// Relevance factor of an episode whose speaker the query names (1: off).
     #[arg(long)]
     speaker_boost: Option<f64>,
+    /// Diversity in the first ten places of hybrid and semantic answers (MMR lambda, 0: off).
+    #[arg(long)]
+    diversity: Option<f64>,
+    /// Relevance factor of a record dated in a period the question names (1: off).
+    #[arg(long)]
+    date_boost: Option<f64>,
+    /// Lexical pseudo-relevance feedback: weight of the expansion words' BM25 (0: off).
+    #[arg(long)]
+    lexical_feedback: Option<f64>,
     /// Extra hybrid rows over the same ingest, to compare fusion settings in one run:
     /// `LEXICAL_WEIGHT:SEMANTIC_WEIGHT:VECTOR_ONLY_RANK[:VECTOR_ONLY_FLOOR]` (rank `all` = no
     /// bound, floor -1 = none), e.g. `--fusion 1:0.5:all,1:1:10,1:1:all:0.8`.
@@ -399,6 +408,15 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
     if let Some(boost) = locomo.speaker_boost {
         config.speaker_boost = boost;
     }
+    if let Some(lambda) = locomo.diversity {
+        config.diversity = lambda;
+    }
+    if let Some(boost) = locomo.date_boost {
+        config.date_boost = boost;
+    }
+    if let Some(weight) = locomo.lexical_feedback {
+        config.lexical_feedback = weight;
+    }
     let workdir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let mut shared: Option<Arc<dyn cairn_embed::Embedder>> = None;
     let mut cache: Option<Arc<crate::embed_cache::CachedEmbedder>> = None;
@@ -561,6 +579,9 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             "lexical_context_before": config.lexical_context_before,
             "lexical_context_after": config.lexical_context_after,
             "speaker_boost": config.speaker_boost,
+            "diversity": config.diversity,
+            "date_boost": config.date_boost,
+            "lexical_feedback": config.lexical_feedback,
         },
         "embedding_cache": cache.as_ref().map(|c| {
             let (reused, embedded) = c.counts();

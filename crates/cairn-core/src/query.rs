@@ -361,8 +361,155 @@ pub fn names_speaker(query_tokens: &[String], speaker: &str) -> bool {
     !words.is_empty() && words.iter().all(|w| query_tokens.contains(w))
 }
 
+/// A calendar period a question names: a year, a month (of any year, or of a named year), or a
+/// day. `None` fields are free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamedPeriod {
+    pub year: Option<i32>,
+    pub month: Option<u32>,
+    pub day: Option<u32>,
+}
+
+impl NamedPeriod {
+    /// Whether a date (year, month 1–12, day 1–31) lies in the period.
+    pub fn contains(&self, year: i32, month: u32, day: u32) -> bool {
+        self.year.is_none_or(|y| y == year)
+            && self.month.is_none_or(|m| m == month)
+            && self.day.is_none_or(|d| d == day)
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The calendar periods a query names, from its word tokens (lowercase, as
+/// [`crate::text::word_tokens`] makes them): "in June" (June of any year), "July 2023",
+/// "29 Dec 2023", "May 7", "in 2022". A month's full name counts on its own except "may" (a
+/// verb as often), which, like the three-letter abbreviations, needs a day or a year beside it
+/// or "in"/"of" before it. Relative expressions ("last summer") are not read.
+pub fn named_periods(query_tokens: &[String]) -> Vec<NamedPeriod> {
+    let year_of = |token: &str| -> Option<i32> {
+        (token.len() == 4 && token.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| token.parse::<i32>().ok())
+            .flatten()
+            .filter(|year| (1900..=2199).contains(year))
+    };
+    let day_of = |token: &str| -> Option<u32> {
+        let digits = ["st", "nd", "rd", "th"]
+            .iter()
+            .find_map(|suffix| token.strip_suffix(suffix))
+            .unwrap_or(token);
+        (!digits.is_empty() && digits.len() <= 2 && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse::<u32>().ok())
+            .flatten()
+            .filter(|day| (1..=31).contains(day))
+    };
+    let month_of = |token: &str| -> Option<(u32, bool)> {
+        MONTHS.iter().enumerate().find_map(|(index, name)| {
+            let number = index as u32 + 1;
+            if token == *name {
+                Some((number, *name != "may"))
+            } else if token.len() >= 3 && name.starts_with(token) && token.len() <= 4 {
+                // "dec", "sept": an abbreviation needs a number beside it.
+                Some((number, false))
+            } else {
+                None
+            }
+        })
+    };
+    let token = |index: usize| query_tokens.get(index).map(String::as_str);
+    let mut periods = Vec::new();
+    let mut used_years = Vec::new();
+    for (index, word) in query_tokens.iter().enumerate() {
+        let Some((month, alone)) = month_of(word) else {
+            continue;
+        };
+        let before = index.checked_sub(1).and_then(token);
+        let day = before
+            .and_then(day_of)
+            .or_else(|| token(index + 1).and_then(day_of));
+        let year_at = if day.is_some() && before.and_then(day_of).is_none() {
+            index + 2
+        } else {
+            index + 1
+        };
+        let year = token(year_at).and_then(year_of);
+        if year.is_some() {
+            used_years.push(year_at);
+        }
+        let introduced = before.is_some_and(|b| b == "in" || b == "of");
+        if alone || introduced || day.is_some() || year.is_some() {
+            periods.push(NamedPeriod {
+                year,
+                month: Some(month),
+                day,
+            });
+        }
+    }
+    for (index, word) in query_tokens.iter().enumerate() {
+        if let Some(year) = year_of(word)
+            && !used_years.contains(&index)
+        {
+            periods.push(NamedPeriod {
+                year: Some(year),
+                month: None,
+                day: None,
+            });
+        }
+    }
+    periods
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn named_periods_read_months_days_and_years() {
+        let read = |text: &str| named_periods(&word_tokens(text));
+        let period = |year, month, day| NamedPeriod { year, month, day };
+        assert_eq!(
+            read("When did Melanie go camping in June?"),
+            [period(None, Some(6), None)]
+        );
+        assert_eq!(
+            read("What did Mel paint in July 2023?"),
+            [period(Some(2023), Some(7), None)]
+        );
+        assert_eq!(
+            read("What pasta did Kate make on 29 Dec 2023?"),
+            [period(Some(2023), Some(12), Some(29))]
+        );
+        assert_eq!(
+            read("Where was she on May 7th?"),
+            [period(None, Some(5), Some(7))]
+        );
+        assert_eq!(
+            read("How many times did she go to the beach in 2023?"),
+            [period(Some(2023), None, None)]
+        );
+        // "may" as a verb and a bare abbreviation are not dates; neither is a 5-digit number.
+        assert!(read("What may Caroline do next?").is_empty());
+        assert!(read("Did she mar the table or dec the hall?").is_empty());
+        assert!(read("port 20231 on the server").is_empty());
+        assert_eq!(read("in may"), [period(None, Some(5), None)]);
+        let june = period(None, Some(6), None);
+        assert!(june.contains(2023, 6, 30));
+        assert!(!june.contains(2023, 7, 1));
+        assert!(period(Some(2023), Some(12), Some(29)).contains(2023, 12, 29));
+        assert!(!period(Some(2023), Some(12), Some(29)).contains(2022, 12, 29));
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -187,8 +187,143 @@ impl ScoreParts {
     }
 }
 
+/// Diversity in the head of a ranked list (maximal marginal relevance, Carbonell & Goldstein
+/// 1998): the first `places` positions are filled greedily, each time with the candidate of
+/// the `scores`-ordered pool that maximizes `score / best score − lambda × redundancy`, where
+/// redundancy is its highest cosine to a candidate already placed. Returns the new order as
+/// indices into the pool; positions after `places` keep their order.
+///
+/// Cosines of one embedding model crowd in a narrow band (e5: 0.75–0.95 for any two texts), so
+/// redundancy is measured above the pool's own median pairwise cosine:
+/// `max(0, (cos − median) / (1 − median))` — 0 for a pair as alike as a typical pair, 1 for
+/// identical vectors. This needs no per-model constant. A candidate without a vector is never
+/// redundant. `lambda` 0 (or a pool of fewer than three vectors) keeps the order.
+pub fn diversify(
+    scores: &[f64],
+    vectors: &[Option<&[f32]>],
+    lambda: f64,
+    places: usize,
+) -> Vec<usize> {
+    let n = scores.len().min(vectors.len());
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    let with_vector: Vec<usize> = (0..n).filter(|&i| vectors[i].is_some()).collect();
+    if lambda <= 0.0 || places == 0 || with_vector.len() < 3 {
+        return order;
+    }
+    let cosine = |a: usize, b: usize| -> f64 {
+        match (vectors[a], vectors[b]) {
+            (Some(x), Some(y)) => f64::from(crate::vector::dot(x, y)),
+            _ => 0.0,
+        }
+    };
+    let mut pairs: Vec<f64> = Vec::with_capacity(with_vector.len() * with_vector.len() / 2);
+    for (position, &a) in with_vector.iter().enumerate() {
+        for &b in &with_vector[position + 1..] {
+            pairs.push(cosine(a, b));
+        }
+    }
+    pairs.sort_by(f64::total_cmp);
+    let median = pairs[pairs.len() / 2];
+    if median >= 1.0 {
+        return order;
+    }
+    let best = scores.iter().take(n).copied().fold(f64::MIN, f64::max);
+    if best <= 0.0 {
+        return order;
+    }
+    let mut left: Vec<usize> = (0..n).collect();
+    let mut placed: Vec<usize> = Vec::with_capacity(places.min(n));
+    // Each left candidate's redundancy with what is placed so far (updated per placement).
+    let mut redundancy = vec![0.0_f64; n];
+    while placed.len() < places && !left.is_empty() {
+        let (slot, _) = left
+            .iter()
+            .enumerate()
+            .map(|(slot, &i)| (slot, scores[i] / best - lambda * redundancy[i]))
+            .fold((0, f64::MIN), |chosen, candidate| {
+                if candidate.1 > chosen.1 {
+                    candidate
+                } else {
+                    chosen
+                }
+            });
+        let chosen = left.remove(slot);
+        placed.push(chosen);
+        for &i in &left {
+            let alike = ((cosine(i, chosen) - median) / (1.0 - median)).max(0.0);
+            redundancy[i] = redundancy[i].max(alike);
+        }
+    }
+    placed.extend(left);
+    placed.extend(n..scores.len());
+    order.clear();
+    order.extend(placed);
+    order
+}
+
 #[cfg(test)]
 mod tests {
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / norm).collect()
+    }
+
+    #[test]
+    fn diversity_moves_a_near_copy_below_a_different_match() {
+        // Three near-copies of one hop (a, a', a'') score best; b, a different hop, fourth;
+        // c, d and e are unrelated fillers. Diversity puts b second.
+        let a = unit(&[1.0, 0.0, 0.0, 0.1]);
+        let a1 = unit(&[1.0, 0.02, 0.0, 0.1]);
+        let a2 = unit(&[1.0, 0.0, 0.03, 0.1]);
+        let b = unit(&[0.3, 1.0, 0.0, 0.1]);
+        let c = unit(&[0.2, 0.2, 1.0, 0.1]);
+        let d = unit(&[0.2, 0.5, 0.5, 1.0]);
+        let e = unit(&[0.5, 0.2, 0.5, 1.0]);
+        let vectors: Vec<Option<&[f32]>> = [&a, &a1, &a2, &b, &c, &d, &e]
+            .into_iter()
+            .map(|v| Some(v.as_slice()))
+            .collect();
+        let scores = [1.0, 0.98, 0.97, 0.9, 0.6, 0.5, 0.4];
+        let order = diversify(&scores, &vectors, 0.3, 4);
+        assert_eq!(order[0], 0, "the best match stays first");
+        assert_eq!(
+            order[1], 3,
+            "the other hop comes before the copies: {order:?}"
+        );
+        assert_eq!(order.len(), 7);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..7).collect::<Vec<_>>(), "a permutation");
+        // Without diversity, or with too few vectors, the order is kept.
+        assert_eq!(
+            diversify(&scores, &vectors, 0.0, 4),
+            (0..7).collect::<Vec<_>>()
+        );
+        let none: Vec<Option<&[f32]>> = vec![None; 7];
+        assert_eq!(
+            diversify(&scores, &none, 0.3, 4),
+            (0..7).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn diversity_never_lifts_a_weak_match_over_a_strong_distinct_one() {
+        // Every candidate is as different as every other: the order is the score order.
+        let rows: Vec<Vec<f32>> = (0..6)
+            .map(|i| {
+                let mut v = vec![0.1_f32; 6];
+                v[i] = 1.0;
+                unit(&v)
+            })
+            .collect();
+        let vectors: Vec<Option<&[f32]>> = rows.iter().map(|v| Some(v.as_slice())).collect();
+        let scores = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5];
+        assert_eq!(
+            diversify(&scores, &vectors, 0.5, 6),
+            (0..6).collect::<Vec<_>>()
+        );
+    }
+
     use super::*;
 
     fn hits(ids: &[i64]) -> Vec<Hit> {

@@ -13,7 +13,7 @@ use cairn_core::scope::Scope;
 use cairn_core::score::{self, Hit, ScoreParts};
 use cairn_core::time::{age_days, format_ts, parse_time};
 use cairn_store::{LexicalQuery, NewEvent};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -65,6 +65,14 @@ const MAX_QUERY_TERMS: usize = TermCutoff::MAX_TERMS;
 /// only (measured on LoCoMo: the same recall from the best 25, 50, 100 or all 250; a weak
 /// hit's 0.3 × share rarely lifts a turn into the top, and each hit costs an index lookup).
 const CONTEXT_LENDERS: usize = 50;
+/// Diversity (`SemanticConfig::diversity`) reorders the first `DIVERSE_PLACES` places of an
+/// answer, choosing among its best `DIVERSITY_POOL` candidates.
+const DIVERSE_PLACES: usize = 10;
+const DIVERSITY_POOL: usize = 50;
+/// Lexical feedback (`SemanticConfig::lexical_feedback`) reads the best `FEEDBACK_DOCS`
+/// lexical hits and searches their `FEEDBACK_TERMS` most telling words.
+const FEEDBACK_DOCS: usize = 3;
+const FEEDBACK_TERMS: usize = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -161,6 +169,9 @@ pub struct Why {
     /// The speaker of this turn, when the query names them (relevance includes the boost).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speaker: Option<String>,
+    /// The record is dated within a period the query names (relevance includes the boost).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub named_date: bool,
 }
 
 /// One answer (the JSON of docs/cli.md).
@@ -294,6 +305,11 @@ impl Engine {
         });
         let lexical = lexical?;
         let config = self.semantic_config().clone();
+        let lexical = if config.lexical_feedback > 0.0 && !request.fast {
+            self.with_feedback(lexical, &terms, &filter, config.lexical_feedback)?
+        } else {
+            lexical
+        };
         let lexical = self.with_conversation_context(lexical, &filter, &config)?;
         let lexical = score::apply_floor(&lexical, floor);
         let mut semantic: Vec<Hit> = Vec::new();
@@ -387,6 +403,11 @@ impl Engine {
         let mut commits: HashMap<i64, (String, git::StampedIn)> = HashMap::new();
         let reference_text = format_ts(reference);
         let query_tokens = cairn_core::text::word_tokens(&request.query);
+        let periods = if config.date_boost == 1.0 {
+            Vec::new()
+        } else {
+            query::named_periods(&query_tokens)
+        };
         for (candidate, relevance) in fused.iter().zip(relevances) {
             let Some(matched) = memories.get(&candidate.id) else {
                 continue;
@@ -415,12 +436,18 @@ impl Engine {
                 .flatten()
                 .filter(|speaker| query::names_speaker(&query_tokens, speaker))
                 .map(str::to_string);
+            // The record is dated in a period the query names ("in June", "on 29 Dec 2023").
+            let named_date = periods
+                .iter()
+                .any(|period| period.contains(created.year(), created.month(), created.day()));
+            let speaker_factor = if speaker.is_some() {
+                config.speaker_boost
+            } else {
+                1.0
+            };
+            let date_factor = if named_date { config.date_boost } else { 1.0 };
             let parts = ScoreParts {
-                relevance: if speaker.is_some() {
-                    relevance * config.speaker_boost
-                } else {
-                    relevance
-                },
+                relevance: relevance * speaker_factor * date_factor,
                 recency: if shown.pinned {
                     1.0
                 } else {
@@ -448,6 +475,7 @@ impl Engine {
                     recency: round(parts.recency),
                     stakes: round(parts.stakes),
                     speaker,
+                    named_date,
                 },
                 freshness: None,
                 review_due: shown
@@ -477,6 +505,9 @@ impl Engine {
         }
         let mut results: Vec<RecallResult> = by_head.into_values().collect();
         results.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+        if semantic_model.is_some() && config.diversity > 0.0 {
+            self.diversify(&mut results, config.diversity, limit.min(DIVERSE_PLACES));
+        }
         results.truncate(limit);
         let top = results.first().map(|r| r.score).unwrap_or(1.0);
         let mut freshness_cache: HashMap<(String, git::StampedIn), Option<String>> = HashMap::new();
@@ -508,6 +539,34 @@ impl Engine {
         }
         answer.results = results;
         Ok(answer)
+    }
+
+    /// Maximal marginal relevance in the first `places` of `results` (sorted by score), among
+    /// the best `DIVERSITY_POOL`, with the vectors the semantic search just used: a question
+    /// whose evidence lies in several turns gets one turn per hop instead of near-copies of
+    /// one (`cairn_core::score::diversify`). Scores are unchanged; only the order moves.
+    fn diversify(&self, results: &mut [RecallResult], lambda: f64, places: usize) {
+        let Some(matrix) = self.loaded_vectors() else {
+            return;
+        };
+        let pool = results.len().min(DIVERSITY_POOL);
+        let dimension = matrix.dimension;
+        let vectors: Vec<Option<&[f32]>> = results[..pool]
+            .iter()
+            .map(|result| {
+                matrix
+                    .ids
+                    .binary_search(&result.id)
+                    .ok()
+                    .map(|row| &matrix.data[row * dimension..(row + 1) * dimension])
+            })
+            .collect();
+        let scores: Vec<f64> = results[..pool].iter().map(|r| r.score).collect();
+        let order = score::diversify(&scores, &vectors, lambda, places);
+        let head: Vec<RecallResult> = order.iter().map(|&i| results[i].clone()).collect();
+        for (slot, result) in head.into_iter().enumerate() {
+            results[slot] = result;
+        }
     }
 
     /// The semantic candidate list, `Ok(None)` when no embedder is configured (or, on the fast
@@ -577,6 +636,82 @@ impl Engine {
         let mut out: Vec<Hit> = scored
             .into_iter()
             .filter(|(id, _)| strength.contains_key(id) || allowed.contains(id))
+            .map(|(id, strength)| Hit { id, strength })
+            .collect();
+        out.sort_by(|a, b| b.strength.total_cmp(&a.strength).then(a.id.cmp(&b.id)));
+        out.truncate(hits.len().max(filter.limit));
+        Ok(out)
+    }
+
+    /// Pseudo-relevance feedback on the lexical side (RM3-like, without an LLM): the words of the
+    /// best `FEEDBACK_DOCS` hits, each weighted by its hit's share of the best BM25 and by its
+    /// inverse document frequency, are ranked; the best `FEEDBACK_TERMS` that are not query
+    /// words and occur in at least two records are searched, and every record adds `weight` ×
+    /// that BM25 to its own. The list stays in BM25 units and keeps the filter's limit.
+    fn with_feedback(
+        &self,
+        hits: Vec<Hit>,
+        terms: &[String],
+        filter: &LexicalQuery<'_>,
+        weight: f64,
+    ) -> Result<Vec<Hit>> {
+        let Some(top) = hits
+            .first()
+            .map(|hit| hit.strength)
+            .filter(|top| *top > 0.0)
+        else {
+            return Ok(hits);
+        };
+        let reader = self.store.reader();
+        let records = self.indexed_count()?.max(1);
+        let share: HashMap<i64, f64> = hits
+            .iter()
+            .take(FEEDBACK_DOCS)
+            .map(|hit| (hit.id, hit.strength / top))
+            .collect();
+        let ids: Vec<i64> = share.keys().copied().collect();
+        let mut weights: BTreeMap<String, f64> = BTreeMap::new();
+        for memory in reader.get_many(&ids)? {
+            let text = match &memory.title {
+                Some(title) => format!("{title} {}", memory.body),
+                None => memory.body.clone(),
+            };
+            for term in query::query_terms(&text) {
+                if term.chars().count() < 3
+                    || term.chars().all(|c| c.is_ascii_digit())
+                    || terms.contains(&term)
+                {
+                    continue;
+                }
+                *weights.entry(term).or_default() += share[&memory.id];
+            }
+        }
+        let mut ranked: Vec<(f64, String)> = Vec::new();
+        for (term, weight) in weights {
+            let expression =
+                query::fts_match_expression(std::slice::from_ref(&term)).unwrap_or_default();
+            let found = reader.term_frequency(&expression, records)?;
+            // A word of one record only finds that record again.
+            if found >= 2 {
+                ranked.push((weight * (records as f64 / found as f64).ln(), term));
+            }
+        }
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        ranked.truncate(FEEDBACK_TERMS);
+        let expansion: Vec<String> = ranked.into_iter().map(|(_, term)| term).collect();
+        let Some(expression) = query::fts_match_expression(&expansion) else {
+            return Ok(hits);
+        };
+        let expanded = reader.lexical_search(&LexicalQuery {
+            match_expression: &expression,
+            ..filter.clone()
+        })?;
+        let mut scored: HashMap<i64, f64> = hits.iter().map(|h| (h.id, h.strength)).collect();
+        for hit in expanded {
+            *scored.entry(hit.id).or_default() += weight * hit.strength;
+        }
+        let mut out: Vec<Hit> = scored
+            .into_iter()
             .map(|(id, strength)| Hit { id, strength })
             .collect();
         out.sort_by(|a, b| b.strength.total_cmp(&a.strength).then(a.id.cmp(&b.id)));

@@ -78,6 +78,20 @@ pub struct SemanticConfig {
     /// It answers like the exact scan (recall@200 against it is measured by the benchmark)
     /// in a third of the time at 100k.
     pub quantized_min_rows: usize,
+    /// Diversity in the first ten places of a hybrid or semantic answer (maximal marginal
+    /// relevance, `cairn_core::score::diversify`): a candidate's score relative to the best
+    /// minus this × its redundancy with what is already placed (0: off).
+    pub diversity: f64,
+    /// A record dated within a calendar period the query names ("in June", "on 29 Dec 2023",
+    /// `cairn_core::query::named_periods`) has its relevance multiplied by this (1: off).
+    /// 1.1, the size of the recency bound like the speaker's: it breaks near-ties and never
+    /// overrides a much better match. Measured in lexical mode on both development splits
+    /// (docs/retrieval.md, "Issue 20"): LoCoMo recall@10 0.687 → 0.696, REALTALK unchanged.
+    pub date_boost: f64,
+    /// Pseudo-relevance feedback on the lexical side: the best lexical hits' most telling
+    /// words (`FEEDBACK_TERMS`) are searched too, and a record adds this × their BM25 to its
+    /// own (0: off). Never on the fast (hook) path.
+    pub lexical_feedback: f64,
 }
 
 impl Default for SemanticConfig {
@@ -96,6 +110,9 @@ impl Default for SemanticConfig {
             speaker_boost: 1.1,
             ann_min_rows: usize::MAX,
             quantized_min_rows: vector::QUANTIZED_MIN_ROWS,
+            diversity: 0.0,
+            date_boost: 1.1,
+            lexical_feedback: 0.0,
         }
     }
 }
@@ -798,6 +815,15 @@ impl Engine {
 
     fn store_generation(&self) -> u64 {
         self.store.generation().unwrap_or(u64::MAX)
+    }
+
+    /// The vectors as last loaded by a semantic search (no load, no refresh): what recall's
+    /// diversity step compares its first candidates with.
+    pub(crate) fn loaded_vectors(&self) -> Option<Arc<VectorMatrix>> {
+        self.semantic
+            .cache
+            .as_ref()
+            .map(|cache| cache.matrix.clone())
     }
 
     fn matrix_is_fresh(&self) -> bool {
