@@ -2,7 +2,7 @@
 //! flattened into one list, and the dispatch to each area's `run`.
 
 use crate::commands::{
-    agent, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic,
+    agent, codemap, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic,
 };
 use crate::settings::{GlobalArgs, Settings};
 use anyhow::Result;
@@ -45,6 +45,8 @@ pub enum Command {
     Install(install::InstallArgs),
     #[command(flatten)]
     Semantic(semantic::SemanticCommand),
+    #[command(flatten)]
+    Codemap(codemap::CodemapCommand),
     /// Retrieval evaluations (a program, not a test).
     Eval {
         #[command(subcommand)]
@@ -64,6 +66,7 @@ pub fn run(settings: &Settings, command: &Command) -> Result<ExitCode> {
         Command::Mcp => mcp::run(settings),
         Command::Install(install) => install::run(settings, install),
         Command::Semantic(command) => semantic::run(settings, command),
+        Command::Codemap(command) => codemap::run(settings, command),
         Command::Eval { command } => crate::eval_cmd::run(settings, command),
     }
 }

@@ -636,7 +636,7 @@ fn a_schema_v1_brain_migrates_to_the_graph_schema() {
     let brain = Brain::new();
     fixture(&brain, "brain-v1.db");
     let doctor = brain.json(&["--project", "fixture-project", "doctor"], 0);
-    assert_eq!(doctor["schema_version"], 10);
+    assert_eq!(doctor["schema_version"], 11);
     assert_eq!(doctor["ok"], true);
     assert_eq!(brain.json(&["graph"], 0)["edges"], 0);
     // records from before the graph are linked once by relink; a second run changes nothing

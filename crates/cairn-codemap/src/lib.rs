@@ -151,7 +151,8 @@ pub fn scan(root: &Path, previous: &BTreeMap<String, Parsed>, deadline: Option<I
     out
 }
 
-/// The files in map order with their symbols ranked, before the budget cut.
+/// The files in map order (the focus files first, then by rank) with their symbols ranked,
+/// before the budget cut.
 pub fn ranked(files: &[Parsed], focus: &[String], options: &RankOptions) -> Vec<RankedFile> {
     let parses: Vec<&FileParse> = files.iter().map(|p| &p.parse).collect();
     let paths: Vec<&str> = files.iter().map(|p| p.path.as_str()).collect();
@@ -162,10 +163,13 @@ pub fn ranked(files: &[Parsed], focus: &[String], options: &RankOptions) -> Vec<
     let graph = rank::graph(&parses, options);
     let scores = rank::pagerank(&graph, &paths, &focus_idx, options);
     let symbol_order = rank::rank_symbols(&parses, &graph, &scores);
+    // The focus files lead (what the agent works on), then the rest by rank.
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by(|&a, &b| {
-        scores[b]
-            .total_cmp(&scores[a])
+        focus_idx
+            .contains(&b)
+            .cmp(&focus_idx.contains(&a))
+            .then_with(|| scores[b].total_cmp(&scores[a]))
             .then_with(|| paths[a].cmp(paths[b]))
     });
     order

@@ -23,6 +23,10 @@ pub struct RankOptions {
     /// Personalization mass spread over the focus files' directory neighbours, relative to the
     /// focus files' own (0 = focus only).
     pub directory_prior: f64,
+    /// The file's score is its PageRank divided by (1 + its weighted degree) to this power:
+    /// 0 keeps plain PageRank (hubs first), 1 is the degree-normalized PageRank of local graph
+    /// clustering (what is near the focus rather than what is central everywhere).
+    pub degree_normalization: f64,
 }
 
 impl Default for RankOptions {
@@ -34,6 +38,7 @@ impl Default for RankOptions {
             reverse_weight: 1.0,
             max_definers: 12,
             directory_prior: 0.5,
+            degree_normalization: 0.5,
         }
     }
 }
@@ -199,6 +204,11 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
             break;
         }
     }
+    if options.degree_normalization > 0.0 {
+        for (r, total) in rank.iter_mut().zip(&totals) {
+            *r /= (1.0 + total).powf(options.degree_normalization);
+        }
+    }
     rank
 }
 
@@ -262,6 +272,7 @@ mod tests {
         let paths: Vec<&str> = sources.iter().map(|(p, _)| *p).collect();
         let options = RankOptions {
             directory_prior: 0.0,
+            degree_normalization: 0.0,
             ..RankOptions::default()
         };
         let g = graph(&refs, &options);

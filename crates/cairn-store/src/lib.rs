@@ -7,6 +7,7 @@
 //! MCP server, the CLI) go on while one process writes.
 
 mod agent;
+mod codemap;
 mod error;
 mod exchange;
 mod graph;
@@ -23,6 +24,7 @@ mod wiki;
 pub use agent::{
     AwarenessRow, CaptureOffset, IdentityRow, InboxRow, MeasureRow, NewInboxItem, TaskRow,
 };
+pub use codemap::{CodeFileRow, CodeMapState};
 pub use error::StoreError;
 pub use exchange::ExchangeTable;
 pub use graph::{
@@ -487,7 +489,7 @@ mod tests {
         }
 
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 10);
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let reader = store.reader();
         assert_eq!(reader.get(1).unwrap().unwrap().content_hash, hash(1));
         let archived = reader.get(2).unwrap().unwrap();
