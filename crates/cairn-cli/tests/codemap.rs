@@ -373,3 +373,55 @@ fn code_neighbors_names_what_a_file_or_symbol_uses_and_what_uses_it() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("neither a mapped file"));
 }
+
+#[test]
+fn the_brief_has_a_code_map_section_inside_git_only() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    write(
+        &repo,
+        "src/store.rs",
+        "use crate::config::Settings;\npub fn open_store(s: &Settings) {}\n",
+    );
+    let output = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["brief"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let section = text
+        .split("## Code map")
+        .nth(1)
+        .expect("a code map section");
+    // The changed file leads, fenced as data, with its symbols' lines.
+    assert!(section.starts_with(" (the files that matter"), "{text}");
+    let first = section.lines().find(|l| l.starts_with("- ")).unwrap();
+    assert_eq!(first, "- src/store.rs", "{text}");
+    assert!(
+        section.contains("  2: pub fn open_store(s: &Settings) {}"),
+        "{text}"
+    );
+    let only = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["--json", "brief", "--section", "code-map"])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&only.stdout).unwrap();
+    assert!(json["text"].as_str().unwrap().contains("src/config.rs"));
+    // Outside git (a home directory, say) the brief never walks the directory.
+    let plain = brain.dir.path().join("plain");
+    write(&plain, "x.rs", "fn x() {}\n");
+    let output = brain
+        .cmd()
+        .current_dir(&plain)
+        .args(["brief"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8(output.stdout)
+            .unwrap()
+            .contains("## Code map")
+    );
+}
