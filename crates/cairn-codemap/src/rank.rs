@@ -35,9 +35,9 @@ impl Default for RankOptions {
             damping: 0.85,
             max_iterations: 100,
             tolerance: 1e-12,
-            reverse_weight: 1.0,
+            reverse_weight: 2.0,
             max_definers: 12,
-            directory_prior: 0.5,
+            directory_prior: 1.0,
             degree_normalization: 0.5,
         }
     }

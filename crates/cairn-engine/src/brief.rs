@@ -29,6 +29,8 @@ const NEIGHBOURHOOD_CHARS: usize = 160;
 const CODEMAP_SHARE: usize = 4;
 /// … and its refresh may parse for this long (the rest waits for the next call, marked stale).
 const BRIEF_CODEMAP_BOUND: std::time::Duration = std::time::Duration::from_millis(1500);
+/// A repository with more mapped files than this gets a pointer instead of the map in the brief.
+const BRIEF_CODEMAP_MAX_FILES: usize = 1500;
 
 #[derive(Debug, Clone)]
 pub struct BriefRequest {
@@ -294,6 +296,17 @@ impl Engine {
     fn code_map_items(&mut self, brief_budget: usize) -> Result<Vec<String>> {
         if git::repo_root(&self.context.cwd).is_none() {
             return Ok(Vec::new());
+        }
+        // Reading and ranking every stored parse takes seconds in a repository of thousands of
+        // files (measured: docs/codemap.md); the hook must not lose the whole brief to it.
+        let stored = self
+            .store
+            .reader()
+            .codemap_file_count(&self.context.project)?;
+        if stored > BRIEF_CODEMAP_MAX_FILES {
+            return Ok(vec![format!(
+                "(the map of this repository has {stored} files, over the brief's {BRIEF_CODEMAP_MAX_FILES}: `cairn codemap` gives it)"
+            )]);
         }
         let tokens = if brief_budget == 0 {
             crate::DEFAULT_CODEMAP_BUDGET

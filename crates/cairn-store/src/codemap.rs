@@ -61,6 +61,18 @@ impl Reader<'_> {
             .map_err(self.codemap_map())
     }
 
+    /// How many files of `project` are mapped (one index lookup, no parse read).
+    pub fn codemap_file_count(&self, project: &str) -> Result<usize> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM codemap_files WHERE project = ?1",
+                [project],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|n| usize::try_from(n).unwrap_or(0))
+            .map_err(self.codemap_map())
+    }
+
     /// The stored parse of this content, if any.
     pub fn codemap_parse(&self, content_hash: &str, lang: &str) -> Result<Option<String>> {
         self.conn
@@ -209,6 +221,7 @@ mod tests {
             .unwrap();
         let files = store.reader().codemap_files("p").unwrap();
         assert_eq!(files, [row("a.rs", "h1"), row("b.rs", "h2")]);
+        assert_eq!(store.reader().codemap_file_count("p").unwrap(), 2);
         assert_eq!(
             store
                 .reader()
