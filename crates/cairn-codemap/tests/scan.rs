@@ -193,14 +193,6 @@ fn the_same_input_gives_a_byte_identical_map() {
     );
     // The focus comes first, then its neighbours in the call chain.
     assert_eq!(map_a.files[0].path, "pkg1/mod_5.py");
-    let top: Vec<&str> = map_a
-        .files
-        .iter()
-        .take(3)
-        .map(|f| f.path.as_str())
-        .collect();
-    assert!(
-        top.contains(&"pkg2/mod_6.py") && top.contains(&"pkg0/mod_4.py"),
-        "{top:?}"
-    );
+    // Then the file that uses it (reverse edges weigh double since the tuning).
+    assert_eq!(map_a.files[1].path, "pkg0/mod_4.py");
 }
