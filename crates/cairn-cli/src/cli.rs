@@ -2,7 +2,8 @@
 //! flattened into one list, and the dispatch to each area's `run`.
 
 use crate::commands::{
-    agent, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic, serve,
+    agent, codemap, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic,
+    serve,
 };
 use crate::settings::{GlobalArgs, Settings};
 use anyhow::Result;
@@ -52,6 +53,8 @@ pub enum Command {
     Install(install::InstallArgs),
     #[command(flatten)]
     Semantic(semantic::SemanticCommand),
+    #[command(flatten)]
+    Codemap(codemap::CodemapCommand),
     /// Retrieval evaluations (a program, not a test).
     Eval {
         #[command(subcommand)]
@@ -73,6 +76,7 @@ pub fn run(settings: &Settings, command: &Command) -> Result<ExitCode> {
         Command::Token { command } => serve::run_token(settings, command),
         Command::Install(install) => install::run(settings, install),
         Command::Semantic(command) => semantic::run(settings, command),
+        Command::Codemap(command) => codemap::run(settings, command),
         Command::Eval { command } => crate::eval_cmd::run(settings, command),
     }
 }

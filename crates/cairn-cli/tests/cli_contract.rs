@@ -777,6 +777,52 @@ fn recall_in_text_mode_prints_the_notes_it_points_to() {
 }
 
 #[test]
+fn codemap_commands() {
+    let brain = Brain::new();
+    let dir = brain.dir.path();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("src/kiln.rs"),
+        "pub struct Kiln {\n    pub cone: u8,\n}\n\npub fn fire_kiln(kiln: &Kiln) -> u32 {\n    glaze_hours(kiln.cone)\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/glaze.rs"),
+        "pub const MAX_CONE: u8 = 10;\n\npub fn glaze_hours(cone: u8) -> u32 {\n    u32::from(cone.min(MAX_CONE)) * 2\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/notes.py"),
+        "def unrelated_notes():\n    return []\n",
+    )
+    .unwrap();
+    snap(
+        &brain,
+        "codemap",
+        &["codemap", "--focus", "src/kiln.rs", "--budget", "1024"],
+        0,
+    );
+    snap(
+        &brain,
+        "codemap_cut",
+        &["codemap", "--focus", "src/kiln.rs", "--budget", "20"],
+        0,
+    );
+    snap(
+        &brain,
+        "code_neighbors",
+        &["code-neighbors", "glaze_hours"],
+        0,
+    );
+    snap(
+        &brain,
+        "codemap_outside",
+        &["codemap", "--focus", "/etc/hostname"],
+        1,
+    );
+}
+
+#[test]
 fn help_lists_the_allowed_values_of_enum_flags() {
     let brain = Brain::new();
     let help = brain.cmd().args(["remember", "--help"]).output().unwrap();

@@ -273,6 +273,11 @@ fn a_schema_v12_brain_opens_and_answers() {
 }
 
 #[test]
+fn a_schema_v13_brain_opens_and_answers() {
+    check_fixture(13);
+}
+
+#[test]
 fn every_schema_version_has_a_fixture() {
     let version = cairn_store_schema_version();
     for n in 1..=version {

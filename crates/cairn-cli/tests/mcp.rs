@@ -211,6 +211,8 @@ fn tools_carry_schemas_and_honest_annotations() {
         "dream_show",
         "dream_accept",
         "dream_reject",
+        "code_map",
+        "code_neighbors",
     ] {
         assert!(
             names.contains(&expected),
@@ -236,6 +238,8 @@ fn tools_carry_schemas_and_honest_annotations() {
         "entity_search",
         "dream_list",
         "dream_show",
+        "code_map",
+        "code_neighbors",
     ] {
         let annotations = &tool(read_only)["annotations"];
         assert_eq!(annotations["readOnlyHint"], true, "{read_only}");
@@ -588,6 +592,40 @@ fn read_only_mode_refuses_every_tool_that_writes() {
         0,
         "the refused relate wrote nothing"
     );
+}
+
+#[test]
+fn code_tools_answer_what_the_cli_answers() {
+    let brain = Brain::new();
+    let dir = brain.dir.path();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("src/a.rs"),
+        "pub fn alpha_entry() { beta_helper(); }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/b.rs"), "pub fn beta_helper() {}\n").unwrap();
+    std::fs::write(dir.join("src/c.rs"), "pub fn gamma_apart() {}\n").unwrap();
+    let cli = brain.json(&["codemap", "--focus", "src/a.rs", "--budget", "200"], 0);
+    let mut server = Server::start(&brain, &[]);
+    server.initialize("2025-06-18");
+    let map = server.call(1, "code_map", json!({"focus": ["src/a.rs"], "budget": 200}));
+    assert_eq!(map["result"]["isError"], false, "{map}");
+    assert_eq!(text_of(&map), cli["text"].as_str().unwrap());
+    assert_eq!(map["result"]["structuredContent"]["files"], cli["files"]);
+    let near = server.call(2, "code_neighbors", json!({"target": "src/b.rs"}));
+    assert_eq!(near["result"]["isError"], false, "{near}");
+    assert_eq!(
+        near["result"]["structuredContent"]["files"][0]["used_by"][0]["path"],
+        "src/a.rs"
+    );
+    let outside = server.call(3, "code_map", json!({"focus": ["/etc/hostname"]}));
+    assert_eq!(outside["result"]["isError"], true, "{outside}");
+    assert!(
+        text_of(&outside).contains("outside the repository"),
+        "{outside}"
+    );
+    server.stop();
 }
 
 #[test]

@@ -31,12 +31,15 @@ pub enum SectionKind {
     Activity,
     /// Records the graph ties to the files the working tree touches.
     Neighbourhood,
+    /// The code map: the files (and their top symbols) that matter for the working tree.
+    CodeMap,
 }
 
 impl SectionKind {
     /// Budget priority, most important first: the budget cuts from the end (the
-    /// neighbourhood of the working tree goes first).
-    pub const PRIORITY: [SectionKind; 9] = [
+    /// neighbourhood of the working tree goes first, then the code map, which is also
+    /// rendered within its own share of the budget).
+    pub const PRIORITY: [SectionKind; 10] = [
         SectionKind::Guardrails,
         SectionKind::Preferences,
         SectionKind::Identity,
@@ -45,11 +48,12 @@ impl SectionKind {
         SectionKind::WorkingTree,
         SectionKind::Inbox,
         SectionKind::Activity,
+        SectionKind::CodeMap,
         SectionKind::Neighbourhood,
     ];
     /// The order sections are printed in: the user's preferences first, the neighbourhood
     /// right under the working tree it is about.
-    pub const PRINTED: [SectionKind; 9] = [
+    pub const PRINTED: [SectionKind; 10] = [
         SectionKind::Preferences,
         SectionKind::Guardrails,
         SectionKind::Identity,
@@ -57,6 +61,7 @@ impl SectionKind {
         SectionKind::Due,
         SectionKind::WorkingTree,
         SectionKind::Neighbourhood,
+        SectionKind::CodeMap,
         SectionKind::Inbox,
         SectionKind::Activity,
     ];
@@ -73,6 +78,7 @@ impl SectionKind {
             SectionKind::Inbox => "inbox",
             SectionKind::Activity => "activity",
             SectionKind::Neighbourhood => "neighbourhood",
+            SectionKind::CodeMap => "code-map",
         }
     }
 
@@ -82,6 +88,7 @@ impl SectionKind {
             kind.name() == given
                 || (given == "tree" && *kind == SectionKind::WorkingTree)
                 || (given == "neighborhood" && *kind == SectionKind::Neighbourhood)
+                || ((given == "codemap" || given == "code") && *kind == SectionKind::CodeMap)
         })
     }
 
@@ -97,6 +104,9 @@ impl SectionKind {
             SectionKind::Activity => "Recent activity",
             SectionKind::Neighbourhood => {
                 "Neighbourhood (records the graph ties to the files the working tree touches)"
+            }
+            SectionKind::CodeMap => {
+                "Code map (the files that matter for the working tree, ranked, with their top symbols)"
             }
         }
     }

@@ -25,6 +25,12 @@ const NEIGHBOURHOOD_PER_FILE: usize = 3;
 const NEIGHBOURHOOD_ITEMS: usize = 12;
 /// Shorter lines than other sections: the neighbourhood is a pointer, `cairn show` has the rest.
 const NEIGHBOURHOOD_CHARS: usize = 160;
+/// The code map gets a quarter of the brief's budget …
+const CODEMAP_SHARE: usize = 4;
+/// … and its refresh may parse for this long (the rest waits for the next call, marked stale).
+const BRIEF_CODEMAP_BOUND: std::time::Duration = std::time::Duration::from_millis(1500);
+/// A repository with more mapped files than this gets a pointer instead of the map in the brief.
+const BRIEF_CODEMAP_MAX_FILES: usize = 1500;
 
 #[derive(Debug, Clone)]
 pub struct BriefRequest {
@@ -66,7 +72,9 @@ pub fn memory_item(memory: &Memory) -> String {
 }
 
 impl Engine {
-    pub fn brief(&self, request: &BriefRequest) -> Result<Brief> {
+    /// The brief. `&mut`: the code map section refreshes the stored map (a write unless the
+    /// brain is read-only).
+    pub fn brief(&mut self, request: &BriefRequest) -> Result<Brief> {
         let wanted =
             |kind: SectionKind| request.sections.is_empty() || request.sections.contains(&kind);
         let mut sections = Vec::new();
@@ -81,7 +89,11 @@ impl Engine {
             if !wanted(kind) {
                 continue;
             }
-            let items = self.section_items(kind, tree.as_ref(), &mut shown_ids)?;
+            let items = if kind == SectionKind::CodeMap {
+                self.code_map_items(request.budget)?
+            } else {
+                self.section_items(kind, tree.as_ref(), &mut shown_ids)?
+            };
             sections.push(Section { kind, items });
         }
         let (header, footer) = brief::frame_parts(
@@ -267,6 +279,8 @@ impl Engine {
                     items = self.neighbourhood_items(tree, shown_ids)?;
                 }
             }
+            // Gathered by `code_map_items` (it writes the refreshed map).
+            SectionKind::CodeMap => {}
         }
         items.truncate(MAX_ITEMS_PER_SECTION);
         Ok(items)
@@ -274,6 +288,62 @@ impl Engine {
 }
 
 impl Engine {
+    /// The code map section: only inside a git work tree (a session started in a home
+    /// directory must not walk it), focused on the working tree's changes and the files recent
+    /// memories mention, rendered within `CODEMAP_SHARE` of the brief's budget; parsing is
+    /// bounded by `BRIEF_CODEMAP_BOUND` (a stale map says so in its last item). One item per
+    /// file: its path, then its shown symbols' lines.
+    fn code_map_items(&mut self, brief_budget: usize) -> Result<Vec<String>> {
+        if git::repo_root(&self.context.cwd).is_none() {
+            return Ok(Vec::new());
+        }
+        // Reading and ranking every stored parse takes seconds in a repository of thousands of
+        // files (measured: docs/codemap.md); the hook must not lose the whole brief to it.
+        let stored = self
+            .store
+            .reader()
+            .codemap_file_count(&self.context.project)?;
+        if stored > BRIEF_CODEMAP_MAX_FILES {
+            return Ok(vec![format!(
+                "(the map of this repository has {stored} files, over the brief's {BRIEF_CODEMAP_MAX_FILES}: `cairn codemap` gives it)"
+            )]);
+        }
+        let tokens = if brief_budget == 0 {
+            crate::DEFAULT_CODEMAP_BUDGET
+        } else {
+            brief_budget / CODEMAP_SHARE / cairn_codemap::CHARS_PER_TOKEN
+        };
+        let map = self.code_map(&crate::CodeMapRequest {
+            budget: tokens,
+            refresh_bound: BRIEF_CODEMAP_BOUND,
+            ..crate::CodeMapRequest::default()
+        })?;
+        let mut items: Vec<String> = map
+            .files
+            .iter()
+            .map(|file| {
+                let mut item = file.path.clone();
+                for symbol in &file.symbols {
+                    item.push_str(&format!("\n  {}: {}", symbol.line, symbol.signature));
+                }
+                item
+            })
+            .collect();
+        if map.cut.files > 0 {
+            items.push(format!(
+                "({} more files: `cairn codemap --budget N`)",
+                map.cut.files
+            ));
+        }
+        if map.stale {
+            items.push(format!(
+                "(stale: {} changed files were not parsed in time; `cairn codemap` refreshes)",
+                map.refresh.deferred
+            ));
+        }
+        Ok(items)
+    }
+
     /// Active records the graph ties to the files the working tree touches (changed, staged,
     /// untracked), best first per file; records an earlier section already shows are left
     /// out. Bounded so that the session-start hook stays fast: the first

@@ -6,6 +6,7 @@
 mod agent;
 mod brief;
 mod capture;
+mod codemap;
 pub mod exchange;
 mod exchange_state;
 mod extract;
@@ -27,6 +28,10 @@ pub use agent::{
 };
 pub use brief::{Brief, BriefRequest, DEFAULT_BRIEF_BUDGET, event_line, memory_item};
 pub use capture::{CaptureReport, MAX_CAPTURE_BYTES, MAX_CAPTURE_TURNS};
+pub use codemap::{
+    CodeIndex, CodeMap, CodeMapRequest, CodeNeighbors, DEFAULT_CODEMAP_BUDGET,
+    DEFAULT_REFRESH_BOUND, RefreshStats, mapped_paths_named,
+};
 pub use extract::{ExtractOptions, ExtractReport, ExtractTarget};
 pub use maintenance::{DoctorReport, ScopeMap, VACUUM_FREE_RATIO, WAL_LIMIT_BYTES, recover_brain};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, TermCutoff, Why};

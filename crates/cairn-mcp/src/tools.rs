@@ -134,6 +134,8 @@ pub fn registry() -> Vec<ToolSpec> {
         dream_show(),
         dream_accept(),
         dream_reject(),
+        code_map(),
+        code_neighbors(),
     ];
     if std::env::var("CAIRN_MCP_TEST_PANIC").is_ok_and(|v| v == "1") {
         tools.push(debug_panic());
@@ -1320,5 +1322,68 @@ fn debug_panic() -> ToolSpec {
         "Panics on purpose; registered only when CAIRN_MCP_TEST_PANIC=1.",
         READS,
         |_, _: NoArgs| -> Result<Reply, EngineError> { panic!("debug_panic was called") },
+    )
+}
+
+// ---- the code map --------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CodeMapArgs {
+    /// Files to focus on (paths inside the repository, relative to the server's directory or
+    /// absolute), besides the working tree's changes and the files recent memories mention.
+    #[serde(default)]
+    focus: Vec<String>,
+    /// Token budget (characters / 4; default 1024). The map never exceeds it.
+    #[serde(default)]
+    budget: Option<usize>,
+}
+
+fn code_map() -> ToolSpec {
+    tool(
+        "code_map",
+        "Code map",
+        "The files of this repository that matter for the focus, ranked (personalized PageRank over which file uses which definitions), each with its top symbols' signature lines, cut to a token budget (characters / 4) with a last line naming what was cut. Refreshed from the working tree first; stale says changed files were not parsed in time.",
+        READS,
+        |engine, args: CodeMapArgs| {
+            let map = engine.code_map(&cairn_engine::CodeMapRequest {
+                focus: args.focus.iter().map(std::path::PathBuf::from).collect(),
+                budget: args.budget.unwrap_or(cairn_engine::DEFAULT_CODEMAP_BUDGET),
+                ..cairn_engine::CodeMapRequest::default()
+            })?;
+            let structured = serde_json::to_value(&map).unwrap_or_default();
+            Ok(render::plain(map.text.clone(), structured))
+        },
+    )
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CodeNeighborsArgs {
+    /// A source file's path inside the repository, or a symbol name.
+    target: String,
+}
+
+fn code_neighbors() -> ToolSpec {
+    tool(
+        "code_neighbors",
+        "Code neighbours",
+        "What a source file (or the files defining a symbol) uses and what uses it, in the code map's reference graph, heaviest link first, with the identifiers that link them.",
+        READS,
+        |engine, args: CodeNeighborsArgs| {
+            let answer = engine.code_neighbors(&args.target)?;
+            let mut lines = Vec::new();
+            for file in &answer.files {
+                lines.push(file.path.clone());
+                for n in &file.uses {
+                    lines.push(format!("  uses {} ({})", n.path, n.names.join(", ")));
+                }
+                for n in &file.used_by {
+                    lines.push(format!("  used by {} ({})", n.path, n.names.join(", ")));
+                }
+            }
+            let structured = serde_json::to_value(&answer).unwrap_or_default();
+            Ok(render::plain(lines.join("\n"), structured))
+        },
     )
 }

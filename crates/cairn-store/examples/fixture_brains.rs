@@ -8,9 +8,9 @@
 //! version's shape: every table the version added gets representative rows.
 //!
 //! Existing files are never rewritten (a fixture is a frozen sample of its version; v1 and v2
-//! were written by the binary of their day). To add `brain-v13.db` at the next migration:
-//! append a `seed_v13` to `SEEDS` (rows for whatever v11 adds or changes, written the way the
-//! v13 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
+//! were written by the binary of their day). To add `brain-v14.db` at the next migration:
+//! append a `seed_v14` to `SEEDS` (rows for whatever v11 adds or changes, written the way the
+//! v14 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
 //! the new file, and add its test in `fixtures.rs`.
 
 use cairn_core::memory::Memory;
@@ -33,7 +33,7 @@ type Seed = fn(&Connection) -> rusqlite::Result<()>;
 /// `SEEDS[k]`: the rows written at schema version k + 1.
 const SEEDS: &[Seed] = &[
     seed_v1, seed_v2, seed_v3, seed_v4, seed_v5, seed_v6, seed_v7, seed_v8, seed_v9, seed_v10,
-    seed_service_tokens, seed_surfaced,
+    seed_service_tokens, seed_surfaced, seed_codemap,
 ];
 
 fn main() {
@@ -504,6 +504,32 @@ fn seed_surfaced(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO surfacings (memory_id, surfaced_at, times) VALUES (1, ?1, 2)",
         [T2],
+    )?;
+    Ok(())
+}
+
+/// v13, `MIGRATION_CODEMAP` (the code map, issue 17): one mapped file, its parse and the
+/// project's build state.
+fn seed_codemap(conn: &Connection) -> rusqlite::Result<()> {
+    let parse = json!({
+        "defs": [{"name": "fire", "kind": "function", "line": 1,
+                  "signature": "pub fn fire(cone: u8) -> u32 {", "top_level": true}],
+        "refs": {"cone": 1},
+        "errors": false
+    });
+    let hash = "5f1d0c0e8d8cc1b0bd2d0b0e7c4f3a2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c";
+    conn.execute(
+        "INSERT INTO codemap_parses (content_hash, lang, parse) VALUES (?1, 'rust', ?2)",
+        params![hash, parse.to_string()],
+    )?;
+    conn.execute(
+        "INSERT INTO codemap_files (project, path, lang, content_hash, size, mtime_ns) \
+         VALUES (?1, 'src/kiln.rs', 'rust', ?2, 42, 1767607200000000000)",
+        params![PROJECT, hash],
+    )?;
+    conn.execute(
+        "INSERT INTO codemap_state (project, root, rev, built_at, stale) VALUES (?1, '/src/fixture', ?2, ?3, 0)",
+        params![PROJECT, COMMIT, T2],
     )?;
     Ok(())
 }

@@ -7,6 +7,7 @@
 //! MCP server, the CLI) go on while one process writes.
 
 mod agent;
+mod codemap;
 mod error;
 mod exchange;
 mod graph;
@@ -26,6 +27,7 @@ mod wiki;
 pub use agent::{
     AwarenessRow, CaptureOffset, IdentityRow, InboxRow, MeasureRow, NewInboxItem, TaskRow,
 };
+pub use codemap::{CodeFileRow, CodeMapState};
 pub use error::StoreError;
 pub use exchange::ExchangeTable;
 pub use graph::{

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -21,6 +21,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_MERGED_AWAY,
     MIGRATION_SERVICE_TOKENS,
     MIGRATION_SURFACED,
+    MIGRATION_CODEMAP,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -525,6 +526,36 @@ CREATE TABLE surfacings (
     memory_id   INTEGER PRIMARY KEY,
     surfaced_at TEXT NOT NULL,
     times       INTEGER NOT NULL DEFAULT 1
+);
+"#;
+
+/// v13 (codemap): the code map kept per project (`codemap.rs`). A file's row points at its parse
+/// by content hash and language, so a refresh re-parses only changed content and a file that
+/// returns to an earlier content (a branch switched back) is not parsed again. Derived data:
+/// dropping these rows only costs a re-parse.
+const MIGRATION_CODEMAP: &str = r#"
+CREATE TABLE codemap_parses (
+    content_hash TEXT NOT NULL,   -- SHA-256 of the file's content, hex
+    lang         TEXT NOT NULL,
+    parse        TEXT NOT NULL,   -- definitions and references (the codemap crate's JSON)
+    PRIMARY KEY (content_hash, lang)
+);
+CREATE TABLE codemap_files (
+    project      TEXT NOT NULL,
+    path         TEXT NOT NULL,   -- relative to the project's root, '/'-separated
+    lang         TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    size         INTEGER NOT NULL,
+    mtime_ns     INTEGER NOT NULL,
+    PRIMARY KEY (project, path)
+) WITHOUT ROWID;
+CREATE INDEX codemap_files_content ON codemap_files(content_hash, lang);
+CREATE TABLE codemap_state (
+    project  TEXT PRIMARY KEY,
+    root     TEXT NOT NULL,
+    rev      TEXT,                -- HEAD when built; NULL outside git
+    built_at TEXT NOT NULL,
+    stale    INTEGER NOT NULL DEFAULT 0
 );
 "#;
 

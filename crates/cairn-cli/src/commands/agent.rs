@@ -166,7 +166,7 @@ pub enum InboxCommand {
 }
 
 fn run_brief(settings: &Settings, brief: &BriefArgs) -> Result<ExitCode> {
-    let engine = settings.open("cli")?;
+    let mut engine = settings.open("cli")?;
     let request = BriefRequest {
         budget: brief.budget,
         sections: brief.sections.clone(),

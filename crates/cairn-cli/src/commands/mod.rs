@@ -4,6 +4,7 @@
 //! `embedder`, `ojson`) and the engine; `records` hands `recall` to its sibling.
 
 pub mod agent;
+pub mod codemap;
 pub mod exchange;
 pub mod graph;
 pub mod install;

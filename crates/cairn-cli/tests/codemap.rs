@@ -1,0 +1,427 @@
+//! `cairn codemap` and `cairn code-neighbors` on the real binary over real git repositories:
+//! the budget, the focus (given, working tree, memories), the refusal of a focus outside the
+//! repository, incremental refresh kept in the brain, staleness, and the bad inputs of issue 17
+//! (unparseable, binary and non-UTF-8 files, no supported language, an empty repository, a
+//! detached HEAD, a shallow clone).
+
+mod common;
+
+use common::Brain;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+/// A small Rust project: main uses config and store, store uses config; util stands apart.
+fn project(brain: &Brain) -> PathBuf {
+    let repo = brain.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    write(
+        &repo,
+        "src/main.rs",
+        "mod config;\nmod store;\n\nfn main() {\n    let settings = config::load_settings();\n    \
+         let handle = store::open_store(&settings);\n    handle.flush_all();\n}\n",
+    );
+    write(
+        &repo,
+        "src/config.rs",
+        "pub struct Settings {\n    pub path: String,\n}\n\npub fn load_settings() -> Settings {\n    \
+         Settings { path: String::new() }\n}\n",
+    );
+    write(
+        &repo,
+        "src/store.rs",
+        "use crate::config::Settings;\n\npub struct StoreHandle;\n\npub fn open_store(settings: &Settings) -> StoreHandle {\n    \
+         let _ = &settings.path;\n    StoreHandle\n}\n\nimpl StoreHandle {\n    pub fn flush_all(&self) {}\n}\n",
+    );
+    write(
+        &repo,
+        "tools/util.py",
+        "def unrelated_helper():\n    return 1\n",
+    );
+    write(&repo, "README.md", "# demo\n");
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    repo
+}
+
+fn codemap(brain: &Brain, cwd: &Path, args: &[&str], code: i32) -> (Value, String) {
+    let output = brain
+        .cmd()
+        .current_dir(cwd)
+        .args(["--json", "codemap"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout {stdout}\nstderr {stderr}"
+    );
+    (serde_json::from_str(&stdout).unwrap_or(Value::Null), stderr)
+}
+
+fn paths(map: &Value) -> Vec<String> {
+    map["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_map_ranks_toward_the_focus_within_the_budget() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    let (map, _) = codemap(
+        &brain,
+        &repo,
+        &["--focus", "src/store.rs", "--budget", "1024"],
+        0,
+    );
+    assert_eq!(
+        map["rev"].as_str().unwrap(),
+        git(&repo, &["rev-parse", "HEAD"])
+    );
+    assert_eq!(map["stale"], false);
+    assert_eq!(map["budget"], 1024);
+    let got = paths(&map);
+    assert_eq!(got[0], "src/store.rs");
+    assert_eq!(got.last().unwrap(), "tools/util.py", "{got:?}");
+    assert_eq!(got.len(), 4);
+    let store = &map["files"][0];
+    let names: Vec<&str> = store["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"open_store") && names.contains(&"flush_all"),
+        "{names:?}"
+    );
+    let open = store["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "open_store")
+        .unwrap();
+    assert_eq!(open["kind"], "function");
+    assert_eq!(open["line"], 5);
+    assert_eq!(
+        open["signature"],
+        "pub fn open_store(settings: &Settings) -> StoreHandle {"
+    );
+    // The text form is the JSON's `text`, and fits.
+    let text = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["codemap", "--focus", "src/store.rs"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(text.stdout).unwrap(),
+        map["text"].as_str().unwrap()
+    );
+    let used = map["used"].as_u64().unwrap();
+    assert!(used <= 1024 && used * 4 >= map["text"].as_str().unwrap().chars().count() as u64);
+}
+
+#[test]
+fn the_budget_is_never_exceeded_and_the_cut_is_named() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    for budget in [0usize, 1, 5, 10, 12, 20, 30, 50, 80] {
+        let (map, _) = codemap(&brain, &repo, &["--budget", &budget.to_string()], 0);
+        let text = map["text"].as_str().unwrap();
+        assert!(
+            text.chars().count() <= budget * 4,
+            "budget {budget}: {text:?}"
+        );
+        assert!(map["used"].as_u64().unwrap() <= budget as u64);
+        let cut_files = map["cut"]["files"].as_u64().unwrap();
+        assert_eq!(paths(&map).len() as u64 + cut_files, 4);
+        if cut_files > 0 && budget >= 10 {
+            assert!(text.contains("[cut: "), "budget {budget}: {text:?}");
+        }
+    }
+}
+
+#[test]
+fn a_focus_outside_the_repository_is_refused() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    let (_, stderr) = codemap(&brain, &repo, &["--focus", "../brain.db"], 1);
+    assert!(stderr.contains("outside the repository"), "{stderr}");
+    let (_, stderr) = codemap(&brain, &repo, &["--focus", "/etc/hostname"], 1);
+    assert!(stderr.contains("outside the repository"), "{stderr}");
+    // A symlink inside the tree that points out of it is outside too.
+    std::os::unix::fs::symlink(brain.dir.path(), repo.join("escape")).unwrap();
+    let (_, stderr) = codemap(&brain, &repo, &["--focus", "escape/brain.db"], 1);
+    assert!(stderr.contains("outside the repository"), "{stderr}");
+}
+
+#[test]
+fn the_working_tree_and_memories_join_the_focus() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    write(
+        &repo,
+        "src/config.rs",
+        "pub struct Settings { pub path: String }\npub fn load_settings() -> Settings { todo!() }\n",
+    );
+    let (map, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(map["focus"], serde_json::json!(["src/config.rs"]));
+    assert_eq!(paths(&map)[0], "src/config.rs");
+    git(&repo, &["checkout", "-q", "--", "."]);
+    brain.json(
+        &[
+            "remember",
+            "--type",
+            "gotcha",
+            "--body",
+            "tools/util.py must stay importable without the package",
+        ],
+        0,
+    );
+    let (map, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(map["focus"], serde_json::json!(["tools/util.py"]));
+    assert_eq!(paths(&map)[0], "tools/util.py");
+}
+
+#[test]
+fn refreshes_are_incremental_and_a_passed_bound_is_stale() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    let (first, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(first["refresh"]["parsed"], 4);
+    let (again, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(again["refresh"]["parsed"], 0);
+    assert_eq!(
+        again["text"], first["text"],
+        "the same input gives the same map"
+    );
+    write(&repo, "src/config.rs", "pub fn renamed_loader() {}\n");
+    // A zero time bound: the changed file is not parsed; its stored parse answers, stale.
+    let (stale, stderr) = codemap(&brain, &repo, &["--refresh-ms", "0"], 0);
+    assert_eq!(stale["stale"], true, "{stderr}");
+    assert_eq!(stale["refresh"]["deferred"], 1);
+    assert!(stale["text"].as_str().unwrap().contains("load_settings"));
+    let (fresh, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(fresh["stale"], false);
+    assert_eq!(fresh["refresh"]["parsed"], 1);
+    assert!(fresh["text"].as_str().unwrap().contains("renamed_loader"));
+    // A new commit moves `rev`.
+    git(&repo, &["commit", "-q", "-am", "second"]);
+    let (moved, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(
+        moved["rev"].as_str().unwrap(),
+        git(&repo, &["rev-parse", "HEAD"])
+    );
+    assert_eq!(moved["refresh"]["parsed"], 0);
+    let stored = brain.sql("SELECT count(*) FROM codemap_files");
+    assert_eq!(stored, "4");
+}
+
+#[test]
+fn bad_files_are_skipped_or_mapped_partially_never_fatal() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    write(
+        &repo,
+        "src/broken.rs",
+        "pub fn survives() {}\nfn broken( {\n",
+    );
+    write(&repo, "src/blob.c", b"int x;\0\0\x01");
+    write(&repo, "src/latin.py", b"x = '\xe9'\n");
+    let (map, _) = codemap(&brain, &repo, &["--focus", "src/broken.rs"], 0);
+    assert_eq!(paths(&map)[0], "src/broken.rs");
+    assert!(map["text"].as_str().unwrap().contains("pub fn survives()"));
+    assert!(
+        !paths(&map)
+            .iter()
+            .any(|p| p == "src/blob.c" || p == "src/latin.py")
+    );
+    assert_eq!(map["refresh"]["skipped"], 2);
+}
+
+#[test]
+fn no_supported_language_and_an_empty_repository_give_an_empty_map() {
+    let brain = Brain::new();
+    let repo = brain.dir.path().join("empty");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let (map, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(map["rev"], Value::Null);
+    assert_eq!(map["files"], serde_json::json!([]));
+    assert_eq!(map["text"], "");
+    write(&repo, "notes.md", "# only prose\n");
+    write(&repo, "data.csv", "a,b\n");
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "docs"]);
+    let (map, _) = codemap(&brain, &repo, &["--focus", "notes.md"], 0);
+    assert_eq!(map["files"], serde_json::json!([]));
+    assert_eq!(map["focus"], serde_json::json!(["notes.md"]));
+}
+
+#[test]
+fn detached_heads_and_shallow_clones_are_mapped() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    write(&repo, "src/extra.rs", "pub fn extra_step() {}\n");
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "second"]);
+    let first = git(&repo, &["rev-parse", "HEAD~1"]);
+    git(&repo, &["checkout", "-q", "--detach", &first]);
+    let (map, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(map["rev"].as_str().unwrap(), first);
+    assert!(!paths(&map).contains(&"src/extra.rs".to_string()));
+
+    let shallow = brain.dir.path().join("shallow");
+    let url = format!("file://{}", repo.display());
+    git(
+        brain.dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            "--branch",
+            "main",
+            &url,
+            shallow.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        git(&shallow, &["rev-parse", "--is-shallow-repository"]),
+        "true"
+    );
+    let (map, _) = codemap(&brain, &shallow, &["--focus", "src/extra.rs"], 0);
+    assert_eq!(
+        map["rev"].as_str().unwrap(),
+        git(&repo, &["rev-parse", "main"])
+    );
+    assert_eq!(paths(&map)[0], "src/extra.rs");
+}
+
+#[test]
+fn code_neighbors_names_what_a_file_or_symbol_uses_and_what_uses_it() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    let output = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["--json", "code-neighbors", "src/store.rs"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["kind"], "file");
+    let file = &answer["files"][0];
+    assert_eq!(file["uses"][0]["path"], "src/config.rs");
+    assert_eq!(file["used_by"][0]["path"], "src/main.rs");
+    let output = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["--json", "code-neighbors", "load_settings"])
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["kind"], "symbol");
+    assert_eq!(answer["files"][0]["path"], "src/config.rs");
+    assert_eq!(answer["files"][0]["used_by"][0]["path"], "src/main.rs");
+    assert_eq!(
+        answer["files"][0]["used_by"][0]["names"],
+        serde_json::json!(["load_settings"])
+    );
+    let output = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["code-neighbors", "no_such_name"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("neither a mapped file"));
+}
+
+#[test]
+fn the_brief_has_a_code_map_section_inside_git_only() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    write(
+        &repo,
+        "src/store.rs",
+        "use crate::config::Settings;\npub fn open_store(s: &Settings) {}\n",
+    );
+    let output = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["brief"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let section = text
+        .split("## Code map")
+        .nth(1)
+        .expect("a code map section");
+    // The changed file leads, fenced as data, with its symbols' lines.
+    assert!(section.starts_with(" (the files that matter"), "{text}");
+    let first = section.lines().find(|l| l.starts_with("- ")).unwrap();
+    assert_eq!(first, "- src/store.rs", "{text}");
+    assert!(
+        section.contains("  2: pub fn open_store(s: &Settings) {}"),
+        "{text}"
+    );
+    let only = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["--json", "brief", "--section", "code-map"])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&only.stdout).unwrap();
+    assert!(json["text"].as_str().unwrap().contains("src/config.rs"));
+    // Outside git (a home directory, say) the brief never walks the directory.
+    let plain = brain.dir.path().join("plain");
+    write(&plain, "x.rs", "fn x() {}\n");
+    let output = brain
+        .cmd()
+        .current_dir(&plain)
+        .args(["brief"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8(output.stdout)
+            .unwrap()
+            .contains("## Code map")
+    );
+}

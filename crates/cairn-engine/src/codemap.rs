@@ -1,0 +1,436 @@
+//! The code map kept in the brain (issue 17, docs/codemap.md): the project's source files
+//! scanned incrementally against the stored parses (only changed content is parsed again), the
+//! focus gathered (the working tree's changes, the caller's paths, the files recent memories
+//! of the project mention), and the map ranked and cut to a budget by `cairn_codemap`.
+
+use crate::{Engine, EngineError, Result, git};
+use cairn_codemap::{Cut, MapFile, Parsed, RankOptions};
+use cairn_core::graph::extract::{EntityKind, extract};
+use cairn_core::record::Status;
+use cairn_core::time::format_ts;
+use cairn_store::{CodeFileRow, CodeMapState, ListFilter};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Default budget of `cairn codemap`, in tokens.
+pub const DEFAULT_CODEMAP_BUDGET: usize = 1024;
+/// How long a refresh may parse before the map is answered from what is stored, marked stale.
+pub const DEFAULT_REFRESH_BOUND: Duration = Duration::from_secs(20);
+/// How many recent memories of the project are read for the paths they mention.
+const MEMORY_FOCUS_RECORDS: usize = 20;
+/// Parses no file points at any more that are kept (a branch switched back is not re-parsed).
+const ORPHAN_PARSES_KEPT: usize = 20_000;
+
+/// What to map.
+#[derive(Debug, Clone)]
+pub struct CodeMapRequest {
+    /// Paths to focus on, relative to the working directory or absolute; each must be inside
+    /// the repository (else the request is refused).
+    pub focus: Vec<PathBuf>,
+    /// Tokens (characters / 4).
+    pub budget: usize,
+    /// Focus on the files the working tree changes too.
+    pub working_tree: bool,
+    /// Focus on the files recent memories of the project mention too.
+    pub memories: bool,
+    /// Parsing stops here; files not reached keep their stored parse (`stale`).
+    pub refresh_bound: Duration,
+}
+
+impl Default for CodeMapRequest {
+    fn default() -> Self {
+        CodeMapRequest {
+            focus: Vec::new(),
+            budget: DEFAULT_CODEMAP_BUDGET,
+            working_tree: true,
+            memories: true,
+            refresh_bound: DEFAULT_REFRESH_BOUND,
+        }
+    }
+}
+
+/// How the refresh went.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RefreshStats {
+    /// Files mapped.
+    pub files: usize,
+    /// Files parsed in this call (new or changed content).
+    pub parsed: usize,
+    /// Files no longer there.
+    pub removed: usize,
+    /// Files left out (binary, non-UTF-8, minified, generated, too large).
+    pub skipped: usize,
+    /// Changed files the refresh bound left unparsed.
+    pub deferred: usize,
+}
+
+/// The map, as `cairn codemap --json` prints it (docs/cli.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct CodeMap {
+    /// HEAD when the map was built (`null` outside git or before the first commit).
+    pub rev: Option<String>,
+    /// Changed files were left unparsed within the time bound: parts of the map are older
+    /// than the working tree.
+    pub stale: bool,
+    pub budget: usize,
+    /// Tokens used (characters / 4, rounded up): never over `budget`.
+    pub used: usize,
+    /// The focus files (relative to the root), in the order they were gathered.
+    pub focus: Vec<String>,
+    pub files: Vec<MapFile>,
+    pub cut: Cut,
+    /// The map as printed without `--json`.
+    pub text: String,
+    pub refresh: RefreshStats,
+}
+
+/// The repository's parses, refreshed: the root, the files sorted by path, the commit.
+#[derive(Debug, Clone)]
+pub struct CodeIndex {
+    pub root: PathBuf,
+    pub rev: Option<String>,
+    pub files: Vec<Parsed>,
+    pub stale: bool,
+    pub stats: RefreshStats,
+}
+
+/// The root a map covers: the git work tree containing `cwd`, else `cwd` itself.
+fn map_root(cwd: &Path) -> PathBuf {
+    let root = git::repo_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
+    root.canonicalize().unwrap_or(root)
+}
+
+/// `path` without `.` and `..` components (lexically).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A path a user gave, relative to `root` with `/` separators; refused when it is outside.
+fn relative_to_root(root: &Path, cwd: &Path, given: &Path) -> Result<String> {
+    let absolute = lexical(&if given.is_absolute() {
+        given.to_path_buf()
+    } else {
+        cwd.join(given)
+    });
+    // Resolve symlinks where the path exists, so a link out of the tree is outside too.
+    let resolved = absolute.canonicalize().unwrap_or(absolute);
+    let rel = resolved.strip_prefix(root).map_err(|_| {
+        EngineError::Invalid(format!(
+            "--focus {} is outside the repository at {}; nothing was mapped — give a path inside it",
+            given.display(),
+            root.display()
+        ))
+    })?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Ok(parts.join("/"))
+}
+
+fn to_row(parsed: &Parsed) -> CodeFileRow {
+    CodeFileRow {
+        path: parsed.path.clone(),
+        lang: serde_json::to_value(parsed.lang)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        content_hash: parsed.hash.clone(),
+        size: i64::try_from(parsed.size).unwrap_or(i64::MAX),
+        mtime_ns: parsed.mtime_ns,
+        parse: serde_json::to_string(&parsed.parse).unwrap_or_default(),
+    }
+}
+
+fn from_row(row: CodeFileRow) -> Option<Parsed> {
+    Some(Parsed {
+        lang: serde_json::from_value(serde_json::Value::String(row.lang)).ok()?,
+        parse: serde_json::from_str(&row.parse).ok()?,
+        path: row.path,
+        hash: row.content_hash,
+        size: u64::try_from(row.size).ok()?,
+        mtime_ns: row.mtime_ns,
+    })
+}
+
+impl Engine {
+    /// Brings the project's stored parses up to date with its tree and returns them. Files
+    /// whose size and modification time are unchanged are not read; read files whose content
+    /// hash is unchanged are not parsed; parsing stops at `bound` (the rest keep their stored
+    /// parse and the index is `stale`). The result is written back unless the brain is
+    /// read-only.
+    pub fn code_index(&mut self, bound: Duration) -> Result<CodeIndex> {
+        let root = map_root(&self.context.cwd);
+        let project = self.context.project.clone();
+        let previous: BTreeMap<String, Parsed> = self
+            .store
+            .reader()
+            .codemap_files(&project)?
+            .into_iter()
+            .filter_map(from_row)
+            .map(|p| (p.path.clone(), p))
+            .collect();
+        let state = self.store.reader().codemap_state(&project)?;
+        let rev = git::head_commit(&root);
+        let deadline = Instant::now() + bound;
+        let scan = cairn_codemap::scan(&root, &previous, Some(deadline));
+        let stale = scan.deferred > 0;
+        let stats = RefreshStats {
+            files: scan.files.len(),
+            parsed: scan.parsed.len(),
+            removed: scan.removed.len(),
+            skipped: scan.skipped.len(),
+            deferred: scan.deferred,
+        };
+        let root_text = root.display().to_string();
+        let changed =
+            !scan.parsed.is_empty() || !scan.touched.is_empty() || !scan.removed.is_empty();
+        let state_changed = state
+            .as_ref()
+            .is_none_or(|s| s.rev != rev || s.stale != stale || s.root != root_text);
+        if !self.context.read_only && (changed || state_changed) {
+            let write: BTreeSet<&str> = scan
+                .parsed
+                .iter()
+                .chain(&scan.touched)
+                .map(String::as_str)
+                .collect();
+            let rows: Vec<CodeFileRow> = scan
+                .files
+                .iter()
+                .filter(|p| write.contains(p.path.as_str()))
+                .map(to_row)
+                .collect();
+            let built_at = format_ts(self.now());
+            self.store.write(|tx| -> Result<()> {
+                for row in &rows {
+                    tx.codemap_put_file(&project, row)?;
+                }
+                for path in &scan.removed {
+                    tx.codemap_remove_file(&project, path)?;
+                }
+                tx.codemap_set_state(
+                    &project,
+                    &CodeMapState {
+                        root: root_text.clone(),
+                        rev: rev.clone(),
+                        built_at: built_at.clone(),
+                        stale,
+                    },
+                )?;
+                if !scan.removed.is_empty() || !scan.parsed.is_empty() {
+                    tx.codemap_prune_parses(ORPHAN_PARSES_KEPT)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(CodeIndex {
+            root,
+            rev,
+            files: scan.files,
+            stale,
+            stats,
+        })
+    }
+
+    /// Resolves focus paths given by a user against the map's root (refused when outside).
+    pub fn code_focus_paths(&self, given: &[PathBuf]) -> Result<Vec<String>> {
+        let root = map_root(&self.context.cwd);
+        let cwd = self
+            .context
+            .cwd
+            .canonicalize()
+            .unwrap_or_else(|_| self.context.cwd.clone());
+        given
+            .iter()
+            .map(|g| relative_to_root(&root, &cwd, g))
+            .collect()
+    }
+
+    /// The mapped files recent active memories of the project mention (by path, or by a path's
+    /// tail: `src/main.rs` matches `crates/x/src/main.rs`), newest memory first.
+    fn memory_focus(&self, files: &[Parsed]) -> Result<Vec<String>> {
+        let projects = vec![Some(self.context.project.clone())];
+        let records = self.store.reader().list(&ListFilter {
+            projects: Some(&projects),
+            status: Some(Status::Active),
+            newest_first: true,
+            limit: MEMORY_FOCUS_RECORDS,
+            ..ListFilter::default()
+        })?;
+        let mut out: Vec<String> = Vec::new();
+        for record in &records {
+            for entity in extract(record.title.as_deref(), &record.body, &record.tags) {
+                if entity.kind != EntityKind::Path {
+                    continue;
+                }
+                for path in mapped_paths_named(files, &entity.name) {
+                    if !out.contains(&path) {
+                        out.push(path);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The code map of the project (see [`CodeMapRequest`]).
+    pub fn code_map(&mut self, request: &CodeMapRequest) -> Result<CodeMap> {
+        let given = self.code_focus_paths(&request.focus)?;
+        let index = self.code_index(request.refresh_bound)?;
+        let mut focus: Vec<String> = Vec::new();
+        let add = |path: String, focus: &mut Vec<String>| {
+            if !focus.contains(&path) {
+                focus.push(path);
+            }
+        };
+        for path in given {
+            add(path, &mut focus);
+        }
+        if request.working_tree
+            && let Some(tree) = git::working_tree(&index.root)
+        {
+            for path in tree.paths() {
+                add(path, &mut focus);
+            }
+        }
+        if request.memories {
+            for path in self.memory_focus(&index.files)? {
+                add(path, &mut focus);
+            }
+        }
+        // Only mapped files take part in the ranking; the others are still reported as focus.
+        let rendered = cairn_codemap::build_map(
+            &index.files,
+            &focus,
+            request.budget,
+            &RankOptions::default(),
+        );
+        Ok(CodeMap {
+            rev: index.rev,
+            stale: index.stale,
+            budget: request.budget,
+            used: rendered.chars.div_ceil(cairn_codemap::CHARS_PER_TOKEN),
+            focus,
+            files: rendered.files,
+            cut: rendered.cut,
+            text: rendered.text,
+            refresh: index.stats,
+        })
+    }
+}
+
+/// What `code_neighbors` answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct CodeNeighbors {
+    pub target: String,
+    /// `file` or `symbol`.
+    pub kind: &'static str,
+    /// For a file, that file; for a symbol, each file defining it, whose `used_by` keeps only
+    /// the files using that symbol (its `uses` are its file's: uses are not kept per symbol).
+    pub files: Vec<cairn_codemap::Neighbours>,
+    pub rev: Option<String>,
+    pub stale: bool,
+}
+
+impl Engine {
+    /// What a file or symbol uses and what uses it, in the reference graph of the refreshed
+    /// map. A path is tried first (it must be inside the repository); else the target is a
+    /// symbol name. Neither mapped → `Invalid` naming what was looked for.
+    pub fn code_neighbors(&mut self, target: &str) -> Result<CodeNeighbors> {
+        let index = self.code_index(DEFAULT_REFRESH_BOUND)?;
+        let options = RankOptions::default();
+        let as_path = self
+            .code_focus_paths(&[PathBuf::from(target)])
+            .ok()
+            .and_then(|p| p.into_iter().next());
+        if let Some(path) = as_path
+            && let Some(found) = cairn_codemap::neighbours(&index.files, &path, &options)
+        {
+            return Ok(CodeNeighbors {
+                target: target.to_string(),
+                kind: "file",
+                files: vec![found],
+                rev: index.rev,
+                stale: index.stale,
+            });
+        }
+        let files: Vec<cairn_codemap::Neighbours> = cairn_codemap::definers(&index.files, target)
+            .into_iter()
+            .filter_map(|path| cairn_codemap::neighbours(&index.files, path, &options))
+            .map(|mut n| {
+                n.used_by
+                    .retain(|u| u.names.iter().any(|name| name == target));
+                for u in &mut n.used_by {
+                    u.names.retain(|name| name == target);
+                }
+                n
+            })
+            .collect();
+        if files.is_empty() {
+            return Err(EngineError::Invalid(format!(
+                "{target} is neither a mapped file nor a symbol defined in one ({} files mapped); nothing to show — give a source file's path or a defined name",
+                index.files.len()
+            )));
+        }
+        Ok(CodeNeighbors {
+            target: target.to_string(),
+            kind: "symbol",
+            files,
+            rev: index.rev,
+            stale: index.stale,
+        })
+    }
+}
+
+/// The mapped files a path mention names: the same path, or one ending in `/` + it.
+pub fn mapped_paths_named(files: &[Parsed], mention: &str) -> Vec<String> {
+    let mention = mention
+        .trim_start_matches("./")
+        .split(':')
+        .next()
+        .unwrap_or(mention);
+    if mention.is_empty() {
+        return Vec::new();
+    }
+    let suffix = format!("/{mention}");
+    files
+        .iter()
+        .filter(|p| p.path == mention || p.path.ends_with(&suffix))
+        .map(|p| p.path.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn focus_paths_outside_the_root_are_refused() {
+        let root = Path::new("/repo");
+        assert_eq!(
+            relative_to_root(root, Path::new("/repo/src"), Path::new("main.rs")).unwrap(),
+            "src/main.rs"
+        );
+        assert_eq!(
+            relative_to_root(root, Path::new("/repo/src"), Path::new("../lib/./x.rs")).unwrap(),
+            "lib/x.rs"
+        );
+        let outside = relative_to_root(root, Path::new("/repo"), Path::new("../other/x.rs"));
+        assert!(matches!(outside, Err(EngineError::Invalid(_))));
+        let absolute = relative_to_root(root, Path::new("/repo"), Path::new("/etc/passwd"));
+        assert!(matches!(absolute, Err(EngineError::Invalid(_))));
+    }
+}

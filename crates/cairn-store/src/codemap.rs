@@ -1,0 +1,271 @@
+//! The code map's tables (migration `MIGRATION_CODEMAP`): per project, each mapped file's path,
+//! content hash, size and modification time; the parses keyed by content hash and language
+//! (so a file that comes back to a content seen before is not parsed again); and the state
+//! of the last build (the commit it was built at). Plain rows: what a parse holds is the
+//! codemap crate's business (stored as its JSON), when to refresh is the engine's.
+
+use crate::{Reader, Result, StoreError, WriteTx};
+use rusqlite::{OptionalExtension, params};
+
+/// One mapped file as stored, with its parse (JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeFileRow {
+    pub path: String,
+    pub lang: String,
+    pub content_hash: String,
+    pub size: i64,
+    pub mtime_ns: i64,
+    pub parse: String,
+}
+
+/// The last build of a project's map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeMapState {
+    pub root: String,
+    /// HEAD when it was built (`None` outside git or before the first commit).
+    pub rev: Option<String>,
+    pub built_at: String,
+    /// Whether changed files were left unparsed at the deadline.
+    pub stale: bool,
+}
+
+impl Reader<'_> {
+    fn codemap_map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::from_sqlite(e, self.path)
+    }
+
+    /// Every mapped file of `project` with its parse, sorted by path.
+    pub fn codemap_files(&self, project: &str) -> Result<Vec<CodeFileRow>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT f.path, f.lang, f.content_hash, f.size, f.mtime_ns, p.parse \
+                 FROM codemap_files f JOIN codemap_parses p \
+                   ON p.content_hash = f.content_hash AND p.lang = f.lang \
+                 WHERE f.project = ?1 ORDER BY f.path",
+            )
+            .map_err(self.codemap_map())?;
+        let rows = statement
+            .query_map([project], |row| {
+                Ok(CodeFileRow {
+                    path: row.get(0)?,
+                    lang: row.get(1)?,
+                    content_hash: row.get(2)?,
+                    size: row.get(3)?,
+                    mtime_ns: row.get(4)?,
+                    parse: row.get(5)?,
+                })
+            })
+            .map_err(self.codemap_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.codemap_map())
+    }
+
+    /// How many files of `project` are mapped (one index lookup, no parse read).
+    pub fn codemap_file_count(&self, project: &str) -> Result<usize> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM codemap_files WHERE project = ?1",
+                [project],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|n| usize::try_from(n).unwrap_or(0))
+            .map_err(self.codemap_map())
+    }
+
+    /// The stored parse of this content, if any.
+    pub fn codemap_parse(&self, content_hash: &str, lang: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row(
+                "SELECT parse FROM codemap_parses WHERE content_hash = ?1 AND lang = ?2",
+                params![content_hash, lang],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(self.codemap_map())
+    }
+
+    /// The state of `project`'s last build.
+    pub fn codemap_state(&self, project: &str) -> Result<Option<CodeMapState>> {
+        self.conn
+            .query_row(
+                "SELECT root, rev, built_at, stale FROM codemap_state WHERE project = ?1",
+                [project],
+                |row| {
+                    Ok(CodeMapState {
+                        root: row.get(0)?,
+                        rev: row.get(1)?,
+                        built_at: row.get(2)?,
+                        stale: row.get(3)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.codemap_map())
+    }
+}
+
+impl WriteTx<'_> {
+    fn codemap_map(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::from_sqlite(e, self.path)
+    }
+
+    /// Stores a file's row and its parse (kept once per content hash and language).
+    pub fn codemap_put_file(&self, project: &str, row: &CodeFileRow) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO codemap_parses (content_hash, lang, parse) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (content_hash, lang) DO NOTHING",
+                params![row.content_hash, row.lang, row.parse],
+            )
+            .map_err(self.codemap_map())?;
+        self.tx
+            .execute(
+                "INSERT INTO codemap_files (project, path, lang, content_hash, size, mtime_ns) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                 ON CONFLICT (project, path) DO UPDATE SET lang = excluded.lang, \
+                   content_hash = excluded.content_hash, size = excluded.size, \
+                   mtime_ns = excluded.mtime_ns",
+                params![
+                    project,
+                    row.path,
+                    row.lang,
+                    row.content_hash,
+                    row.size,
+                    row.mtime_ns
+                ],
+            )
+            .map_err(self.codemap_map())?;
+        Ok(())
+    }
+
+    /// Forgets a file that is no longer mapped.
+    pub fn codemap_remove_file(&self, project: &str, path: &str) -> Result<()> {
+        self.tx
+            .execute(
+                "DELETE FROM codemap_files WHERE project = ?1 AND path = ?2",
+                params![project, path],
+            )
+            .map_err(self.codemap_map())?;
+        Ok(())
+    }
+
+    /// Drops the parses no project's file points at any more, keeping the `keep` most recently
+    /// stored ones (a branch switched back and forth is not parsed again). Returns how many
+    /// were dropped.
+    pub fn codemap_prune_parses(&self, keep: usize) -> Result<usize> {
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        self.tx
+            .execute(
+                "DELETE FROM codemap_parses WHERE rowid IN ( \
+                   SELECT p.rowid FROM codemap_parses p WHERE NOT EXISTS ( \
+                     SELECT 1 FROM codemap_files f \
+                     WHERE f.content_hash = p.content_hash AND f.lang = p.lang) \
+                   ORDER BY p.rowid DESC LIMIT -1 OFFSET ?1)",
+                [keep],
+            )
+            .map_err(self.codemap_map())
+    }
+
+    /// Records `project`'s build.
+    pub fn codemap_set_state(&self, project: &str, state: &CodeMapState) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO codemap_state (project, root, rev, built_at, stale) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) \
+                 ON CONFLICT (project) DO UPDATE SET root = excluded.root, rev = excluded.rev, \
+                   built_at = excluded.built_at, stale = excluded.stale",
+                params![project, state.root, state.rev, state.built_at, state.stale],
+            )
+            .map_err(self.codemap_map())?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Store;
+
+    fn row(path: &str, hash: &str) -> CodeFileRow {
+        CodeFileRow {
+            path: path.into(),
+            lang: "rust".into(),
+            content_hash: hash.into(),
+            size: 10,
+            mtime_ns: 5,
+            parse: format!("{{\"of\":\"{hash}\"}}"),
+        }
+    }
+
+    #[test]
+    fn files_parses_and_state_round_trip_per_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        store
+            .write(|tx| {
+                tx.codemap_put_file("p", &row("b.rs", "h2"))?;
+                tx.codemap_put_file("p", &row("a.rs", "h1"))?;
+                // Same content in another project: one parse row.
+                tx.codemap_put_file("q", &row("x.rs", "h1"))?;
+                tx.codemap_set_state(
+                    "p",
+                    &CodeMapState {
+                        root: "/r".into(),
+                        rev: Some("abc".into()),
+                        built_at: "t".into(),
+                        stale: false,
+                    },
+                )
+            })
+            .unwrap();
+        let files = store.reader().codemap_files("p").unwrap();
+        assert_eq!(files, [row("a.rs", "h1"), row("b.rs", "h2")]);
+        assert_eq!(store.reader().codemap_file_count("p").unwrap(), 2);
+        assert_eq!(
+            store
+                .reader()
+                .codemap_state("p")
+                .unwrap()
+                .unwrap()
+                .rev
+                .as_deref(),
+            Some("abc")
+        );
+        assert_eq!(store.reader().codemap_state("q").unwrap(), None);
+        // a.rs changes content; b.rs goes away; the old parses stay (within `keep`) or go.
+        store
+            .write(|tx| {
+                tx.codemap_put_file("p", &row("a.rs", "h3"))?;
+                tx.codemap_remove_file("p", "b.rs")
+            })
+            .unwrap();
+        assert_eq!(
+            store.reader().codemap_files("p").unwrap(),
+            [row("a.rs", "h3")]
+        );
+        assert!(
+            store
+                .reader()
+                .codemap_parse("h2", "rust")
+                .unwrap()
+                .is_some()
+        );
+        let dropped = store.write(|tx| tx.codemap_prune_parses(0)).unwrap();
+        assert_eq!(dropped, 1, "h2 is orphaned; h1 is still q's");
+        assert!(
+            store
+                .reader()
+                .codemap_parse("h2", "rust")
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            store
+                .reader()
+                .codemap_parse("h1", "rust")
+                .unwrap()
+                .is_some()
+        );
+    }
+}
