@@ -28,9 +28,14 @@ const NEIGHBOURHOOD_CHARS: usize = 160;
 /// The code map gets a quarter of the brief's budget …
 const CODEMAP_SHARE: usize = 4;
 /// … and its refresh may parse for this long (the rest waits for the next call, marked stale).
-const BRIEF_CODEMAP_BOUND: std::time::Duration = std::time::Duration::from_millis(1500);
-/// A repository with more mapped files than this gets a pointer instead of the map in the brief.
-const BRIEF_CODEMAP_MAX_FILES: usize = 1500;
+/// The session-start hook's whole deadline is 2 s and the brief's other sections run after
+/// this one, so the bound leaves most of it to them.
+const BRIEF_CODEMAP_BOUND: std::time::Duration = std::time::Duration::from_millis(500);
+/// A repository with more mapped files than this gets a pointer instead of the map in the brief:
+/// every brief reads the stored parses back and ranks them (about 1.6 ms of CPU per file in a
+/// dev build on the loaded 2-core machine, `docs/codemap.md`), which must stay well inside the
+/// hook's deadline. `cairn codemap` and the MCP `code_map` tool map any size.
+const BRIEF_CODEMAP_MAX_FILES: usize = 400;
 
 #[derive(Debug, Clone)]
 pub struct BriefRequest {

@@ -83,7 +83,7 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
         .call(&local, "open", |engine| engine.stats().map(|_| ()))
         .with_context(|| format!("cannot serve {}", settings.db.display()))?;
     service.start_embedder(
-        crate::embedder::loader(settings.model_dir.as_deref()),
+        crate::embedder::loader(settings),
         "cairn serve",
     );
     if args.max_body == 0 {
