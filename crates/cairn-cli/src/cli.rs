@@ -2,8 +2,7 @@
 //! flattened into one list, and the dispatch to each area's `run`.
 
 use crate::commands::{
-    agent, codemap, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic,
-    serve,
+    agent, codemap, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic, serve,
 };
 use crate::settings::{GlobalArgs, Settings};
 use anyhow::Result;

@@ -125,7 +125,7 @@ fn check_fixture(version: u32) {
     );
     let count = |table: &str| brain.sql(&format!("SELECT count(*) FROM {table}"));
     // remember ×2 and supersede (v1), a summary (v2), an episode (v3), a note (v7), an update (v8).
-    let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7][version as usize - 1];
+    let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7, 7, 7, 7][version as usize - 1];
     assert_eq!(count("events"), events.to_string(), "v{version}");
     assert_eq!(count("conflicts"), "1");
     assert_eq!(count("scopes"), "1");
@@ -164,6 +164,21 @@ fn check_fixture(version: u32) {
     if version >= 7 {
         let kiln = recall("kiln cone");
         assert_eq!(kiln["results"][0]["id"], 7, "v{version}: {kiln}");
+    }
+    if version >= 11 {
+        // the service's tokens: kept hashed, never usable from a fixture
+        assert_eq!(count("service_tokens"), "3", "v{version}");
+    }
+    if version >= 12 {
+        let surfaced = brain.json(&["show", "1"], 0);
+        assert_eq!(
+            surfaced["surfaced_at"], "2026-01-07T10:00:00Z",
+            "v{version}"
+        );
+    }
+    if version >= 13 {
+        assert_eq!(count("codemap_files"), "1", "v{version}");
+        assert_eq!(count("codemap_parses"), "1", "v{version}");
     }
     if version >= 8 {
         let updated = brain.json(&["show", "2", "--history"], 0);

@@ -71,6 +71,26 @@ impl Engine {
         Ok(self.store.reader().history(id)?)
     }
 
+    /// What `show --json` prints and `GET /v1/records/{id}` answers (docs/cli.md): the record,
+    /// `merged_into` while a dream's merge holds it, `surfaced_at` (passive use), with
+    /// `with_history` its earlier versions, and its open conflicts. One builder, so the CLI and
+    /// the HTTP API cannot drift apart.
+    pub fn show_document(&self, id: i64, with_history: bool) -> Result<serde_json::Value> {
+        let memory = self.get(id)?;
+        let mut value = serde_json::to_value(&memory).unwrap_or_default();
+        if let Some(survivor) = self.merged_into(id)? {
+            value["merged_into"] = survivor.into();
+        }
+        value["surfaced_at"] = self
+            .surfaced_at(id)?
+            .map_or(serde_json::Value::Null, Into::into);
+        if with_history {
+            value["history"] = serde_json::to_value(self.history(id)?).unwrap_or_default();
+        }
+        value["conflicts"] = serde_json::to_value(self.conflicts_of(id)?).unwrap_or_default();
+        Ok(value)
+    }
+
     /// The record a dream merged `id` into, while it stays merged away (a restore ends it):
     /// the survivor the merge named.
     pub fn merged_into(&self, id: i64) -> Result<Option<i64>> {

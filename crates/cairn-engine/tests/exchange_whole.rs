@@ -266,10 +266,15 @@ fn a_whole_brain_survives_export_and_import() {
         let rows: i64 = connection
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
             .unwrap();
-        // Not carried by the JSONL exchange: vectors (derived), service tokens (secrets, kept
-        // to the brain that issued them) and `surfacings` (passive use, issue 18: an imported
-        // brain starts with no surfacing, so decay counts idleness from the last access there).
-        if table == "vectors" || table == "service_tokens" || table == "surfacings" {
+        // Not carried by the JSONL exchange: vectors and the code map (derived: re-embedded and
+        // re-parsed), service tokens (secrets, kept to the brain that issued them) and
+        // `surfacings` (passive use, issue 18: an imported brain starts with no surfacing, so
+        // decay counts idleness from the last access there).
+        if table == "vectors"
+            || table.starts_with("codemap_")
+            || table == "service_tokens"
+            || table == "surfacings"
+        {
             continue;
         }
         assert!(rows > 0, "the rich brain has no rows in {table}");

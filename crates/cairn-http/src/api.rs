@@ -543,14 +543,8 @@ async fn show(
     let args: ShowQuery = body::query(query.as_deref())?;
     blocking(move || {
         let value = call(&app, &caller, "show", |engine| {
-            let memory = visible(engine, &caller, id)?;
-            let mut value = serde_json::to_value(&memory).unwrap_or(Value::Null);
-            if args.history {
-                value["history"] = serde_json::to_value(engine.history(id)?).unwrap_or(Value::Null);
-            }
-            value["conflicts"] =
-                serde_json::to_value(engine.conflicts_of(id)?).unwrap_or(Value::Null);
-            Ok(value)
+            visible(engine, &caller, id)?;
+            engine.show_document(id, args.history)
         })?;
         ok(&value)
     })

@@ -32,8 +32,19 @@ type Seed = fn(&Connection) -> rusqlite::Result<()>;
 
 /// `SEEDS[k]`: the rows written at schema version k + 1.
 const SEEDS: &[Seed] = &[
-    seed_v1, seed_v2, seed_v3, seed_v4, seed_v5, seed_v6, seed_v7, seed_v8, seed_v9, seed_v10,
-    seed_service_tokens, seed_surfaced, seed_codemap,
+    seed_v1,
+    seed_v2,
+    seed_v3,
+    seed_v4,
+    seed_v5,
+    seed_v6,
+    seed_v7,
+    seed_v8,
+    seed_v9,
+    seed_v10,
+    seed_service_tokens,
+    seed_surfaced,
+    seed_codemap,
 ];
 
 fn main() {

@@ -149,28 +149,18 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
         RecordsCommand::Recall(args) => recall::run(settings, args),
         RecordsCommand::Show { id, history } => {
             let engine = settings.open("cli")?;
-            let memory = engine.get(*id)?;
-            let versions = if *history {
-                engine.history(*id)?
-            } else {
-                Vec::new()
-            };
-            let conflicts = engine.conflicts_of(*id)?;
-            let merged_into = engine.merged_into(*id)?;
-            let surfaced_at = engine.surfaced_at(*id)?;
             if settings.json {
-                let mut value = serde_json::to_value(&memory)?;
-                if let Some(survivor) = merged_into {
-                    value["merged_into"] = survivor.into();
-                }
-                // passive use: when the brief or the prompt hook last handed it to an agent
-                value["surfaced_at"] = serde_json::to_value(&surfaced_at)?;
-                if *history {
-                    value["history"] = serde_json::to_value(&versions)?;
-                }
-                value["conflicts"] = serde_json::to_value(&conflicts)?;
-                print_json(&value);
+                print_json(&engine.show_document(*id, *history)?);
             } else {
+                let memory = engine.get(*id)?;
+                let versions = if *history {
+                    engine.history(*id)?
+                } else {
+                    Vec::new()
+                };
+                let conflicts = engine.conflicts_of(*id)?;
+                let merged_into = engine.merged_into(*id)?;
+                let surfaced_at = engine.surfaced_at(*id)?;
                 print_memory(&memory);
                 if let Some(survivor) = merged_into {
                     outln!("  merged into #{survivor} by a dream (`cairn restore {id}` undoes it)");

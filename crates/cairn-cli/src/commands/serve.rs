@@ -82,10 +82,7 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     service
         .call(&local, "open", |engine| engine.stats().map(|_| ()))
         .with_context(|| format!("cannot serve {}", settings.db.display()))?;
-    service.start_embedder(
-        crate::embedder::loader(settings),
-        "cairn serve",
-    );
+    service.start_embedder(crate::embedder::loader(settings), "cairn serve");
     if args.max_body == 0 {
         bail!("--max-body 0 would refuse every body; give a size in bytes (default 1048576)");
     }
