@@ -198,7 +198,7 @@ fn the_working_tree_and_memories_join_the_focus() {
     write(
         &repo,
         "src/config.rs",
-        "pub struct Settings { pub path: String }\npub fn load_settings() -> Settings { todo!() }\n",
+        "pub struct Settings { pub path: String }\npub fn load_settings() -> Settings { Settings { path: String::new() } }\n",
     );
     let (map, _) = codemap(&brain, &repo, &[], 0);
     assert_eq!(map["focus"], serde_json::json!(["src/config.rs"]));

@@ -711,30 +711,34 @@ async fn brief(
     .await
 }
 
+/// A call that covers the whole brain, answered as JSON: the token checked for `role` and for
+/// every project, the engine call run on a blocking thread.
+async fn whole_brain_json<T: Serialize + 'static>(
+    app: App,
+    headers: &HeaderMap,
+    role: Role,
+    operation: &'static str,
+    work: impl FnOnce(&mut Engine) -> Result<T, EngineError> + Send + 'static,
+) -> Result<Response, Problem> {
+    let caller = caller(&app, headers, role, operation).await?;
+    whole_brain(&caller, operation)?;
+    blocking(move || ok(&call(&app, &caller, operation, work)?)).await
+}
+
 async fn stats(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Read, "stats").await?;
-    whole_brain(&caller, "stats")?;
-    blocking(move || ok(&call(&app, &caller, "stats", |engine| engine.stats())?)).await
+    whole_brain_json(app, &headers, Role::Read, "stats", |engine| engine.stats()).await
 }
 
 async fn doctor(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Read, "doctor").await?;
-    whole_brain(&caller, "doctor")?;
-    blocking(move || {
-        ok(&call(&app, &caller, "doctor", |engine| {
-            engine.doctor(false)
-        })?)
+    whole_brain_json(app, &headers, Role::Read, "doctor", |engine| {
+        engine.doctor(false)
     })
     .await
 }
 
 async fn doctor_repair(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Admin, "doctor --repair").await?;
-    whole_brain(&caller, "doctor --repair")?;
-    blocking(move || {
-        ok(&call(&app, &caller, "doctor --repair", |engine| {
-            engine.doctor(true)
-        })?)
+    whole_brain_json(app, &headers, Role::Admin, "doctor --repair", |engine| {
+        engine.doctor(true)
     })
     .await
 }
