@@ -153,7 +153,13 @@ pub fn recalled(answer: &RecallAnswer) -> Reply {
     plain(format!("{DATA_NOTE}\n{}", fence_items(&items)), structured)
 }
 
-pub fn shown(memory: &Memory, history: &[HistoryRow], conflicts: &[ConflictRow]) -> Reply {
+/// `structured` is `Engine::show_document`, the JSON `show --json` prints.
+pub fn shown(
+    memory: &Memory,
+    history: &[HistoryRow],
+    conflicts: &[ConflictRow],
+    structured: Value,
+) -> Reply {
     let mut text = format!(
         "#{} {} · trust {} · {} · scope {} · {} · importance {} · confidence {}\n",
         memory.id,
@@ -195,11 +201,6 @@ pub fn shown(memory: &Memory, history: &[HistoryRow], conflicts: &[ConflictRow])
             "v{} {} {} by {}\n",
             version.version, version.at, version.op, version.actor
         ));
-    }
-    let mut structured = serde_json::to_value(memory).unwrap_or_default();
-    structured["conflicts"] = serde_json::to_value(conflicts).unwrap_or_default();
-    if !history.is_empty() {
-        structured["history"] = serde_json::to_value(history).unwrap_or_default();
     }
     plain(text, structured)
 }

@@ -314,7 +314,8 @@ fn show() -> ToolSpec {
                 Vec::new()
             };
             let conflicts = engine.conflicts_of(args.id)?;
-            Ok(render::shown(&memory, &history, &conflicts))
+            let structured = engine.show_document(args.id, args.history)?;
+            Ok(render::shown(&memory, &history, &conflicts, structured))
         },
     )
 }
