@@ -48,7 +48,12 @@ fn export(brain: &Brain, dir: &Path) -> Value {
 }
 
 fn import(brain: &Brain, dir: &Path) -> Value {
-    brain.json(&["import", "wiki", dir.to_str().unwrap()], 0)
+    import_exit(brain, dir, 0)
+}
+
+/// `import wiki` expecting exit `code`: 1 when a page was an error or a conflict.
+fn import_exit(brain: &Brain, dir: &Path, code: i32) -> Value {
+    brain.json(&["import", "wiki", dir.to_str().unwrap()], code)
 }
 
 fn seeded() -> Brain {
@@ -335,7 +340,7 @@ fn an_edit_is_never_clobbered_by_an_export() {
     );
     assert!(std::fs::read_to_string(&page).unwrap().contains("9090"));
     // and the import refuses to overwrite the brain's newer change without --force
-    let report = import(&brain, &dir);
+    let report = import_exit(&brain, &dir, 1);
     assert_eq!(report["summary"]["conflicts"], 1, "{report}");
     let forced = brain.json(&["import", "wiki", "--force", dir.to_str().unwrap()], 0);
     assert_eq!(forced["summary"]["updated"], 1, "{forced}");
@@ -516,7 +521,8 @@ fn bad_pages_are_reported_and_the_rest_imported() {
     )
     .unwrap();
     std::fs::write(dir.join("fine.md"), "# A fine page\n\nThis one imports.\n").unwrap();
-    let report = import(&brain, &dir);
+    // pages that fail make the import exit 1; the fine one is stored all the same
+    let report = import_exit(&brain, &dir, 1);
     let status = |name: &str| {
         report["pages"]
             .as_array()

@@ -323,6 +323,47 @@ fn an_envelope_imports_with_trust_imported_idempotently_and_a_wrong_hash_is_refu
     );
 }
 
+#[test]
+fn an_envelope_with_a_record_the_write_path_refuses_stores_the_rest_and_exits_1() {
+    let (brain, _) = zoned();
+    let file = brain.dir.path().join("envelope.json");
+    brain
+        .cmd()
+        .args([
+            "share",
+            "--zone",
+            "trusted_collaborator",
+            "--include-content",
+            "--out",
+            file.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    // one record's title made longer than the write path takes (titles are outside the content
+    // hash), the payload hash made to match again: the envelope is genuine, but that one record
+    // cannot be stored
+    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    value["records"][0]["title"] = Value::String("long ".repeat(100));
+    value.as_object_mut().unwrap().remove("payload_sha256");
+    let canonical = serde_json::to_string(&value).unwrap();
+    value["payload_sha256"] = Value::String(sha2_hash::hash(&canonical));
+    std::fs::write(&file, value.to_string()).unwrap();
+    let receiver = Brain::new();
+    let report = receiver.json(&["import", "envelope", file.to_str().unwrap()], 1);
+    let summary = &report["import"]["summary"];
+    assert_eq!(summary["added"], 5, "{report}");
+    assert_eq!(
+        summary["error"].as_i64().unwrap() + summary["refused"].as_i64().unwrap(),
+        1,
+        "{report}"
+    );
+    assert_eq!(
+        receiver.json(&["stats"], 0)["records"],
+        5,
+        "the rest is kept"
+    );
+}
+
 /// SHA-256 without a dev-dependency: `sha256sum` is on every Linux machine.
 mod sha2_hash {
     pub fn hash(text: &str) -> String {

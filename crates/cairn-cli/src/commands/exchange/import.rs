@@ -113,7 +113,7 @@ pub fn run(settings: &Settings, import: &ImportArgs) -> Result<ExitCode> {
 
 /// Exit 1 when any line was not stored (an error or a refusal): the others are stored and the
 /// report says which failed; exit 0 when every line was taken.
-fn lines_failed(summary: &ImportSummary) -> ExitCode {
+pub(super) fn lines_failed(summary: &ImportSummary) -> ExitCode {
     if summary.error + summary.refused > 0 {
         ExitCode::from(1)
     } else {

@@ -105,5 +105,5 @@ pub fn import_envelope(settings: &Settings, file: &Path) -> Result<ExitCode> {
             report.references
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(super::import::lines_failed(&report.import.summary))
 }

@@ -104,5 +104,12 @@ pub fn import(settings: &Settings, wiki: &WikiImportArgs) -> Result<ExitCode> {
             outln!("  {status:<9} {}{id}{message}", page.path);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    // Exit 1 when a page was not taken (an error, or a conflict with a newer change in the
+    // brain): the other pages are stored and the report names the ones that were not.
+    let s = &report.summary;
+    Ok(if s.errors + s.conflicts > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
