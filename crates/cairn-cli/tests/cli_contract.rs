@@ -513,10 +513,21 @@ fn graph_commands() {
     snap(&brain, "clusters", &["clusters", "--min-size", "2"], 0);
 }
 
-/// A fact and its near-duplicate, for a dream to propose a merge.
+/// A fact and its near-duplicate, for a dream to propose a merge. Both are written at one
+/// moment (the test clock): the dream's survivor prefers the later update, so two writes that
+/// straddled a second boundary would swap survivor and merged record from run to run; at one
+/// moment the tie goes to the smaller id.
 fn backup_fact_twice(brain: &Brain, body: &str) {
-    brain.remember("fact", None, body);
-    brain.json(
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let at_now = [("CAIRN_NOW", now.as_str())];
+    run_json(
+        brain,
+        &["remember", "--type", "fact", "--body", body],
+        0,
+        &at_now,
+    );
+    run_json(
+        brain,
         &[
             "remember",
             "--type",
@@ -526,6 +537,7 @@ fn backup_fact_twice(brain: &Brain, body: &str) {
             "--allow-duplicate",
         ],
         0,
+        &at_now,
     );
 }
 
