@@ -25,6 +25,39 @@ fn task_due_as_an_age_counts_forward() {
 }
 
 #[test]
+fn awareness_expires_as_an_age_counts_forward_and_a_past_time_is_refused() {
+    let brain = Brain::new();
+    let add = |expires: &str| {
+        brain
+            .cmd()
+            .env("CAIRN_NOW", "2026-03-01T12:00:00Z")
+            .args([
+                "--json",
+                "awareness",
+                "add",
+                "pairing",
+                "--expires",
+                expires,
+            ])
+            .output()
+            .unwrap()
+    };
+    let output = add("2h");
+    assert!(output.status.success(), "{output:?}");
+    let added: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        added["item"]["expires_at"], "2026-03-01T14:00:00Z",
+        "{added}"
+    );
+    let output = add("2026-02-01");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("already past"),
+        "{output:?}"
+    );
+}
+
+#[test]
 fn tasks_are_owed_until_done() {
     let brain = Brain::new();
     let task = brain.json(

@@ -8,7 +8,7 @@ use crate::remember::RememberOutcome;
 use crate::{Engine, EngineError, RememberRequest, Result};
 use cairn_core::memory::Memory;
 use cairn_core::record::{MemoryType, Trust};
-use cairn_core::time::{format_ts, parse_time, parse_time_ahead};
+use cairn_core::time::{format_ts, parse_time_ahead};
 use cairn_core::{receipt, secrets, text};
 use cairn_store::{
     AwarenessRow, ConflictRow, EventRow, IdentityRow, InboxRow, MeasureRow, NewEvent, TaskRow,
@@ -336,19 +336,13 @@ impl Engine {
         let body = clean_text(body, "the awareness item", MAX_ITEM_CHARS)?.replace('\n', " ");
         let expires_at = match expires {
             Some(given) => {
-                let at = parse_time(given, now)?;
-                let is_age = given.trim().starts_with(|c: char| c.is_ascii_digit())
-                    && given.trim().ends_with(|c: char| c.is_ascii_alphabetic());
-                let at = if at <= now && is_age {
-                    // an age like `2h` means "for two hours", not "two hours ago"
-                    now + (now - at)
-                } else if at <= now {
+                // an age like `2h` means "for two hours", not "two hours ago"
+                let at = parse_time_ahead(given, now)?;
+                if at <= now {
                     return Err(EngineError::Invalid(format!(
                         "{given} is already past: give a future time or a duration like 2h or 3d"
                     )));
-                } else {
-                    at
-                };
+                }
                 format_ts(at)
             }
             None => format_ts(now + Duration::hours(AWARENESS_DEFAULT_HOURS)),
