@@ -36,7 +36,7 @@ pub struct Settings {
     pub project: Option<String>,
     /// `--json`: print the JSON contract.
     pub json: bool,
-    /// `--model-dir` / `CAIRN_MODEL_DIR`.
+    /// `--model-dir` / `CAIRN_MODEL_DIR` (`None` when empty).
     pub model_dir: Option<PathBuf>,
     /// `CAIRN_READ_ONLY=1` (or `true`), or a nested run: every write is refused.
     pub read_only: bool,
@@ -65,7 +65,10 @@ impl Settings {
                 .filter(|p| !p.is_empty())
                 .map(str::to_string),
             json: globals.json,
-            model_dir: globals.model_dir.clone(),
+            model_dir: globals
+                .model_dir
+                .clone()
+                .filter(|dir| !dir.as_os_str().is_empty()),
             read_only: std::env::var("CAIRN_READ_ONLY")
                 .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
                 || cairn_engine::lifecycle::llm::in_nested_run(),

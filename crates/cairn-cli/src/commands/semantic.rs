@@ -96,11 +96,9 @@ fn run_reindex(engine: &mut Engine, full: bool, json: bool) -> Result<ExitCode> 
 
 /// The directory `model install` writes to.
 fn install_target(model_dir: Option<&Path>, model: LocalModel) -> Result<PathBuf> {
+    // `model_dir` is `--model-dir` or `CAIRN_MODEL_DIR`, read once in `Settings`.
     if let Some(dir) = model_dir {
         return Ok(dir.to_path_buf());
-    }
-    if let Some(dir) = std::env::var_os("CAIRN_MODEL_DIR").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
     }
     cairn_embed::default_model_dir_for(model.spec())
         .context("no place to install the model: set --model-dir, CAIRN_MODEL_DIR or HOME")
