@@ -876,7 +876,17 @@ fn maintenance_runs_what_is_due_once_per_interval_and_applies_only_what_is_safe(
             .all(|s| s["last"].is_null()),
         "{status}"
     );
-    assert_eq!(status["steps"][2]["due"], "now", "{status}");
+    assert_eq!(
+        status["steps"][3]["due"], "now",
+        "the dream never ran: {status}"
+    );
+    assert!(
+        status["steps"][2]["due"]
+            .as_str()
+            .unwrap()
+            .starts_with("off (dream.auto_accept = false"),
+        "decay may apply nothing: {status}"
+    );
 
     // auto_accept false (the default): the dream proposes, decay is left to it.
     let first = brain.json(&["maintain"], 0);

@@ -65,6 +65,15 @@ pub struct MaintainOptions {
     pub dream: DreamOptions,
 }
 
+impl MaintainOptions {
+    /// Decay's interval as the maintenance sees it: `None` (never due) when
+    /// `dream.auto_accept = false` lets it apply nothing.
+    fn decay_interval(&self) -> Option<TimeDelta> {
+        self.decay_every
+            .filter(|_| self.auto_accept != AutoAccept::No)
+    }
+}
+
 /// A step's last run, as kept in `meta` (and shown by `cairn maintain --status`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StepRun {
@@ -170,7 +179,7 @@ impl Engine {
             return Ok(true);
         }
         for (step, every) in [
-            ("decay", options.decay_every),
+            ("decay", options.decay_interval()),
             ("dream", options.dream_every),
         ] {
             if self.next_due(step, every)?.is_some_and(|due| due <= now) {
@@ -190,6 +199,9 @@ impl Engine {
                 "extract" => "when turns wait".to_string(),
                 "embed" if !options.embed => "off".to_string(),
                 "embed" => "when records wait".to_string(),
+                "decay" if options.auto_accept == AutoAccept::No => {
+                    "off (dream.auto_accept = false: the dream proposes decay)".to_string()
+                }
                 _ => {
                     let every = if *step == "decay" {
                         options.decay_every
