@@ -368,7 +368,29 @@ fn session_end(
         name.push(".maintain.lock");
         db.with_file_name(name)
     };
-    let wait_for_maintenance = || -> Result<()> {
+    // Untimed: the detached run a hook started has extracted `session` (its progress mark is
+    // in `meta`) and released the maintenance lock. Polled: the run is another process whose
+    // start the bench cannot observe otherwise.
+    let wait_for_maintenance = |session: &str| -> Result<()> {
+        let connection = rusqlite::Connection::open(db)?;
+        let key = format!("extract.done.{session}");
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            let done: i64 =
+                connection.query_row("SELECT count(*) FROM meta WHERE key = ?1", [&key], |r| {
+                    r.get(0)
+                })?;
+            if done > 0 {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the maintenance a session end started did not extract {session} in 600 s (see hook-errors.log: {})",
+                    error_log(db)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -421,11 +443,10 @@ fn session_end(
         let payload = json!({"session_id": name, "transcript_path": transcript, "cwd": dir,
             "hook_event_name": "SessionEnd", "reason": "exit"})
         .to_string();
-        wait_for_maintenance()?;
         let (ms, cpu) = hook("session-end", &payload)?;
         samples.push_process(ms, cpu);
+        wait_for_maintenance(&name)?;
     }
-    wait_for_maintenance()?;
     stats.push(stat(
         "hook session-end (maintenance detached)",
         size,
