@@ -371,7 +371,8 @@ fn session_end(
     // Untimed: the detached run a hook started has extracted `session` (its progress mark is
     // in `meta`) and released the maintenance lock. Polled: the run is another process whose
     // start the bench cannot observe otherwise.
-    let wait_for_maintenance = |session: &str| -> Result<()> {
+    // A hook that gave up at its deadline (logged) started nothing: `Ok(false)`, no wait.
+    let wait_for_maintenance = |session: &str, log_before: usize| -> Result<bool> {
         let connection = rusqlite::Connection::open(db)?;
         let key = format!("extract.done.{session}");
         let deadline = Instant::now() + Duration::from_secs(600);
@@ -382,6 +383,9 @@ fn session_end(
                 })?;
             if done > 0 {
                 break;
+            }
+            if error_log(db).len() > log_before {
+                return Ok(false);
             }
             if Instant::now() > deadline {
                 bail!(
@@ -397,7 +401,7 @@ fn session_end(
             .write(true)
             .open(&lock_path)?;
         lock.lock()?;
-        Ok(())
+        Ok(true)
     };
     let write_session = |name: &str, turns: usize, seed: u64| -> Result<PathBuf> {
         let mut rng = Rng::new(seed);
@@ -437,15 +441,25 @@ fn session_end(
         Ok((elapsed, cpu))
     };
     let mut samples = Samples::default();
+    let mut gave_up = 0;
     for i in 0..runs.min(60) {
         let name = format!("bench-end-{i}");
         let transcript = write_session(&name, 10, 0xe1d ^ i as u64)?;
         let payload = json!({"session_id": name, "transcript_path": transcript, "cwd": dir,
             "hook_event_name": "SessionEnd", "reason": "exit"})
         .to_string();
+        let log_before = error_log(db).len();
         let (ms, cpu) = hook("session-end", &payload)?;
         samples.push_process(ms, cpu);
-        wait_for_maintenance(&name)?;
+        if !wait_for_maintenance(&name, log_before)? {
+            gave_up += 1;
+        }
+    }
+    if gave_up > 0 {
+        eprintln!(
+            "  ({gave_up} of {} session-end hooks gave up at their deadline and started nothing: hook-errors.log)",
+            samples.wall_ms.len()
+        );
     }
     stats.push(stat(
         "hook session-end (maintenance detached)",
