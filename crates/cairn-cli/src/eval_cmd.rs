@@ -103,6 +103,13 @@ pub struct LocomoArgs {
     /// Write each question's ranked turns per mode here (JSON lines), for error analysis.
     #[arg(long, value_name = "FILE")]
     details: Option<PathBuf>,
+    /// Also measure with extracted facts: `observations` stores LoCoMo's per-session
+    /// observations through the extraction path (validated against the session's turns, stored
+    /// with trust captured and confidence inferred, linked to their supporting turns), then
+    /// asks every question again; a fact in the answer counts its supporting turns at its rank.
+    /// Adds a `MODE+facts` row per mode.
+    #[arg(long, value_name = "SOURCE", value_parser = ["observations"])]
+    facts: Option<String>,
 }
 
 /// One row of the report: a mode, and for extra hybrid rows their fusion settings.
@@ -150,6 +157,43 @@ struct Conversation {
     as_of: String,
     questions: Vec<Question>,
     turns: usize,
+    /// The dia id of each imported line, in order.
+    dia_ids: Vec<String>,
+    /// Per session: its capture session id, the end of its turns, and its observations
+    /// (text, supporting dia ids).
+    sessions: Vec<SessionFacts>,
+}
+
+struct SessionFacts {
+    session: String,
+    ends_at: chrono::NaiveDateTime,
+    observations: Vec<(String, Vec<String>)>,
+}
+
+/// A session's observations as LoCoMo writes them: `{speaker: [[text, "D1:3" | ["D1:3", …]],
+/// …]}`; evidence that names no turn is dropped (and the observation with it, when none is
+/// left).
+fn observations_of(value: &Value) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let Some(speakers) = value.as_object() else {
+        return out;
+    };
+    for items in speakers.values().filter_map(Value::as_array) {
+        for item in items {
+            let Some(text) = item.get(0).and_then(Value::as_str) else {
+                continue;
+            };
+            let evidence = match item.get(1) {
+                Some(Value::Array(ids)) => evidence_ids(ids),
+                Some(one @ Value::String(_)) => evidence_ids(std::slice::from_ref(one)),
+                _ => Vec::new(),
+            };
+            if !evidence.is_empty() {
+                out.push((text.to_string(), evidence));
+            }
+        }
+    }
+    out
 }
 
 fn parse_session_date(text: &str) -> Result<chrono::NaiveDateTime> {
@@ -193,6 +237,8 @@ fn load(path: &PathBuf) -> Result<Vec<Conversation>> {
         let mut lines = String::new();
         let mut last: Option<chrono::NaiveDateTime> = None;
         let mut turns = 0;
+        let mut dia_ids = Vec::new();
+        let mut sessions = Vec::new();
         let mut session = 1;
         while let Some(list) = conversation[format!("session_{session}")].as_array() {
             let date_text = conversation[format!("session_{session}_date_time")]
@@ -200,6 +246,7 @@ fn load(path: &PathBuf) -> Result<Vec<Conversation>> {
                 .unwrap_or_default();
             let date = parse_session_date(date_text)?;
             last = Some(last.map_or(date, |l| l.max(date)));
+            let session_id = format!("{id}-s{session}");
             for (index, turn) in list.iter().enumerate() {
                 let mut body = format!(
                     "{}: {}",
@@ -210,17 +257,28 @@ fn load(path: &PathBuf) -> Result<Vec<Conversation>> {
                     body.push_str(&format!(" [image: {caption}]"));
                 }
                 let at = date + chrono::Duration::seconds(index as i64);
+                // The source a client's turn capture gives (`turn of session ID`): what
+                // extraction reads a session's turns by. Not indexed, not embedded.
                 let line = json!({
                     "type": "episode",
                     "body": body,
                     "external_id": turn["dia_id"],
                     "created_at": at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
                     "project": id,
+                    "source": format!("turn of session {session_id}"),
                 });
                 lines.push_str(&line.to_string());
                 lines.push('\n');
+                dia_ids.push(turn["dia_id"].as_str().unwrap_or_default().to_string());
                 turns += 1;
             }
+            sessions.push(SessionFacts {
+                session: session_id,
+                ends_at: date + chrono::Duration::seconds(list.len() as i64),
+                observations: observations_of(
+                    &sample["observation"][format!("session_{session}_observation")],
+                ),
+            });
             session += 1;
         }
         let Some(last) = last else { continue };
@@ -256,6 +314,8 @@ fn load(path: &PathBuf) -> Result<Vec<Conversation>> {
             as_of,
             questions,
             turns,
+            dia_ids,
+            sessions,
         });
     }
     Ok(conversations)
@@ -355,6 +415,156 @@ impl Tally {
     }
 }
 
+/// What storing the observations did, over every conversation.
+#[derive(Default)]
+struct FactsTally {
+    sessions: usize,
+    observations: usize,
+    /// Observations whose every supporting dia id names no imported turn (not handed over).
+    unmapped: usize,
+    report: cairn_engine::ExtractReport,
+    secs: f64,
+}
+
+/// Stores a conversation's observations through the extraction path, each session's with the
+/// engine's clock just after that session (a fact is extracted once its session ended), and
+/// returns the dia id of every imported turn by record id.
+fn store_observations(
+    engine: &mut Engine,
+    conversation: &Conversation,
+    lines: &[cairn_engine::exchange::LineOutcome],
+    tally: &mut FactsTally,
+) -> Result<std::collections::HashMap<i64, String>> {
+    let mut id_of = std::collections::HashMap::new();
+    let mut dia_of = std::collections::HashMap::new();
+    for outcome in lines {
+        if let (Some(id), Some(dia)) = (outcome.id, conversation.dia_ids.get(outcome.line - 1)) {
+            id_of.insert(dia.clone(), id);
+            dia_of.insert(id, dia.clone());
+        }
+    }
+    let base = engine.context().clone();
+    for session in &conversation.sessions {
+        if session.observations.is_empty() {
+            continue;
+        }
+        tally.sessions += 1;
+        let mut candidates = Vec::new();
+        for (text, evidence) in &session.observations {
+            tally.observations += 1;
+            let turns: Vec<i64> = evidence
+                .iter()
+                .filter_map(|dia| id_of.get(dia).copied())
+                .collect();
+            if turns.is_empty() {
+                tally.unmapped += 1;
+                continue;
+            }
+            candidates.push(json!({"type": "fact", "body": text, "turns": turns}));
+        }
+        let mut context = base.clone();
+        context.now = Some((session.ends_at + chrono::Duration::hours(1)).and_utc());
+        engine.set_context(context);
+        let report = engine.extract_candidates(
+            &session.session,
+            &candidates,
+            "LoCoMo observations",
+            cairn_engine::ExtractTarget::Auto,
+        );
+        engine.set_context(base.clone());
+        let report = report?;
+        let total = &mut tally.report;
+        total.candidates += report.candidates;
+        total.stored += report.stored;
+        total.updated += report.updated;
+        total.duplicates += report.duplicates;
+        total.refused += report.refused;
+        total.dropped += report.dropped;
+        for reason in report.reasons {
+            if total.reasons.len() < 20 {
+                total.reasons.push(format!("{}: {reason}", session.session));
+            }
+        }
+    }
+    Ok(dia_of)
+}
+
+/// Asks every question of a conversation once per row, scoring the ranked turns.
+struct Asking<'a> {
+    ks: &'a [usize],
+    limit: usize,
+    base: &'a SemanticConfig,
+    details: Option<&'a mut String>,
+}
+
+impl Asking<'_> {
+    /// With `facts` (the dia id of each turn by record id), a fact in the answer stands for
+    /// its supporting turns (`derived_from`), at the fact's rank; a turn counts once, where it
+    /// first appears.
+    fn ask(
+        &mut self,
+        engine: &mut Engine,
+        conversation: &Conversation,
+        rows: &[Row],
+        tallies: &mut [Tally],
+        facts: Option<&std::collections::HashMap<i64, String>>,
+        suffix: &str,
+    ) -> Result<()> {
+        for (row, tally) in rows.iter().zip(tallies.iter_mut()) {
+            engine.set_semantic_config(row.config.clone().unwrap_or_else(|| self.base.clone()));
+            for question in &conversation.questions {
+                let mut request = RecallRequest::new(question.text.clone());
+                request.limit = self.limit;
+                request.touch = false;
+                request.as_of = Some(conversation.as_of.clone());
+                request.mode = row.mode;
+                request.project = Some(conversation.id.clone());
+                let clock = Instant::now();
+                let answer = engine.recall(&request)?;
+                tally
+                    .latencies_ms
+                    .push(clock.elapsed().as_secs_f64() * 1000.0);
+                if answer.degraded.is_some() {
+                    tally.degraded += 1;
+                }
+                let mut ranked: Vec<String> = Vec::new();
+                for result in &answer.results {
+                    let turns = match (&result.external_id, facts) {
+                        (Some(dia), _) => vec![dia.clone()],
+                        (None, Some(dia_of)) => engine
+                            .derived_turns(result.id)?
+                            .iter()
+                            .filter_map(|id| dia_of.get(id).cloned())
+                            .collect(),
+                        (None, None) => Vec::new(),
+                    };
+                    for dia in turns {
+                        if !ranked.contains(&dia) {
+                            ranked.push(dia);
+                        }
+                    }
+                }
+                ranked.truncate(self.limit);
+                tally.add(self.ks, &ranked, question);
+                if let Some(details) = self.details.as_deref_mut() {
+                    let line = json!({
+                        "conversation": conversation.id,
+                        "row": format!("{}{suffix}", row.label),
+                        "question": question.text,
+                        "answer": question.answer,
+                        "category": question.category,
+                        "evidence": question.evidence,
+                        "ranked": ranked,
+                    });
+                    details.push_str(&line.to_string());
+                    details.push('\n');
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
@@ -437,6 +647,8 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
         rows.push(fusion_row(spec, &config)?);
     }
     let mut tallies: Vec<Tally> = rows.iter().map(|_| Tally::default()).collect();
+    let mut facts_tallies: Vec<Tally> = rows.iter().map(|_| Tally::default()).collect();
+    let mut facts_tally = FactsTally::default();
     let mut ingest_secs = 0.0;
     let mut embed_secs = 0.0;
     let mut turns = 0;
@@ -501,44 +713,35 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
         }
         ingest_secs += clock.elapsed().as_secs_f64().max(imported);
         turns += conversation.turns;
-        for (row, tally) in rows.iter().zip(tallies.iter_mut()) {
-            engine.set_semantic_config(row.config.clone().unwrap_or_else(|| config.clone()));
-            let mode = &row.mode;
-            for question in &conversation.questions {
-                let mut request = RecallRequest::new(question.text.clone());
-                request.limit = limit;
-                request.touch = false;
-                request.as_of = Some(conversation.as_of.clone());
-                request.mode = *mode;
-                request.project = Some(conversation.id.clone());
-                let clock = Instant::now();
-                let answer = engine.recall(&request)?;
-                tally
-                    .latencies_ms
-                    .push(clock.elapsed().as_secs_f64() * 1000.0);
-                if answer.degraded.is_some() {
-                    tally.degraded += 1;
-                }
-                let ranked: Vec<String> = answer
-                    .results
-                    .iter()
-                    .filter_map(|r| r.external_id.clone())
-                    .collect();
-                tally.add(&ks, &ranked, question);
-                if locomo.details.is_some() {
-                    let line = json!({
-                        "conversation": conversation.id,
-                        "row": row.label,
-                        "question": question.text,
-                        "answer": question.answer,
-                        "category": question.category,
-                        "evidence": question.evidence,
-                        "ranked": ranked,
-                    });
-                    details.push_str(&line.to_string());
-                    details.push('\n');
+        let mut asking = Asking {
+            ks: &ks,
+            limit,
+            base: &config,
+            details: locomo.details.is_some().then_some(&mut details),
+        };
+        asking.ask(&mut engine, conversation, &rows, &mut tallies, None, "")?;
+        if locomo.facts.is_some() {
+            let clock = Instant::now();
+            let dia_of =
+                store_observations(&mut engine, conversation, &report.lines, &mut facts_tally)?;
+            if shared.is_some() {
+                let indexed = engine.index_pending(None, &mut |_, _| {})?;
+                if indexed.failed > 0 {
+                    eprintln!(
+                        "cairn eval: {}: {} facts not embedded: {:?}",
+                        conversation.id, indexed.failed, indexed.errors
+                    );
                 }
             }
+            facts_tally.secs += clock.elapsed().as_secs_f64();
+            asking.ask(
+                &mut engine,
+                conversation,
+                &rows,
+                &mut facts_tallies,
+                Some(&dia_of),
+                "+facts",
+            )?;
         }
         eprintln!(
             "cairn eval: {} done ({} turns, {} questions, {:.0} s so far)",
@@ -557,11 +760,16 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
         std::fs::write(path, details)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let mode_reports: serde_json::Map<String, Value> = rows
+    let mut mode_reports: serde_json::Map<String, Value> = rows
         .iter()
         .zip(&tallies)
         .map(|(row, tally)| (row.label.clone(), tally.report()))
         .collect();
+    if locomo.facts.is_some() {
+        for (row, tally) in rows.iter().zip(&facts_tallies) {
+            mode_reports.insert(format!("{}+facts", row.label), tally.report());
+        }
+    }
     let report = json!({
         "data": locomo.data,
         "conversations": conversations.len(),
@@ -587,6 +795,20 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             let (reused, embedded) = c.counts();
             json!({"file": locomo.cache, "reused": reused, "embedded": embedded})
         }),
+        "facts": locomo.facts.as_ref().map(|source| json!({
+            "source": source,
+            "sessions": facts_tally.sessions,
+            "observations": facts_tally.observations,
+            "unmapped": facts_tally.unmapped,
+            "candidates": facts_tally.report.candidates,
+            "stored": facts_tally.report.stored,
+            "updated": facts_tally.report.updated,
+            "duplicates": facts_tally.report.duplicates,
+            "refused": facts_tally.report.refused,
+            "dropped": facts_tally.report.dropped,
+            "reasons": facts_tally.report.reasons,
+            "secs": round3(facts_tally.secs),
+        })),
         "ingest_secs": round3(ingest_secs),
         "embed_secs": round3(embed_secs),
         "ingest_turns_per_sec": round3(turns as f64 / ingest_secs.max(1e-9)),

@@ -352,10 +352,11 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                 engine
                     .note_event("session_end", detail)
                     .map_err(|e| format!("session end: {e}"))?;
-                // The work a session's end makes due (extraction of its turns) runs detached:
-                // this hook returns within its deadline whatever the LLM takes.
+                // The work a session's end makes due (extraction of its turns, embedding,
+                // decay, a dream: `cairn maintain`) runs detached: this hook returns within
+                // its deadline whatever the LLM takes.
                 crate::commands::lifecycle::spawn_after_session(settings, &engine, &session, &cwd)
-                    .map_err(|e| format!("session end: cannot start the extraction: {e}"))?;
+                    .map_err(|e| format!("session end: cannot start the maintenance: {e}"))?;
             }
             Ok(None)
         }

@@ -60,11 +60,18 @@ pub fn print_error(error: &anyhow::Error, json: bool) {
     let message = error_message(error);
     if json {
         let mut value = serde_json::json!({"status": "error", "error": message});
-        if let Some(EngineError::Refused {
-            existing, ways_out, ..
-        }) = error.downcast_ref::<EngineError>()
-        {
-            value = serde_json::json!({"status": "refused", "error": message, "existing": existing, "ways_out": ways_out});
+        match error.downcast_ref::<EngineError>() {
+            Some(EngineError::Refused {
+                existing, ways_out, ..
+            }) => {
+                value = serde_json::json!({"status": "refused", "error": message, "existing": existing, "ways_out": ways_out});
+            }
+            // A write to a read-only brain is refused (exit 3), with no record and no way out
+            // from inside (`CAIRN_READ_ONLY`, a nested LLM run).
+            Some(EngineError::ReadOnly { .. }) => {
+                value = serde_json::json!({"status": "refused", "error": message, "existing": null, "ways_out": []});
+            }
+            _ => {}
         }
         outln!("{value}");
     }

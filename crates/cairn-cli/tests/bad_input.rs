@@ -236,11 +236,20 @@ fn read_only_mode_refuses_writes_and_keeps_reads() {
         .env("CAIRN_READ_ONLY", "1")
         .args(["remember", "--type", "fact", "--body", "another"])
         .assert()
-        .code(1)
+        .code(3)
         .stderr(
             predicate::str::contains("read-only")
                 .and(predicate::str::contains("nothing was written")),
         );
+    let refused = brain
+        .cmd()
+        .env("CAIRN_READ_ONLY", "1")
+        .args(["--json", "forget", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(3), "docs/cli.md: a refusal");
+    let answer: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(answer["status"], "refused", "{answer}");
     let out = brain
         .cmd()
         .env("CAIRN_READ_ONLY", "1")

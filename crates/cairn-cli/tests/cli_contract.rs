@@ -317,6 +317,8 @@ fn records_remember_recall_show_update_forget() {
         &["doctor", "--recover-into", recovered.to_str().unwrap()],
         0,
     );
+    snap(&brain, "maintain", &["maintain"], 0);
+    snap(&brain, "maintain_status", &["maintain", "--status"], 0);
 }
 
 #[test]

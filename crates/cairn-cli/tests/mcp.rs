@@ -938,3 +938,44 @@ fn update_warns_when_the_new_text_could_not_be_embedded() {
     assert!(!text_of(&updated).contains("note:"), "{updated}");
     server.stop();
 }
+
+/// The brief is handed to an agent over MCP and by `cairn brief`: what it shows is surfaced
+/// (`surfaced_at` set, `use_count` unchanged); a read-only brain's brief marks nothing.
+#[test]
+fn the_cli_and_mcp_brief_mark_what_they_show_as_surfaced() {
+    let brain = Brain::new();
+    let pinned = |body: &str| -> i64 {
+        let answer = brain.json(
+            &["remember", "--type", "preference", "--pin", "--body", body],
+            0,
+        );
+        answer["id"].as_i64().unwrap()
+    };
+    let by_mcp = pinned("answers use metric units and ISO dates throughout");
+    let show = |id: i64| brain.json(&["show", &id.to_string()], 0);
+    assert!(show(by_mcp)["surfaced_at"].is_null());
+
+    let mut read_only = Server::start(&brain, &[("CAIRN_READ_ONLY", "1")]);
+    read_only.initialize("2025-06-18");
+    let answer = read_only.call(1, "brief", json!({}));
+    assert!(text_of(&answer).contains(&format!("#{by_mcp}")), "{answer}");
+    read_only.stop();
+    assert!(
+        show(by_mcp)["surfaced_at"].is_null(),
+        "a read-only brief marks nothing"
+    );
+
+    let mut server = Server::start(&brain, &[]);
+    server.initialize("2025-06-18");
+    let answer = server.call(1, "brief", json!({}));
+    assert!(text_of(&answer).contains(&format!("#{by_mcp}")), "{answer}");
+    server.stop();
+    let record = show(by_mcp);
+    assert!(record["surfaced_at"].is_string(), "{record}");
+    assert_eq!(record["use_count"], 0, "{record}");
+
+    let by_cli = pinned("commit messages are written in the imperative mood");
+    let brief = brain.json(&["brief"], 0);
+    assert!(brief.to_string().contains(&format!("#{by_cli}")), "{brief}");
+    assert!(show(by_cli)["surfaced_at"].is_string());
+}

@@ -351,6 +351,8 @@ fn an_llm_that_is_missing_hangs_or_answers_garbage_stores_nothing_and_the_next_r
     }
 }
 
+/// Without an LLM the rules make a gotcha of an error and its fix; `cairn extract` without
+/// `--session` finds a Gemini session, whose turns came one by one.
 #[test]
 fn without_an_llm_an_error_and_its_fix_become_a_gotcha_candidate() {
     let brain = Brain::new();
@@ -382,9 +384,14 @@ fn without_an_llm_an_error_and_its_fix_become_a_gotcha_candidate() {
         "{}",
         std::fs::read_to_string(brain.dir.path().join("hook-errors.log")).unwrap_or_default()
     );
-    let report = brain.json(&["extract", "--session", "gem-1"], 0);
+    // Without `--session`: the turns a client handed over one by one (no transcript, no
+    // offset) are found as well as transcripts.
+    let report = brain.json(&["extract"], 0);
     assert_eq!(report["method"], "deterministic", "{report}");
+    assert_eq!(report["sessions"], 1, "{report}");
     assert_eq!(report["inbox"], 1, "{report}");
+    let again = brain.json(&["extract", "--session", "gem-1"], 0);
+    assert_eq!(again["turns"], 0, "already extracted: {again}");
     let inbox = brain.json(&["inbox", "list"], 0);
     let gotcha = inbox
         .as_array()
@@ -430,14 +437,15 @@ fn mkfifo(path: &Path) {
 }
 
 /// A fake LLM that says it started (a line into `started.fifo`), then waits for a line on
-/// `release.fifo` before answering one fact citing the first turn of its prompt.
+/// `release.fifo` before answering one fact citing the first turn of its prompt. A prompt with
+/// no turns (a dream's summary) is answered at once.
 fn gated_llm(brain: &Brain) -> (String, PathBuf, PathBuf) {
     let started = brain.dir.path().join("started.fifo");
     let release = brain.dir.path().join("release.fifo");
     mkfifo(&started);
     mkfifo(&release);
     let body = format!(
-        "prompt=$(cat)\nfirst=$(printf '%s\\n' \"$prompt\" | grep -o '^\\[T[0-9]*\\]' | head -n 1 | tr -d '[]T')\necho $$ > '{started}'\nread line < '{release}'\necho \"{{\\\"facts\\\": [{{\\\"type\\\": \\\"fact\\\", \\\"title\\\": \\\"pnpm lockfile\\\", \\\"body\\\": \\\"the lockfile needs pnpm pinned\\\", \\\"turns\\\": [$first]}}]}}\"",
+        "prompt=$(cat)\nif ! printf '%s\\n' \"$prompt\" | grep -q '^\\[T[0-9]'; then echo 'These records describe the pnpm lockfile.'; exit 0; fi\nfirst=$(printf '%s\\n' \"$prompt\" | grep -o '^\\[T[0-9]*\\]' | head -n 1 | tr -d '[]T')\necho $$ > '{started}'\nread line < '{release}'\necho \"{{\\\"facts\\\": [{{\\\"type\\\": \\\"fact\\\", \\\"title\\\": \\\"pnpm lockfile\\\", \\\"body\\\": \\\"the lockfile needs pnpm pinned\\\", \\\"turns\\\": [$first]}}]}}\"",
         started = started.display(),
         release = release.display()
     );
@@ -665,8 +673,9 @@ fn a_record_the_prompt_hook_injects_is_surfaced_and_never_archives_while_it_is()
     );
 }
 
-/// The session-end hook returns while the extraction it started is still waiting for its LLM
-/// (detached), and that extraction then puts the session's candidates in the inbox.
+/// The session-end hook returns while the maintenance it started is still waiting for its LLM
+/// (detached); that run extracts the session's candidates into the inbox and runs the dream
+/// that was due, and a second run meanwhile says `busy`.
 #[test]
 fn session_end_starts_the_extraction_detached_from_the_hook() {
     use std::io::{BufRead, Write};
@@ -692,6 +701,9 @@ fn session_end_starts_the_extraction_detached_from_the_hook() {
     std::io::BufReader::new(std::fs::File::open(&started).unwrap())
         .read_line(&mut line)
         .unwrap();
+    // One maintenance run per brain: a second one meanwhile (another session ending) does nothing.
+    let second = brain.json(&["maintain"], 0);
+    assert_eq!(second["busy"], true, "{second}");
     writeln!(
         std::fs::OpenOptions::new()
             .write(true)
@@ -700,9 +712,16 @@ fn session_end_starts_the_extraction_detached_from_the_hook() {
         "go"
     )
     .unwrap();
-    // The extraction holds its lock until it is done: taking it waits for the end.
-    let lock = std::fs::File::open(brain.dir.path().join("brain.db.extract.lock")).unwrap();
+    // The maintenance holds its lock until it is done: taking it waits for the end.
+    let lock = std::fs::File::open(brain.dir.path().join("brain.db.maintain.lock")).unwrap();
     lock.lock().unwrap();
+    let status = brain.json(&["maintain", "--status"], 0);
+    let steps = status["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["last"]["outcome"], "ok", "{status}");
+    assert_eq!(
+        steps[3]["last"]["outcome"], "ok",
+        "the dream was due: {status}"
+    );
     let inbox = brain.json(&["inbox", "list"], 0);
     assert!(
         inbox
@@ -750,6 +769,21 @@ fn an_unattended_dream_with_safe_auto_accept_applies_only_what_loses_nothing() {
             "60d",
         ],
     );
+    let claim = remember(
+        &brain,
+        &[
+            "--type",
+            "fact",
+            "--body",
+            "the artifact bucket keeps nightly tarballs for ninety days",
+            "--confidence",
+            "confirmed",
+            "--source",
+            "ops runbook",
+            "--at",
+            "70d",
+        ],
+    );
     let refused = brain.json(&["dream", "--unattended", "--accept"], 3);
     assert!(refused.to_string().contains("auto_accept"), "{refused}");
     brain.json(&["config", "set", "dream.auto_accept", "safe"], 0);
@@ -765,12 +799,288 @@ fn an_unattended_dream_with_safe_auto_accept_applies_only_what_loses_nothing() {
         "{dream}"
     );
     assert_eq!(dream["dream"]["status"], "partial", "{dream}");
-    let show = |id: i64| brain.json(&["show", &id.to_string()], 0)["status"].clone();
-    assert_eq!(show(stale), "archived", "decay applied");
-    assert_eq!(show(gotcha), "active");
+    let show = |id: i64| brain.json(&["show", &id.to_string()], 0);
     assert_eq!(
-        show(copy),
+        show(claim)["confidence"],
+        "reported",
+        "the decay demotion is applied"
+    );
+    assert_eq!(
+        show(stale)["status"],
+        "active",
+        "a decay archive is not safe: it waits for a person"
+    );
+    assert_eq!(show(gotcha)["status"], "active");
+    assert_eq!(
+        show(copy)["status"],
         "active",
         "the merge or forget waits for a person"
+    );
+    let pending: Vec<&Value> = dream["dream"]["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["outcome"].is_null())
+        .collect();
+    assert!(
+        pending
+            .iter()
+            .any(|p| p["kind"] == "decay" && p["payload"]["action"] != "demote"),
+        "the archive stays pending: {dream}"
+    );
+    assert!(
+        pending.iter().all(|p| p["kind"] != "summary"
+            && !(p["kind"] == "decay" && p["payload"]["action"] == "demote")),
+        "{dream}"
+    );
+}
+
+/// `cairn maintain` (what a session end starts detached) runs the extraction, decay and an
+/// unattended dream, each at most once per interval, records each step's last run for
+/// `maintain --status`, and with `dream.auto_accept = safe` applies decay's demotions only.
+#[test]
+fn maintenance_runs_what_is_due_once_per_interval_and_applies_only_what_is_safe() {
+    let brain = Brain::new();
+    let claim = remember(
+        &brain,
+        &[
+            "--type",
+            "fact",
+            "--body",
+            "the artifact bucket keeps nightly tarballs for ninety days",
+            "--confidence",
+            "confirmed",
+            "--source",
+            "ops runbook",
+            "--at",
+            "70d",
+        ],
+    );
+    let stale = remember(
+        &brain,
+        &[
+            "--type",
+            "state",
+            "--body",
+            "the build box is rebooting for maintenance",
+            "--at",
+            "60d",
+        ],
+    );
+    let status = brain.json(&["maintain", "--status"], 0);
+    assert!(
+        status["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["last"].is_null()),
+        "{status}"
+    );
+    assert_eq!(
+        status["steps"][3]["due"], "now",
+        "the dream never ran: {status}"
+    );
+    assert!(
+        status["steps"][2]["due"]
+            .as_str()
+            .unwrap()
+            .starts_with("off (dream.auto_accept = false"),
+        "decay may apply nothing: {status}"
+    );
+
+    // auto_accept false (the default): the dream proposes, decay is left to it.
+    let first = brain.json(&["maintain"], 0);
+    let step = |report: &Value, name: &str| -> Value {
+        report["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["step"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no step {name}: {report}"))
+    };
+    assert_eq!(step(&first, "extract")["ran"], true, "{first}");
+    assert_eq!(step(&first, "embed")["ran"], false, "no embedder: {first}");
+    assert!(
+        step(&first, "decay")["skipped"]
+            .as_str()
+            .unwrap()
+            .contains("dream.auto_accept = false"),
+        "{first}"
+    );
+    assert_eq!(step(&first, "dream")["run"]["outcome"], "ok", "{first}");
+    let show = |id: i64| brain.json(&["show", &id.to_string()], 0);
+    assert_eq!(show(claim)["confidence"], "confirmed");
+    assert_eq!(
+        brain.json(&["dream", "list"], 0)["dreams"][0]["status"],
+        "proposed"
+    );
+
+    // Within the day nothing is due again.
+    let again = brain.json(&["maintain"], 0);
+    assert!(
+        step(&again, "dream")["skipped"]
+            .as_str()
+            .unwrap()
+            .starts_with("not due until"),
+        "{again}"
+    );
+
+    // Two days later with `safe`: decay demotes (never archives), the dream runs again.
+    brain.json(&["config", "set", "dream.auto_accept", "safe"], 0);
+    let later = cairn_core::time::format_ts(chrono::Utc::now() + chrono::Duration::days(2));
+    let output = brain
+        .cmd()
+        .env("CAIRN_NOW", &later)
+        .args(["--json", "maintain"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let safe: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let decay = step(&safe, "decay");
+    assert_eq!(decay["run"]["outcome"], "ok", "{safe}");
+    assert!(
+        decay["run"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("1 demoted, 0 archived"),
+        "{safe}"
+    );
+    assert_eq!(step(&safe, "dream")["run"]["outcome"], "ok", "{safe}");
+    assert_eq!(show(claim)["confidence"], "reported");
+    assert_eq!(show(stale)["status"], "active", "an archive is not safe");
+
+    let status = brain.json(&["maintain", "--status"], 0);
+    let steps = status["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 4, "{status}");
+    assert_eq!(steps[2]["last"]["step"], "decay", "{status}");
+    assert_eq!(steps[2]["last"]["at"], later.as_str(), "{status}");
+    assert!(
+        steps[3]["due"].as_str().unwrap() > later.as_str(),
+        "{status}"
+    );
+
+    // Off is off; a bad interval is refused with the fix.
+    brain.json(&["config", "set", "maintenance.dream_every", "off"], 0);
+    let status = brain.json(&["maintain", "--status"], 0);
+    assert_eq!(status["steps"][3]["due"], "off", "{status}");
+    let bad = brain.json(&["config", "set", "maintenance.decay_every", "weekly"], 1);
+    assert!(bad.to_string().contains("maintenance.decay_every"), "{bad}");
+    let output = brain
+        .cmd()
+        .env("CAIRN_MAINTENANCE_DECAY_EVERY", "weekly")
+        .args(["maintain"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("maintenance.decay_every") && stderr.contains("from env"),
+        "{stderr}"
+    );
+}
+
+/// A plain HTTP server on 127.0.0.1 answering the OpenAI chat shape: the reply is one fact
+/// citing the first turn of the prompt. It hands each request it read (headers and body) to
+/// the test, and answers `requests` of them.
+fn chat_server(requests: usize) -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (sender, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(requests) {
+            let mut stream = stream.unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+                head.push_str(&line);
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body).unwrap();
+            let body = String::from_utf8(body).unwrap();
+            // the first `[T<id>]` label of a turn (the instructions mention `[T…]`)
+            let first: String = body
+                .split("[T")
+                .skip(1)
+                .map(|rest| {
+                    rest.chars()
+                        .take_while(|c| c.is_ascii_digit())
+                        .collect::<String>()
+                })
+                .find(|id| !id.is_empty())
+                .unwrap_or_default();
+            let facts = format!(
+                r#"Here you go: {{"facts": [{{"type": "gotcha", "title": "pnpm lockfile", "body": "the lockfile needs pnpm pinned before the install", "turns": [{first}]}}]}}"#
+            );
+            let answer = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": facts}}]})
+                .to_string();
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            )
+            .unwrap();
+            sender.send(format!("{head}{body}")).unwrap();
+        }
+    });
+    (url, received)
+}
+
+/// Extraction through `llm.url` (an OpenAI-compatible endpoint), against a real HTTP server
+/// on loopback: the request carries the model, the key from the environment and the turns
+/// in the contract's `[T<id>]` lines; the reply's fact lands in the inbox.
+#[test]
+fn extraction_through_an_http_llm_endpoint_puts_its_facts_in_the_inbox() {
+    let brain = Brain::new();
+    long_session(&brain, "s-http", 3);
+    let (url, requests) = chat_server(1);
+    brain.json(&["config", "set", "llm.url", &url], 0);
+    brain.json(&["config", "set", "llm.model", "extract-test"], 0);
+    let output = brain
+        .cmd()
+        .env("CAIRN_LLM_API_KEY", "sk-loopback")
+        .args(["--json", "extract"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["method"], "llm", "{report}");
+    assert_eq!(report["llm_calls"], 1, "{report}");
+    assert_eq!(report["inbox"], 1, "{report}");
+    assert_eq!(report["dropped"], 0, "{report}");
+    let request = requests
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap();
+    assert!(
+        request.starts_with("POST /v1/chat/completions "),
+        "{request}"
+    );
+    assert!(request.contains("Bearer sk-loopback"), "{request}");
+    assert!(request.contains("\"extract-test\""), "{request}");
+    assert!(
+        request.contains("question 2 about the pnpm lockfile"),
+        "{request}"
+    );
+    let inbox = brain.json(&["inbox", "list"], 0);
+    let item = inbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "extracted")
+        .unwrap_or_else(|| panic!("{inbox}"));
+    assert_eq!(item["suggested_type"], "gotcha", "{item}");
+    assert!(
+        item["source"].as_str().unwrap().contains("session s-http"),
+        "{item}"
     );
 }

@@ -77,6 +77,18 @@ pub fn memory_item(memory: &Memory) -> String {
 }
 
 impl Engine {
+    /// The brief as it is handed to an agent (`cairn brief`, MCP `brief`, the session-start
+    /// hook): [`Engine::brief`], then every record it shows is marked surfaced (passive use,
+    /// `surfaced_at`). That mark is bookkeeping: on a read-only brain it is not made, and a
+    /// failure to make it never costs the caller the brief.
+    pub fn brief_for_agent(&mut self, request: &BriefRequest) -> Result<Brief> {
+        let brief = self.brief(request)?;
+        if !self.context.read_only {
+            let _ = self.note_surfaced(&cairn_core::brief::record_ids_shown(&brief.assembled.text));
+        }
+        Ok(brief)
+    }
+
     /// The brief. `&mut`: the code map section refreshes the stored map (a write unless the
     /// brain is read-only).
     pub fn brief(&mut self, request: &BriefRequest) -> Result<Brief> {

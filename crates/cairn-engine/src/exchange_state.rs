@@ -1,6 +1,6 @@
 //! The rest of a brain in the JSONL exchange: what is kept besides records, history, scopes,
 //! the graph and events — settings, the identity, tasks, measure readings, awareness items, the
-//! inbox, conflicts, transcript capture offsets and dream proposal sets (each with its
+//! inbox, conflicts, transcript capture offsets, surfacings (passive use) and dream proposal sets (each with its
 //! proposals and decision). Export writes one line per row, `{"kind": K, "row": {column:
 //! value}}` (a dream set also carries `"proposals"`); import reads them after every memory
 //! line, so record ids are remapped as the memories were, and each line gets its own outcome.
@@ -26,6 +26,7 @@ pub(crate) const STATE_KINDS: &[&str] = &[
     "inbox",
     "conflict",
     "capture_offset",
+    "surfacing",
     "dream_set",
 ];
 
@@ -38,6 +39,7 @@ const ROW_KINDS: &[(&str, ExchangeTable)] = &[
     ("inbox", ExchangeTable::Inbox),
     ("conflict", ExchangeTable::Conflicts),
     ("capture_offset", ExchangeTable::CaptureOffsets),
+    ("surfacing", ExchangeTable::Surfacings),
 ];
 
 /// Writes the state lines; returns how many.
@@ -134,7 +136,37 @@ fn import_line(
                 ))
             }
         }
+        ExchangeTable::Surfacings => import_surfacing(tx, row, id_map),
         _ => import_numbered_row(tx, kind, table, row, id_map),
+    }
+}
+
+/// A record's surfacing (when the brief or the prompt hook last handed it to an agent), its
+/// record id remapped; a record that already has one keeps it.
+fn import_surfacing(
+    tx: &WriteTx<'_>,
+    mut row: Map<String, Value>,
+    id_map: &HashMap<i64, i64>,
+) -> Result<(LineStatus, String)> {
+    let old = row
+        .get("memory_id")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| invalid("surfacing", "no memory_id"))?;
+    let id = remap(id_map, old);
+    if tx.reader().get(id)?.is_none() {
+        return Ok((
+            LineStatus::Refused,
+            format!("record #{old} of this surfacing is not in the brain; skipped"),
+        ));
+    }
+    row.insert("memory_id".to_string(), json!(id));
+    if tx.insert_exchange_row(ExchangeTable::Surfacings, &row)? {
+        Ok((LineStatus::Added, "surfacing".to_string()))
+    } else {
+        Ok((
+            LineStatus::Noop,
+            format!("record #{id} already has a surfacing in this brain; kept it"),
+        ))
     }
 }
 

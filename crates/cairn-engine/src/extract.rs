@@ -248,22 +248,7 @@ impl Engine {
                         }
                     };
                     let known: BTreeMap<i64, String> = batch.iter().cloned().collect();
-                    let mut facts = Vec::new();
-                    for (index, candidate) in candidates.iter().enumerate() {
-                        report.candidates += 1;
-                        if index >= extraction::MAX_FACTS_PER_REPLY {
-                            report.dropped += 1;
-                            continue;
-                        }
-                        match extraction::validate(candidate, &known) {
-                            Ok(fact) => facts.push(fact),
-                            Err(why) => {
-                                report.dropped += 1;
-                                report.reason(format!("dropped: {why}"));
-                            }
-                        }
-                    }
-                    facts
+                    validated(&candidates, &known, report)
                 }
                 None => {
                     let facts = extraction::deterministic(&batch);
@@ -272,7 +257,11 @@ impl Engine {
                 }
             };
             report.turns += batch.len();
-            self.store_facts(session, &facts, last, options, report)?;
+            let by = options
+                .llm
+                .as_ref()
+                .map_or("deterministic rules".to_string(), LlmConfig::describe);
+            self.store_facts(session, &facts, last, &by, options.target, report)?;
             done = last;
         }
     }
@@ -285,23 +274,76 @@ impl Engine {
             .len())
     }
 
+    /// Candidates from elsewhere than an LLM call — `cairn eval locomo --facts observations`
+    /// hands over LoCoMo's per-session observations — through the same path as a reply:
+    /// validated against every captured turn of `session` (the contract's JSON objects, each
+    /// citing its turns by record id), then stored (`target`) with the session's progress
+    /// moved past those turns, so a later `cairn extract` does not read them again. `by`
+    /// names where they came from in each record's source.
+    pub fn extract_candidates(
+        &mut self,
+        session: &str,
+        candidates: &[serde_json::Value],
+        by: &str,
+        target: ExtractTarget,
+    ) -> Result<ExtractReport> {
+        self.ensure_writable("extract")?;
+        let started = Instant::now();
+        let turns = self
+            .store
+            .reader()
+            .session_turns(session, 0, usize::MAX >> 1)?;
+        let mut report = ExtractReport {
+            method: "given".to_string(),
+            sessions: usize::from(!turns.is_empty()),
+            turns: turns.len(),
+            ..ExtractReport::default()
+        };
+        let Some(last) = turns.last().map(|(id, _)| *id) else {
+            report.dropped = candidates.len();
+            report.candidates = candidates.len();
+            if !candidates.is_empty() {
+                report.reason(format!("dropped: session {session} has no captured turns"));
+            }
+            return Ok(report);
+        };
+        let known: BTreeMap<i64, String> = turns.into_iter().collect();
+        let facts = validated_all(candidates, &known, &mut report);
+        self.store_facts(session, &facts, last, by, target, &mut report)?;
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        Ok(report)
+    }
+
+    /// The turns a record was extracted from (its `derived_from` edges), lowest id first;
+    /// empty for a record that was not extracted or was stored before the link existed.
+    pub fn derived_turns(&self, record: i64) -> Result<Vec<i64>> {
+        Ok(self
+            .store
+            .reader()
+            .open_targets(
+                cairn_core::graph::Node::record(record),
+                crate::graph::write::DERIVED_FROM,
+            )?
+            .into_iter()
+            .filter(|(node, _)| node.kind == cairn_core::graph::NodeKind::Record)
+            .map(|(node, _)| node.id)
+            .collect())
+    }
+
     /// One batch's candidates and the session's progress, in one transaction.
     fn store_facts(
         &mut self,
         session: &str,
         facts: &[Fact],
         last: i64,
-        options: &ExtractOptions,
+        by: &str,
+        target: ExtractTarget,
         report: &mut ExtractReport,
     ) -> Result<()> {
         let now = self.now();
         let project = self.context.project.clone();
         let actor = self.context.actor.clone();
         let extract_entities = self.extract_entities;
-        let by = options
-            .llm
-            .as_ref()
-            .map_or("deterministic rules".to_string(), LlmConfig::describe);
         let mut tally = ExtractReport::default();
         self.store.write(|tx| {
             let mut counts = TermCounts::default();
@@ -314,7 +356,7 @@ impl Engine {
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
-                match options.target {
+                match target {
                     ExtractTarget::Inbox => {
                         store_in_inbox(tx, fact, &project, &source, now, &mut tally)?
                     }
@@ -344,6 +386,54 @@ impl Engine {
             report.reason(reason);
         }
         Ok(())
+    }
+}
+
+/// The valid candidates of one reply (at most `MAX_FACTS_PER_REPLY`); the others are dropped
+/// and counted, with the reason.
+fn validated(
+    candidates: &[serde_json::Value],
+    known: &BTreeMap<i64, String>,
+    report: &mut ExtractReport,
+) -> Vec<Fact> {
+    let mut facts = Vec::new();
+    for (index, candidate) in candidates.iter().enumerate() {
+        report.candidates += 1;
+        if index >= extraction::MAX_FACTS_PER_REPLY {
+            report.dropped += 1;
+            continue;
+        }
+        validate_one(candidate, known, &mut facts, report);
+    }
+    facts
+}
+
+/// Every valid candidate, with no per-reply cap (candidates not from one LLM reply).
+fn validated_all(
+    candidates: &[serde_json::Value],
+    known: &BTreeMap<i64, String>,
+    report: &mut ExtractReport,
+) -> Vec<Fact> {
+    let mut facts = Vec::new();
+    for candidate in candidates {
+        report.candidates += 1;
+        validate_one(candidate, known, &mut facts, report);
+    }
+    facts
+}
+
+fn validate_one(
+    candidate: &serde_json::Value,
+    known: &BTreeMap<i64, String>,
+    facts: &mut Vec<Fact>,
+    report: &mut ExtractReport,
+) {
+    match extraction::validate(candidate, known) {
+        Ok(fact) => facts.push(fact),
+        Err(why) => {
+            report.dropped += 1;
+            report.reason(format!("dropped: {why}"));
+        }
     }
 }
 
@@ -413,6 +503,15 @@ fn store_record(
     };
     let outcome = remember_in_batch(tx, &request, prepared, now, actor, counts)?;
     crate::graph::write::after_remember(tx, &request, &outcome, now, actor, extract_entities)?;
+    if let Some(id) = outcome.id
+        && matches!(
+            outcome.status,
+            RememberStatus::Added | RememberStatus::Flagged | RememberStatus::Updated
+        )
+    {
+        // the link to its supporting turns (`derived_from`), through the graph API
+        crate::graph::write::record_derived_from(tx, id, &fact.turns, &format_ts(now), actor)?;
+    }
     match outcome.status {
         RememberStatus::Added => tally.stored += 1,
         RememberStatus::Flagged => {

@@ -13,7 +13,7 @@ use cairn_core::record::MemoryType;
 use cairn_engine::exchange::ImportOptions;
 use cairn_engine::graph::RelateRequest;
 use cairn_engine::lifecycle::DreamOptions;
-use cairn_engine::{Engine, RememberRequest, RememberStatus, UpdateRequest};
+use cairn_engine::{Engine, ListRequest, RememberRequest, RememberStatus, UpdateRequest};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -162,6 +162,15 @@ fn rich_brain(dir: &Path) -> Engine {
     engine
         .set_setting("dream.keep_decided_days", Some("30"))
         .unwrap();
+    // Passive use: the records a brief handed to an agent.
+    let shown = engine
+        .list(&ListRequest {
+            limit: 10,
+            ..ListRequest::default()
+        })
+        .unwrap();
+    let ids: Vec<i64> = shown.iter().take(2).map(|m| m.id).collect();
+    assert_eq!(engine.note_surfaced(&ids).unwrap(), ids.len());
 
     // A captured transcript: an episode, the inbox and the session's offset.
     let transcript = dir.join("session.jsonl");
@@ -267,14 +276,8 @@ fn a_whole_brain_survives_export_and_import() {
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
             .unwrap();
         // Not carried by the JSONL exchange: vectors and the code map (derived: re-embedded and
-        // re-parsed), service tokens (secrets, kept to the brain that issued them) and
-        // `surfacings` (passive use, issue 18: an imported brain starts with no surfacing, so
-        // decay counts idleness from the last access there).
-        if table == "vectors"
-            || table.starts_with("codemap_")
-            || table == "service_tokens"
-            || table == "surfacings"
-        {
+        // re-parsed) and service tokens (secrets, kept to the brain that issued them).
+        if table == "vectors" || table.starts_with("codemap_") || table == "service_tokens" {
             continue;
         }
         assert!(rows > 0, "the rich brain has no rows in {table}");

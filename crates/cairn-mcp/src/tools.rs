@@ -520,7 +520,8 @@ fn brief() -> ToolSpec {
                         .ok_or_else(|| EngineError::Invalid(format!("unknown section {name:?}")))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let brief = engine.brief(&BriefRequest {
+            // handed to the agent: what it shows is marked surfaced (passive use)
+            let brief = engine.brief_for_agent(&BriefRequest {
                 budget: args.budget.unwrap_or(cairn_engine::DEFAULT_BRIEF_BUDGET),
                 sections,
             })?;

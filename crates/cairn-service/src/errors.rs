@@ -6,10 +6,12 @@ use cairn_engine::ErrorKind;
 /// Exit code 3: the write needs a decision.
 pub const EXIT_REFUSED: u8 = 3;
 
-/// The CLI's exit code (1 error, 3 refused; 2, a usage error, comes from clap before any call).
+/// The CLI's exit code (1 error, 3 refused — a write that needs a decision, or any write to a
+/// read-only brain, as HTTP's 409 and MCP's `refused`; 2, a usage error, comes from clap before
+/// any call).
 pub fn exit_code(kind: ErrorKind) -> u8 {
     match kind {
-        ErrorKind::Refused => EXIT_REFUSED,
+        ErrorKind::Refused | ErrorKind::ReadOnly => EXIT_REFUSED,
         _ => 1,
     }
 }
@@ -81,5 +83,6 @@ mod tests {
             assert!(exit_code(kind) != 0, "{kind:?}");
         }
         assert_eq!(exit_code(ErrorKind::Refused), 3);
+        assert_eq!(exit_code(ErrorKind::ReadOnly), 3, "docs/cli.md: refused");
     }
 }

@@ -1,6 +1,6 @@
 //! Whole rows of the tables the JSONL exchange carries besides records and the graph: tasks,
-//! measure readings, the identity, awareness items, the inbox, conflicts, capture offsets and
-//! dream proposal sets. Rows go out as JSON objects keyed by column name and come back the
+//! measure readings, the identity, awareness items, the inbox, conflicts, capture offsets,
+//! surfacings and dream proposal sets. Rows go out as JSON objects keyed by column name and come back the
 //! same way; only the tables of [`ExchangeTable`] are reachable, and a row's keys are checked
 //! against the table's real columns before any SQL is built, so input never names SQL.
 //! The rules (which ids to remap, what counts as already there) live in the engine.
@@ -19,6 +19,7 @@ pub enum ExchangeTable {
     Inbox,
     Conflicts,
     CaptureOffsets,
+    Surfacings,
     DreamRuns,
     DreamProposals,
 }
@@ -33,6 +34,7 @@ impl ExchangeTable {
             ExchangeTable::Inbox => "inbox",
             ExchangeTable::Conflicts => "conflicts",
             ExchangeTable::CaptureOffsets => "capture_offsets",
+            ExchangeTable::Surfacings => "surfacings",
             ExchangeTable::DreamRuns => "dream_runs",
             ExchangeTable::DreamProposals => "dream_proposals",
         }
@@ -42,6 +44,7 @@ impl ExchangeTable {
     fn order(self) -> &'static str {
         match self {
             ExchangeTable::CaptureOffsets => "session_id",
+            ExchangeTable::Surfacings => "memory_id",
             ExchangeTable::DreamRuns => "created_at, id",
             ExchangeTable::DreamProposals => "run_id, seq",
             _ => "id",

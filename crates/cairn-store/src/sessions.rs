@@ -39,12 +39,19 @@ impl Reader<'_> {
             .map_err(self.sessions_map())
     }
 
-    /// The sessions capture has seen (transcript offsets), most recently captured first.
+    /// The sessions capture has seen, most recently captured first: the transcripts it read
+    /// (their offsets) and the sessions whose turns a client handed over one by one (Gemini,
+    /// Cursor: episodes with the source `turn of session ID`, no offset).
     pub fn captured_sessions(&self, limit: usize) -> Result<Vec<String>> {
         let mut statement = self
             .conn
             .prepare_cached(
-                "SELECT session_id FROM capture_offsets ORDER BY updated_at DESC, session_id LIMIT ?1",
+                "SELECT session FROM ( \
+                   SELECT session_id AS session, updated_at AS at FROM capture_offsets \
+                   UNION ALL \
+                   SELECT substr(source, 17), created_at FROM memories \
+                   WHERE type = 'episode' AND source LIKE 'turn of session %' \
+                 ) GROUP BY session ORDER BY max(at) DESC, session LIMIT ?1",
             )
             .map_err(self.sessions_map())?;
         let rows = statement

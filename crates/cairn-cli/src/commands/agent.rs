@@ -171,7 +171,8 @@ fn run_brief(settings: &Settings, brief: &BriefArgs) -> Result<ExitCode> {
         budget: brief.budget,
         sections: brief.sections.clone(),
     };
-    let brief = engine.brief(&request)?;
+    // handed out: what it shows counts as used for decay (surfaced_at)
+    let brief = engine.brief_for_agent(&request)?;
     if settings.json {
         print_json(&brief);
     } else {

@@ -7,9 +7,10 @@ use crate::output::{print_json, snippet};
 use crate::settings::Settings;
 use anyhow::{Result, bail};
 use cairn_engine::Engine;
-use cairn_engine::lifecycle::config::parse_days;
+use cairn_engine::lifecycle::config::{parse_days, parse_every};
 use cairn_engine::lifecycle::{
-    DreamOptions, DreamOutcome, DreamView, KEEP_DECIDED_DAYS, LlmConfig,
+    AutoAccept, DreamOptions, DreamOutcome, DreamView, KEEP_DECIDED_DAYS, LlmConfig,
+    MaintainOptions,
 };
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -26,6 +27,9 @@ pub enum LifecycleCommand {
     /// Turn captured session turns into candidate records (decisions, gotchas, facts): with the
     /// configured LLM, else by rules; into the inbox, or stored with `capture.extract = auto`.
     Extract(ExtractArgs),
+    /// Run the maintenance that is due — extraction, embedding of pending records, decay, an
+    /// unattended dream — one run at a time per brain (what a session end starts detached).
+    Maintain(MaintainArgs),
     /// Settings kept in the brain (llm.command, llm.url, dream.auto_accept, …).
     Config {
         #[command(subcommand)]
@@ -38,8 +42,139 @@ pub fn run(settings: &Settings, command: &LifecycleCommand) -> Result<ExitCode> 
         LifecycleCommand::Decay(decay) => run_decay(settings, decay),
         LifecycleCommand::Dream(dream) => run_dream(settings, dream),
         LifecycleCommand::Extract(extract) => run_extract(settings, extract),
+        LifecycleCommand::Maintain(maintain) => run_maintain(settings, maintain),
         LifecycleCommand::Config { command } => run_config(settings, command),
     }
+}
+
+#[derive(Debug, Args)]
+pub struct MaintainArgs {
+    /// The session that ended (the client's session id): its turns are extracted; default:
+    /// every captured session with turns not yet extracted.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Only show each step's last run and when it is due next; nothing runs.
+    #[arg(long)]
+    status: bool,
+}
+
+/// What the maintenance may do, from the brain's settings (and their environment overrides).
+pub fn maintain_options(settings: &Settings, engine: &Engine) -> Result<MaintainOptions> {
+    let word = |key: &str| -> Result<Option<String>> {
+        Ok(engine
+            .setting(key, &env)?
+            .value
+            .map(|v| v.trim().to_string()))
+    };
+    let extract = match word("capture.extract")?.as_deref() {
+        Some("off") => None,
+        _ => Some(extract_options(engine, None, false)?),
+    };
+    let embedder_on = !matches!(
+        crate::embedder::choice(settings),
+        Ok(crate::embedder::Choice::Configured(
+            cairn_embed::EmbedderConfig::None
+        ))
+    );
+    let embed = embedder_on && word("maintenance.embed")?.as_deref() != Some("off");
+    let every = |key: &str| -> Result<Option<chrono::TimeDelta>> {
+        let setting = engine.setting(key, &env)?;
+        let value = setting.value.unwrap_or_else(|| "off".into());
+        match parse_every(&value) {
+            Some(every) => Ok(every),
+            None => bail!(
+                "{key} = {value:?} (from {}) is not an interval; nothing was run — use `1d`, `12h`, `0` or `off`: `cairn config set {key} 1d`",
+                setting.from
+            ),
+        }
+    };
+    let (max_llm_calls, keep_decided_days) = dream_budget(engine)?;
+    Ok(MaintainOptions {
+        extract,
+        embed,
+        decay_every: every("maintenance.decay_every")?,
+        dream_every: every("maintenance.dream_every")?,
+        auto_accept: AutoAccept::parse(&word("dream.auto_accept")?.unwrap_or_default()),
+        dream: DreamOptions {
+            llm: llm_config(engine)?,
+            max_llm_calls,
+            keep_decided_days,
+            ..DreamOptions::default()
+        },
+    })
+}
+
+fn run_maintain(settings: &Settings, args: &MaintainArgs) -> Result<ExitCode> {
+    if args.status {
+        let engine = settings.open("cli")?;
+        let options = maintain_options(settings, &engine)?;
+        let states = engine.maintenance_status(&options)?;
+        if settings.json {
+            print_json(&serde_json::json!({"steps": states}));
+        } else {
+            for state in &states {
+                match &state.last {
+                    Some(run) => outln!(
+                        "{:<8} last {} ({}, {} ms): {} — next: {}",
+                        state.step,
+                        run.at,
+                        run.outcome,
+                        run.elapsed_ms,
+                        run.summary,
+                        state.due
+                    ),
+                    None => outln!("{:<8} never ran — next: {}", state.step, state.due),
+                }
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut engine = settings.open("maintain")?;
+    let options = maintain_options(settings, &engine)?;
+    let report = engine.maintain(&options, args.session.as_deref())?;
+    if settings.json {
+        print_json(&report);
+    } else if report.busy {
+        outln!("another maintenance run of this brain is going on; nothing was done");
+    } else {
+        for step in &report.steps {
+            match (&step.run, &step.skipped) {
+                (Some(run), _) => outln!("{:<8} {}: {}", step.step, run.outcome, run.summary),
+                (None, Some(why)) => outln!("{:<8} skipped: {why}", step.step),
+                (None, None) => {}
+            }
+        }
+    }
+    let failed = report
+        .steps
+        .iter()
+        .any(|s| s.run.as_ref().is_some_and(|r| r.outcome == "error"));
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `dream.max_llm_calls` and `dream.keep_decided_days`, checked.
+fn dream_budget(engine: &Engine) -> Result<(usize, u32)> {
+    let max_llm_calls = engine
+        .setting("dream.max_llm_calls", &env)?
+        .value
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(6);
+    let keep = engine.setting("dream.keep_decided_days", &env)?;
+    let keep_decided_days = match keep.value.as_deref() {
+        None => KEEP_DECIDED_DAYS,
+        Some(value) => match parse_days(value) {
+            Some(days) => days,
+            None => bail!(
+                "dream.keep_decided_days = {value:?} (from {}) is not a whole number of days, 0 or more; nothing was run — `cairn config set dream.keep_decided_days 7`",
+                keep.from
+            ),
+        },
+    };
+    Ok((max_llm_calls, keep_decided_days))
 }
 
 #[derive(Debug, Args)]
@@ -96,21 +231,19 @@ fn run_extract(settings: &Settings, args: &ExtractArgs) -> Result<ExitCode> {
     })
 }
 
-/// Starts `cairn extract --session ID` detached from the session-end hook (its own process
-/// group, no terminal, errors appended to `hook-errors.log` next to the brain), unless
-/// `capture.extract = off` or no turn of the session waits. One at a time per brain is the
-/// extraction's own lock; it is bounded by `extract.max_llm_calls` × `llm.timeout_secs`.
+/// Starts `cairn maintain --session ID` detached from the session-end hook (its own process
+/// group, no terminal, errors appended to `hook-errors.log` next to the brain) when anything is
+/// due: the session's turns wait for extraction, records wait for a vector, decay or a dream
+/// is past its interval. One run at a time per brain is the maintenance's own lock; the
+/// extraction is bounded by `extract.max_llm_calls` × `llm.timeout_secs`.
 pub fn spawn_after_session(
     settings: &Settings,
     engine: &Engine,
     session: &str,
     cwd: &std::path::Path,
 ) -> Result<()> {
-    let target = engine.setting("capture.extract", &env)?.value;
-    if target.as_deref().map(str::trim) == Some("off") {
-        return Ok(());
-    }
-    if !engine.has_turns_to_extract(session)? {
+    let options = maintain_options(settings, engine)?;
+    if !engine.maintenance_due(&options, Some(session))? {
         return Ok(());
     }
     let log_path = settings
@@ -124,7 +257,7 @@ pub fn spawn_after_session(
         .open(&log_path)?;
     let mut command = std::process::Command::new(std::env::current_exe()?);
     command
-        .args(["extract", "--session", session])
+        .args(["maintain", "--session", session])
         .env("CAIRN_DB", &settings.db)
         .env("CAIRN_PROJECT", &engine.context().project)
         .current_dir(cwd)
@@ -229,11 +362,6 @@ pub enum ConfigCommand {
     /// Remove a stored setting (back to its default).
     Unset { key: String },
 }
-
-/// The proposal kinds `dream.auto_accept = safe` applies: nothing is lost by them (a summary or
-/// reflection is a new record; decay demotes, or archives what `cairn restore` brings back).
-/// Merges and forgetting always wait for a person.
-const SAFE_KINDS: &[&str] = &["summary", "reflection", "decay"];
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
@@ -548,8 +676,8 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
                 llm_config(&engine)?
             };
             // `dream.auto_accept`: `true` lets an unattended run apply everything, `safe` only
-            // what loses nothing (summaries, reflections, decay); either way `--unattended`
-            // applies without `--accept` too.
+            // what loses nothing (summaries, reflections, decay demotions — never an archive, a
+            // merge or a forget); either way `--unattended` applies without `--accept` too.
             let auto_word = engine
                 .setting("dream.auto_accept", &env)?
                 .value
@@ -563,48 +691,17 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
             } else {
                 dream.accept
             };
-            let max_llm_calls = engine
-                .setting("dream.max_llm_calls", &env)?
-                .value
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(6);
-            let keep = engine.setting("dream.keep_decided_days", &env)?;
-            let keep_decided_days = match keep.value.as_deref() {
-                None => KEEP_DECIDED_DAYS,
-                Some(value) => match parse_days(value) {
-                    Some(days) => days,
-                    None => bail!(
-                        "dream.keep_decided_days = {value:?} (from {}) is not a whole number of days, 0 or more; nothing was run — `cairn config set dream.keep_decided_days 7`",
-                        keep.from
-                    ),
-                },
-            };
-            let mut outcome: DreamOutcome = engine.dream(&DreamOptions {
+            let (max_llm_calls, keep_decided_days) = dream_budget(&engine)?;
+            let outcome: DreamOutcome = engine.dream(&DreamOptions {
                 unattended: dream.unattended,
                 accept: accept_all,
                 auto_accept,
+                // `safe` on an unattended run: only what loses nothing is applied
+                accept_safe: dream.unattended && safe_only && !accept_all,
                 llm,
                 max_llm_calls,
                 keep_decided_days,
             })?;
-            if dream.unattended && safe_only && outcome.new {
-                let safe: Vec<String> = SAFE_KINDS
-                    .iter()
-                    .filter(|kind| outcome.dream.proposals.iter().any(|p| p.kind == **kind))
-                    .map(|kind| kind.to_string())
-                    .collect();
-                if !safe.is_empty() {
-                    let report = engine.dream_accept(&outcome.dream.id, &safe)?;
-                    outcome.message = format!(
-                        "{}; dream.auto_accept = safe applied {} ({}), never a merge or a forget",
-                        outcome.message,
-                        report.applied.len(),
-                        safe.join(", ")
-                    );
-                    outcome.accepted = Some(report);
-                    outcome.dream = engine.dream_show(&outcome.dream.id)?;
-                }
-            }
             if settings.json {
                 print_json(&outcome);
             } else {

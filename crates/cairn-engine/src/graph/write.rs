@@ -260,6 +260,42 @@ pub(crate) fn after_remember(
     Ok(())
 }
 
+/// The relation from an extracted record to each turn it was extracted from (`cairn extract`
+/// with `capture.extract = auto`, `cairn eval locomo --facts`): declared in a brain the first
+/// time extraction stores a record (weight 0.3, as `mentions`: a turn supports a fact, it is
+/// not a dependency).
+pub const DERIVED_FROM: &str = "derived_from";
+
+/// Links an extracted record to the turns it was extracted from: one `derived_from` edge per
+/// turn, valid from `now`; an edge already open is left as it is.
+pub(crate) fn record_derived_from(
+    tx: &WriteTx<'_>,
+    record: i64,
+    turns: &[i64],
+    now: &str,
+    actor: &str,
+) -> Result<()> {
+    if tx.reader().relation_type(DERIVED_FROM)?.is_none() {
+        tx.declare_relation_type(
+            DERIVED_FROM,
+            0.3,
+            false,
+            Some("record A was extracted from turn B (written by extraction)"),
+            now,
+        )?;
+    }
+    let writer = EdgeWriter::new(tx, now, actor)?;
+    for turn in turns {
+        let key = EdgeKey {
+            src: Node::record(record),
+            relation: DERIVED_FROM.into(),
+            dst: Node::record(*turn),
+        };
+        writer.apply(EdgeOp::Assert, &key, now, 1.0, "extract")?;
+    }
+    Ok(())
+}
+
 /// `new` supersedes `old`: a `supersedes` edge valid from `at`.
 pub(crate) fn record_supersedes(
     tx: &WriteTx<'_>,

@@ -77,7 +77,40 @@ pub const SETTINGS: &[Setting] = &[
         default: Some("7"),
         help: "days a decided dream set keeps its proposal details before a dream prunes them (0: the next dream); the event log keeps what was applied",
     },
+    Setting {
+        key: "maintenance.dream_every",
+        env: "CAIRN_MAINTENANCE_DREAM_EVERY",
+        default: Some("1d"),
+        help: "how often the maintenance a session end starts runs an unattended dream: `Nd` days, `Nh` hours, `0` every session end, `off` never (what it applies: dream.auto_accept)",
+    },
+    Setting {
+        key: "maintenance.decay_every",
+        env: "CAIRN_MAINTENANCE_DECAY_EVERY",
+        default: Some("1d"),
+        help: "how often the maintenance a session end starts applies decay: `Nd`, `Nh`, `0`, `off` (dream.auto_accept `safe`: demotions only, `true`: archives too, `false`: nothing, the dream proposes it)",
+    },
+    Setting {
+        key: "maintenance.embed",
+        env: "CAIRN_MAINTENANCE_EMBED",
+        default: Some("on"),
+        help: "whether the maintenance a session end starts embeds the records still waiting for a vector: `on` or `off`",
+    },
 ];
+
+/// A `maintenance.*_every` value: `off` (`None`), `0` (every time), `Nd` days or `Nh` hours;
+/// a bare number is days.
+pub fn parse_every(value: &str) -> Option<Option<chrono::TimeDelta>> {
+    let value = value.trim();
+    if value == "off" {
+        return Some(None);
+    }
+    let (digits, hours_per_unit) = match value.strip_suffix('h') {
+        Some(digits) => (digits, 1),
+        None => (value.strip_suffix('d').unwrap_or(value), 24),
+    };
+    let n: i64 = digits.trim().parse::<u32>().ok()?.into();
+    chrono::TimeDelta::try_hours(n * hours_per_unit).map(Some)
+}
 
 /// One setting's value and where it came from.
 #[derive(Debug, Clone, Serialize)]
@@ -190,6 +223,14 @@ fn validate(setting: &Setting, value: &str) -> Result<()> {
             Some(_) => Ok(()),
             None => bad("expected a whole number of days, 0 or more"),
         },
+        "maintenance.dream_every" | "maintenance.decay_every" => match parse_every(value) {
+            Some(_) => Ok(()),
+            None => bad("expected a whole number of days (`1d`) or hours (`12h`), `0` or `off`"),
+        },
+        "maintenance.embed" => match value.trim() {
+            "on" | "off" => Ok(()),
+            _ => bad("expected on or off"),
+        },
         "capture.extract" => match value.trim() {
             "inbox" | "auto" | "off" => Ok(()),
             _ => bad("expected inbox, auto or off"),
@@ -214,6 +255,25 @@ fn validate(setting: &Setting, value: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maintenance_intervals_take_days_hours_zero_or_off() {
+        let day = chrono::TimeDelta::try_days(1).unwrap();
+        assert_eq!(parse_every("1d"), Some(Some(day)));
+        assert_eq!(parse_every(" 1 "), Some(Some(day)));
+        assert_eq!(parse_every("24h"), Some(Some(day)));
+        assert_eq!(parse_every("0"), Some(Some(chrono::TimeDelta::zero())));
+        assert_eq!(parse_every("off"), Some(None));
+        let known = setting("maintenance.dream_every").unwrap();
+        assert_eq!(known.default.and_then(parse_every), Some(Some(day)));
+        for bad in ["-1d", "1.5d", "daily", "", "1w", "d"] {
+            let error = validate(known, bad).unwrap_err().to_string();
+            assert!(
+                error.contains("maintenance.dream_every") && error.contains("nothing was stored"),
+                "{bad}: {error}"
+            );
+        }
+    }
 
     #[test]
     fn keep_decided_days_defaults_to_the_engine_default_and_takes_whole_days_only() {

@@ -225,10 +225,24 @@ impl Engine {
     /// `cairn decay [--dry-run]`: applies (or only lists) every decay change, each as its own
     /// history version and event, all in one transaction.
     pub fn decay(&mut self, dry_run: bool) -> Result<DecayReport> {
+        self.decay_where(dry_run, false)
+    }
+
+    /// Decay's demotions only (a lower confidence; the record stays active): what
+    /// `dream.auto_accept = safe` lets the unattended maintenance apply. Archives — expired or
+    /// below the floor — are left for `cairn decay` or a dream's proposal set.
+    pub fn decay_demotions(&mut self) -> Result<DecayReport> {
+        self.decay_where(false, true)
+    }
+
+    fn decay_where(&mut self, dry_run: bool, demotions_only: bool) -> Result<DecayReport> {
         if !dry_run {
             self.ensure_writable("decay")?;
         }
         let (mut report, _) = self.decay_plan()?;
+        if demotions_only {
+            report.changes.retain(|change| change.action == "demote");
+        }
         report.dry_run = dry_run;
         if dry_run || report.changes.is_empty() {
             return Ok(report);

@@ -67,6 +67,9 @@ pub struct DreamOptions {
     pub accept: bool,
     /// `dream.auto_accept`: unattended runs may accept.
     pub auto_accept: bool,
+    /// `dream.auto_accept = safe`: apply right away only what loses nothing ([`is_safe`]:
+    /// summaries, reflections, decay demotions); merges, forgetting and archives wait.
+    pub accept_safe: bool,
     /// Summaries and reflections need one; `None` skips those phases.
     pub llm: Option<LlmConfig>,
     /// Most LLM calls in one dream.
@@ -82,6 +85,7 @@ impl Default for DreamOptions {
             unattended: false,
             accept: false,
             auto_accept: false,
+            accept_safe: false,
             llm: None,
             max_llm_calls: 0,
             keep_decided_days: KEEP_DECIDED_DAYS,
@@ -637,6 +641,8 @@ impl Engine {
         };
         let accepted = if options.accept && new {
             Some(self.dream_accept(&id, &[])?)
+        } else if options.accept_safe && new {
+            self.dream_accept_safe(&id)?
         } else {
             None
         };
@@ -651,6 +657,11 @@ impl Engine {
             (Some(run), _) => format!(
                 "nothing changed since dream {id} ({}): the same {count} proposals",
                 run.status
+            ),
+            (None, Some(report)) if options.accept_safe && !options.accept => format!(
+                "dream {id}: {count} proposals, {} applied, {} skipped; dream.auto_accept = safe applies only what loses nothing (summaries, reflections, decay demotions): the rest waits — `cairn dream show {id}`, `cairn dream accept {id}`",
+                report.applied.len(),
+                report.skipped.len()
             ),
             (None, Some(report)) => format!(
                 "dream {id}: {count} proposals, {} applied, {} skipped",
@@ -1087,7 +1098,20 @@ impl Engine {
         })?;
         self.dream_show(id)
     }
+}
 
+/// Whether a proposal loses nothing when applied (what `dream.auto_accept = safe` accepts): a
+/// summary or a reflection (a new record) or a decay *demotion* (a lower confidence, the record
+/// stays active). A decay archive, a merge or a forget waits for a person.
+pub fn is_safe(proposal: &ProposalRow) -> bool {
+    match proposal.kind.as_str() {
+        "summary" | "reflection" => true,
+        "decay" => proposal.payload["action"] == "demote",
+        _ => false,
+    }
+}
+
+impl Engine {
     /// Applies a proposal set (or only the `only` kinds) to the live brain in one transaction,
     /// each proposal as an ordinary operation; a proposal whose targets changed since the
     /// snapshot is skipped and reported. Refuses a set that was already decided or is stale.
@@ -1102,6 +1126,41 @@ impl Engine {
                 )));
             }
         }
+        let label = if only.is_empty() {
+            String::new()
+        } else {
+            format!(" of kind {}", only.join(", "))
+        };
+        let only_json = json!(only);
+        self.accept_where(id, &label, only_json, &|p| {
+            only.is_empty() || only.contains(&p.kind)
+        })
+    }
+
+    /// What `dream.auto_accept = safe` applies: the pending proposals that lose nothing
+    /// ([`is_safe`]: summaries, reflections, decay demotions). `None` when the set has none
+    /// pending (nothing is done); merges, forgetting and decay archives stay pending.
+    pub fn dream_accept_safe(&mut self, id: &str) -> Result<Option<AcceptReport>> {
+        self.ensure_writable("dream accept")?;
+        let current = self.dream_show(id)?;
+        if !current
+            .proposals
+            .iter()
+            .any(|p| p.outcome.is_none() && is_safe(p))
+        {
+            return Ok(None);
+        }
+        self.accept_where(id, " that lose nothing", json!("safe"), &is_safe)
+            .map(Some)
+    }
+
+    fn accept_where(
+        &mut self,
+        id: &str,
+        label: &str,
+        only: Value,
+        pick: &dyn Fn(&ProposalRow) -> bool,
+    ) -> Result<AcceptReport> {
         let current = self.dream_show(id)?;
         let refuse = |message: String| EngineError::Refused {
             message,
@@ -1148,16 +1207,11 @@ impl Engine {
             .proposals
             .iter()
             .filter(|p| p.outcome.is_none())
-            .filter(|p| only.is_empty() || only.contains(&p.kind))
+            .filter(|p| pick(p))
             .collect();
         if selected.is_empty() && !current.proposals.is_empty() {
             return Err(refuse(format!(
-                "dream {id} has no pending proposals{}; nothing was applied",
-                if only.is_empty() {
-                    String::new()
-                } else {
-                    format!(" of kind {}", only.join(", "))
-                }
+                "dream {id} has no pending proposals{label}; nothing was applied"
             )));
         }
         let now_text = format_ts(now);
