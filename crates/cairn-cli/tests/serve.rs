@@ -1841,7 +1841,11 @@ fn schemathesis_finds_no_server_error_anywhere_in_the_api() {
         .args(["--request-timeout", "30", "--suppress-health-check", "all"])
         .args(["-H", &format!("Authorization: Bearer {admin}")])
         .args(["-H", "Cairn-Project: alpha"])
-        .env("SCHEMATHESIS_HOOKS", "")
+        .env("SCHEMATHESIS_HOOKS", "schemathesis_hooks")
+        .env(
+            "PYTHONPATH",
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+        )
         .current_dir(brain.dir.path())
         .output()
         .unwrap();

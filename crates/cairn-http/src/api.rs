@@ -2,10 +2,13 @@
 //! its body and query, and its handler; the router and `/openapi.json` are both built from the
 //! one list ([`endpoints`]), so the document cannot drift from what is served.
 //!
-//! Answers have the JSON shapes `cairn … --json` prints (docs/cli.md); errors are problem
-//! documents (`problem.rs`). A handler authenticates first (`auth::authorize`, on a blocking
-//! thread: it reads the brain), then reads its body, then runs the engine call on a blocking
-//! thread through the service.
+//! Answers have the JSON shapes `cairn … --json` prints (docs/cli.md), described in
+//! `/openapi.json` by the JSON Schema of the type the handler serializes; errors are problem
+//! documents (`problem.rs`). Every handler has one shape, [`handle`]: authenticate first
+//! (`auth::authorize`, on a blocking thread: it reads the brain) and check the role, then read
+//! the arguments, then run the engine call on a blocking thread through the service. The
+//! records endpoints are here; the agent surfaces, the graph and the lifecycle are in
+//! `api/agent.rs`, `api/graph.rs` and `api/lifecycle.rs`.
 
 use crate::App;
 use crate::auth::{Caller, authorize};

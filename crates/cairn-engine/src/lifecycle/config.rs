@@ -211,30 +211,6 @@ fn validate(setting: &Setting, value: &str) -> Result<()> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keep_decided_days_defaults_to_the_engine_default_and_takes_whole_days_only() {
-        let known = setting("dream.keep_decided_days").unwrap();
-        assert_eq!(
-            known.default.and_then(parse_days),
-            Some(super::super::dream::KEEP_DECIDED_DAYS)
-        );
-        for good in ["0", "7", " 30 ", "3650"] {
-            assert!(validate(known, good).is_ok(), "{good}");
-        }
-        for bad in ["-1", "1.5", "seven", "", "7d"] {
-            let error = validate(known, bad).unwrap_err().to_string();
-            assert!(
-                error.contains("dream.keep_decided_days") && error.contains("whole number of days"),
-                "{bad}: {error}"
-            );
-        }
-    }
-}
-
 impl Engine {
     /// The LLM the settings configure: the command wins over the URL; `None` when neither is
     /// set. The key is read from the environment variable `llm.api_key_env` names.
@@ -298,5 +274,29 @@ impl Engine {
             keep_decided_days,
             ..super::DreamOptions::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_decided_days_defaults_to_the_engine_default_and_takes_whole_days_only() {
+        let known = setting("dream.keep_decided_days").unwrap();
+        assert_eq!(
+            known.default.and_then(parse_days),
+            Some(super::super::dream::KEEP_DECIDED_DAYS)
+        );
+        for good in ["0", "7", " 30 ", "3650"] {
+            assert!(validate(known, good).is_ok(), "{good}");
+        }
+        for bad in ["-1", "1.5", "seven", "", "7d"] {
+            let error = validate(known, bad).unwrap_err().to_string();
+            assert!(
+                error.contains("dream.keep_decided_days") && error.contains("whole number of days"),
+                "{bad}: {error}"
+            );
+        }
     }
 }
