@@ -38,3 +38,9 @@ if ! .venv-test/bin/python -c "import mcp.client.stdio" >/dev/null 2>&1; then
     python3 -m venv .venv-test
     .venv-test/bin/pip install --quiet --disable-pip-version-check "mcp==${MCP_SDK_VERSION}"
 fi
+# schemathesis fuzzes the whole HTTP API from /openapi.json in crates/cairn-cli/tests/serve.rs.
+SCHEMATHESIS_VERSION="${SCHEMATHESIS_VERSION:-4.32.5}"
+if ! .venv-test/bin/python -c "import schemathesis, sys; sys.exit(schemathesis.__version__ != '${SCHEMATHESIS_VERSION}')" >/dev/null 2>&1; then
+    echo "== installing schemathesis ${SCHEMATHESIS_VERSION} into .venv-test/"
+    .venv-test/bin/pip install --quiet --disable-pip-version-check "schemathesis==${SCHEMATHESIS_VERSION}"
+fi

@@ -41,6 +41,9 @@ enum Command {
     /// Agent surfaces, whole process: the hooks (user-prompt-submit, session-start, stop) and
     /// the warm MCP `recall` round trip, at 10k and 100k memories.
     Agent(commands::agent::AgentArgs),
+    /// `cairn serve` under load: wrk with 32 keep-alive clients, 90 % lexical recall and 10 %
+    /// remember, at 100,000 memories: requests/s, p99, errors, server CPU.
+    Serve(commands::serve::ServeArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -53,5 +56,6 @@ fn main() -> anyhow::Result<()> {
         Command::Lifecycle(args) => commands::lifecycle::run(args),
         Command::Wiki(args) => commands::wiki::run(args),
         Command::Agent(args) => commands::agent::run(args),
+        Command::Serve(args) => commands::serve::run(args),
     }
 }

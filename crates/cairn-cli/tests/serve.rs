@@ -23,7 +23,16 @@ struct Server {
 
 impl Server {
     fn start(brain: &Brain, args: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cairn"));
+        Server::spawn(
+            brain,
+            Command::new(assert_cmd::cargo::cargo_bin("cairn")),
+            args,
+            env,
+        )
+    }
+
+    /// `cairn serve` run through `program` (the binary itself, or a shell that execs it).
+    fn spawn(brain: &Brain, mut cmd: Command, args: &[&str], env: &[(&str, &str)]) -> Server {
         cmd.arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
@@ -46,7 +55,7 @@ impl Server {
         stderr.read_line(&mut first).unwrap();
         let url = first
             .split_whitespace()
-            .find(|w| w.starts_with("http://"))
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .unwrap_or_else(|| panic!("no address in the server's first line: {first:?}"))
             .to_string();
         let log = Arc::new(Mutex::new(vec![first]));
@@ -144,6 +153,7 @@ fn send(server: &Server, method: &str, path: &str, token: Option<&str>, body: &s
     let mut request = match method {
         "POST" => agent.post(url),
         "PATCH" => agent.patch(url),
+        "PUT" => agent.put(url),
         other => panic!("{other}"),
     };
     if let Some(token) = token {
@@ -898,4 +908,953 @@ fn a_locked_brain_answers_503_with_the_cli_message_and_the_write_can_be_retried(
     let retried = send(&server, "POST", "/v1/remember", Some(&writer), body);
     assert_eq!(retried.status, 200, "{}", retried.text);
     assert_eq!(retried.body["status"], "added");
+}
+
+/// The CLI's `--json` of `args` in project `alpha`.
+fn cli(brain: &Brain, args: &[&str]) -> Value {
+    let mut all = vec!["--project", "alpha"];
+    all.extend_from_slice(args);
+    brain.json(&all, 0)
+}
+
+#[test]
+fn tasks_measures_log_identity_awareness_review_and_inbox_answer_the_cli_json() {
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "w", "--project", "alpha", "--role", "write"],
+    );
+    let admin = token(&brain, &["--name", "root", "--all", "--role", "admin"]);
+    let server = Server::start(&brain, &[], &[]);
+
+    // tasks
+    let added = send(
+        &server,
+        "POST",
+        "/v1/tasks",
+        Some(&writer),
+        r#"{"title": "rotate the deploy key", "due": "2099-01-01"}"#,
+    );
+    assert_eq!(added.status, 200, "{}", added.text);
+    assert_eq!(added.body["project"], "alpha");
+    let task = added.body["id"].as_i64().unwrap();
+    assert_eq!(
+        get(&server, "/v1/tasks", Some(&writer)).body,
+        cli(&brain, &["task", "list"])
+    );
+    let done = send(
+        &server,
+        "POST",
+        &format!("/v1/tasks/{task}/done"),
+        Some(&writer),
+        "",
+    );
+    assert_eq!(done.body["status"], "done", "{}", done.text);
+    assert_eq!(get(&server, "/v1/tasks", Some(&writer)).body, json!([]));
+    assert_eq!(
+        get(&server, "/v1/tasks?all=true", Some(&writer)).body,
+        cli(&brain, &["task", "list", "--all"])
+    );
+    assert_problem(
+        &send(&server, "POST", "/v1/tasks/9999/done", Some(&writer), ""),
+        404,
+    );
+
+    // measures
+    for value in ["95", "80"] {
+        let recorded = send(
+            &server,
+            "POST",
+            "/v1/measures",
+            Some(&writer),
+            &format!(r#"{{"name": "suite-seconds", "value": {value}, "unit": "s"}}"#),
+        );
+        assert_eq!(recorded.status, 200, "{}", recorded.text);
+    }
+    let measures = get(&server, "/v1/measures?name=suite-seconds", Some(&writer));
+    assert_eq!(measures.body[0]["trend"], "falling", "{}", measures.text);
+    assert_eq!(
+        measures.body,
+        cli(&brain, &["measure", "show", "suite-seconds"])
+    );
+    let wrong = send(
+        &server,
+        "POST",
+        "/v1/measures",
+        Some(&writer),
+        r#"{"name": "suite-seconds", "value": "fast"}"#,
+    );
+    assert_problem(&wrong, 400);
+    assert_eq!(wrong.body["field"], "value");
+
+    // awareness
+    let aware = send(
+        &server,
+        "POST",
+        "/v1/awareness",
+        Some(&writer),
+        r#"{"text": "deploy freeze", "expires": "2099-01-01"}"#,
+    );
+    assert_eq!(aware.status, 200, "{}", aware.text);
+    assert_eq!(aware.body["dropped"], Value::Null);
+    let item = aware.body["item"]["id"].as_i64().unwrap();
+    assert_eq!(
+        get(&server, "/v1/awareness", Some(&writer)).body,
+        cli(&brain, &["awareness", "list"])
+    );
+    let dropped = answer(
+        agent()
+            .delete(format!("{}/v1/awareness/{item}", server.url))
+            .header("Authorization", format!("Bearer {writer}"))
+            .call(),
+    );
+    assert_eq!(dropped.body, json!({"id": item, "dropped": true}));
+    assert_eq!(get(&server, "/v1/awareness", Some(&writer)).body, json!([]));
+
+    // identity: one for the brain, so only a token for every project sets it
+    assert_eq!(
+        get(&server, "/v1/identity", Some(&writer)).body,
+        Value::Null
+    );
+    assert_problem(
+        &send(
+            &server,
+            "PUT",
+            "/v1/identity",
+            Some(&writer),
+            r#"{"text": "the kiln's assistant"}"#,
+        ),
+        403,
+    );
+    let set = answer(
+        agent()
+            .put(format!("{}/v1/identity", server.url))
+            .header("Authorization", format!("Bearer {admin}"))
+            .header("Cairn-Project", "alpha")
+            .header("Content-Type", "application/json")
+            .send(r#"{"text": "the kiln's assistant"}"#),
+    );
+    assert_eq!(set.body["body"], "the kiln's assistant", "{}", set.text);
+    assert_eq!(
+        get(&server, "/v1/identity", Some(&writer)).body,
+        cli(&brain, &["identity", "show"])
+    );
+
+    // review
+    assert_eq!(
+        get(&server, "/v1/review", Some(&writer)).body,
+        cli(&brain, &["review"])
+    );
+    assert_eq!(
+        get(&server, "/v1/review?stale_days=0", Some(&writer)).body,
+        cli(&brain, &["review", "--stale-days", "0"])
+    );
+
+    // the inbox (filled behind cairn's back, as a transcript capture would)
+    brain.sql(
+        "INSERT INTO inbox (project, kind, suggested_type, body, content_hash, source, created_at) VALUES \
+         ('alpha', 'decision', 'decision', 'We fire the kiln on Fridays only.', 'h1', 'transcript of session s1', '2026-12-01T00:00:00Z'), \
+         ('alpha', 'remember', 'fact', 'The glaze shelf is the top one.', 'h2', 'transcript of session s1', '2026-12-01T00:00:00Z'), \
+         ('beta', 'remember', 'fact', 'Beta keeps its clay wet.', 'h3', 'transcript of session s2', '2026-12-01T00:00:00Z')",
+    );
+    let inbox = get(&server, "/v1/inbox", Some(&writer));
+    assert_eq!(inbox.body, cli(&brain, &["inbox", "list"]));
+    let ids: Vec<i64> = inbox
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "beta's item is not listed: {}", inbox.text);
+    let accepted = send(
+        &server,
+        "POST",
+        &format!("/v1/inbox/{}/accept", ids[0]),
+        Some(&writer),
+        "",
+    );
+    assert_eq!(accepted.body["status"], "added", "{}", accepted.text);
+    let kept = accepted.body["id"].as_i64().unwrap();
+    assert_eq!(
+        cli(&brain, &["show", &kept.to_string()])["body"],
+        "We fire the kiln on Fridays only."
+    );
+    let again = send(
+        &server,
+        "POST",
+        &format!("/v1/inbox/{}/accept", ids[0]),
+        Some(&writer),
+        "",
+    );
+    assert_problem(&again, 400);
+    let dismissed = send(
+        &server,
+        "POST",
+        &format!("/v1/inbox/{}/dismiss", ids[1]),
+        Some(&writer),
+        "",
+    );
+    assert_eq!(
+        dismissed.body["resolution"], "dismissed",
+        "{}",
+        dismissed.text
+    );
+    let beta_item: i64 = brain
+        .sql("SELECT id FROM inbox WHERE project = 'beta'")
+        .parse()
+        .unwrap();
+    for action in ["accept", "dismiss"] {
+        assert_problem(
+            &send(
+                &server,
+                "POST",
+                &format!("/v1/inbox/{beta_item}/{action}"),
+                Some(&writer),
+                "",
+            ),
+            404,
+        );
+    }
+    assert_eq!(
+        brain.sql("SELECT count(*) FROM inbox WHERE project = 'beta' AND resolved_at IS NULL"),
+        "1"
+    );
+
+    // the log: what this project did, as the CLI lists it, the token's name as the actor
+    let log = get(&server, "/v1/log?limit=100", Some(&writer));
+    assert_eq!(log.body, cli(&brain, &["log", "--limit", "100"]));
+    let ops: Vec<&str> = log
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["op"].as_str().unwrap())
+        .collect();
+    for op in ["task_add", "task_done", "measure", "aware", "unaware"] {
+        assert!(ops.contains(&op), "{op} missing from {ops:?}");
+    }
+}
+
+#[test]
+fn items_of_another_project_answer_404_and_are_left_alone() {
+    let brain = Brain::new();
+    let alpha = token(
+        &brain,
+        &["--name", "a", "--project", "alpha", "--role", "write"],
+    );
+    let beta = token(
+        &brain,
+        &["--name", "b", "--project", "beta", "--role", "admin"],
+    );
+    let server = Server::start(&brain, &[], &[]);
+    let task = send(
+        &server,
+        "POST",
+        "/v1/tasks",
+        Some(&alpha),
+        r#"{"title": "alpha's own task"}"#,
+    );
+    let task = task.body["id"].as_i64().unwrap();
+    let aware = send(
+        &server,
+        "POST",
+        "/v1/awareness",
+        Some(&alpha),
+        r#"{"text": "alpha is deploying"}"#,
+    );
+    let item = aware.body["item"]["id"].as_i64().unwrap();
+    let record = send(
+        &server,
+        "POST",
+        "/v1/remember",
+        Some(&alpha),
+        r#"{"type": "fact", "body": "alpha's kiln reaches cone 10"}"#,
+    );
+    let record = record.body["id"].as_i64().unwrap();
+
+    assert_problem(
+        &send(
+            &server,
+            "POST",
+            &format!("/v1/tasks/{task}/done"),
+            Some(&beta),
+            "",
+        ),
+        404,
+    );
+    let not_dropped = answer(
+        agent()
+            .delete(format!("{}/v1/awareness/{item}", server.url))
+            .header("Authorization", format!("Bearer {beta}"))
+            .call(),
+    );
+    assert_eq!(not_dropped.body, json!({"id": item, "dropped": false}));
+    assert_problem(
+        &send(
+            &server,
+            "POST",
+            &format!("/v1/records/{record}/supersede"),
+            Some(&beta),
+            r#"{"body": "beta says cone 6"}"#,
+        ),
+        404,
+    );
+    assert_problem(
+        &get(&server, &format!("/v1/records/{record}/decay"), Some(&beta)),
+        404,
+    );
+    // nothing of alpha's changed
+    assert_eq!(cli(&brain, &["task", "list"])[0]["status"], "open");
+    assert_eq!(
+        cli(&brain, &["awareness", "list"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        cli(&brain, &["show", &record.to_string()])["status"],
+        "active"
+    );
+    // and alpha's own calls work
+    let superseded = send(
+        &server,
+        "POST",
+        &format!("/v1/records/{record}/supersede"),
+        Some(&alpha),
+        r#"{"body": "alpha's kiln reaches cone 11 since the new elements"}"#,
+    );
+    assert_eq!(superseded.status, 200, "{}", superseded.text);
+    let new = superseded.body["id"].as_i64().unwrap();
+    let old = cli(&brain, &["show", &record.to_string()]);
+    assert_eq!(old["status"], "superseded");
+    assert_eq!(old["superseded_by"], new);
+    let explained = get(&server, &format!("/v1/records/{new}/decay"), Some(&alpha));
+    assert_eq!(
+        explained.body,
+        cli(&brain, &["decay", "--explain", &new.to_string()])
+    );
+}
+
+#[test]
+fn the_graph_endpoints_relate_walk_and_unrelate_as_the_cli_does() {
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "w", "--project", "alpha", "--role", "write"],
+    );
+    let server = Server::start(&brain, &[], &[]);
+    for name in ["checkout", "payments"] {
+        let added = send(
+            &server,
+            "POST",
+            "/v1/graph/entities",
+            Some(&writer),
+            &format!(r#"{{"name": "{name}", "type": "service"}}"#),
+        );
+        assert_eq!(added.body["status"], "added", "{}", added.text);
+    }
+    let related = send(
+        &server,
+        "POST",
+        "/v1/graph/relate",
+        Some(&writer),
+        r#"{"src": "checkout", "relation": "requires", "dst": "payments", "from": "2026-01-01"}"#,
+    );
+    assert_eq!(related.status, 200, "{}", related.text);
+    assert_eq!(related.body["status"], "asserted");
+    let unknown = send(
+        &server,
+        "POST",
+        "/v1/graph/relate",
+        Some(&writer),
+        r#"{"src": "checkout", "relation": "loves", "dst": "payments"}"#,
+    );
+    assert_problem(&unknown, 409);
+
+    // (a fixed `as_of`: the answers carry it, and "now" moves between two calls)
+    let blast = get(
+        &server,
+        "/v1/graph/neighbors?node=payments&direction=in&as_of=2026-03-01",
+        Some(&writer),
+    );
+    assert_eq!(blast.status, 200, "{}", blast.text);
+    assert_eq!(blast.body["neighbors"][0]["node"]["name"], "checkout");
+    assert_eq!(
+        blast.body,
+        cli(
+            &brain,
+            &[
+                "neighbors",
+                "payments",
+                "--direction",
+                "in",
+                "--as-of",
+                "2026-03-01"
+            ]
+        )
+    );
+    let sideways = get(
+        &server,
+        "/v1/graph/neighbors?node=payments&direction=sideways",
+        Some(&writer),
+    );
+    assert_problem(&sideways, 400);
+    assert_eq!(sideways.body["field"], "direction");
+    assert_eq!(
+        get(
+            &server,
+            "/v1/graph/edges?node=checkout&history=true&as_of=2026-03-01",
+            Some(&writer)
+        )
+        .body,
+        cli(
+            &brain,
+            &["edges", "checkout", "--history", "--as-of", "2026-03-01"]
+        )
+    );
+    assert_eq!(
+        get(&server, "/v1/graph/entities", Some(&writer)).body,
+        cli(&brain, &["entities"])
+    );
+    assert_eq!(
+        get(&server, "/v1/graph/clusters?min_size=2", Some(&writer)).body,
+        cli(&brain, &["clusters", "--min-size", "2"])
+    );
+    let ended = send(
+        &server,
+        "POST",
+        "/v1/graph/unrelate",
+        Some(&writer),
+        r#"{"src": "checkout", "relation": "requires", "dst": "payments", "at": "2026-06-01"}"#,
+    );
+    assert_eq!(ended.body["status"], "invalidated", "{}", ended.text);
+    // the graph as of a date before the end still has the edge; today it does not
+    let then = get(&server, "/v1/graph?as_of=2026-03-01", Some(&writer));
+    assert_eq!(then.body["edges"], 1, "{}", then.text);
+    assert_eq!(then.body, cli(&brain, &["graph", "--as-of", "2026-03-01"]));
+    assert_eq!(get(&server, "/v1/graph", Some(&writer)).body["edges"], 0);
+    assert_problem(&get(&server, "/v1/graph/edges", Some(&writer)), 400);
+}
+
+#[test]
+fn decay_and_dreams_need_a_token_for_every_project_and_answer_the_cli_json() {
+    let brain = Brain::new();
+    let project = token(
+        &brain,
+        &["--name", "p", "--project", "alpha", "--role", "admin"],
+    );
+    let admin = token(&brain, &["--name", "root", "--all", "--role", "admin"]);
+    let reader = token(&brain, &["--name", "r", "--all", "--role", "read"]);
+    for n in 0..3 {
+        cli(
+            &brain,
+            &[
+                "remember",
+                "--type",
+                "note",
+                "--body",
+                &format!("the studio kiln needs new elements before the spring firing, note {n}"),
+                "--allow-duplicate",
+            ],
+        );
+    }
+    let server = Server::start(&brain, &[], &[]);
+    let as_admin = |method: &str, path: &str, body: &str, token: &str| {
+        let url = format!("{}{path}", server.url);
+        let agent = agent();
+        let request = match method {
+            "GET" => {
+                return answer(
+                    agent
+                        .get(url)
+                        .header("Authorization", format!("Bearer {token}"))
+                        .header("Cairn-Project", "alpha")
+                        .call(),
+                );
+            }
+            _ => agent.post(url),
+        };
+        answer(
+            request
+                .header("Authorization", format!("Bearer {token}"))
+                .header("Cairn-Project", "alpha")
+                .header("Content-Type", "application/json")
+                .send(body),
+        )
+    };
+    for path in ["/v1/decay", "/v1/dream"] {
+        assert_problem(&get(&server, path, Some(&project)), 403);
+    }
+    assert_problem(
+        &send(&server, "POST", "/v1/dream", Some(&project), "{}"),
+        403,
+    );
+    assert_problem(&as_admin("POST", "/v1/decay", "", &reader), 403);
+
+    let plan = as_admin("GET", "/v1/decay", "", &admin);
+    assert_eq!(plan.status, 200, "{}", plan.text);
+    assert_eq!(plan.body["dry_run"], true);
+    assert_eq!(plan.body, cli(&brain, &["decay", "--dry-run"]));
+    let applied = as_admin("POST", "/v1/decay", "", &admin);
+    assert_eq!(applied.body["dry_run"], false, "{}", applied.text);
+
+    let dreamed = as_admin("POST", "/v1/dream", r#"{"no_llm": true}"#, &admin);
+    assert_eq!(dreamed.status, 200, "{}", dreamed.text);
+    let id = dreamed.body["dream"]["id"].as_str().unwrap().to_string();
+    let listed = as_admin("GET", "/v1/dream", "", &admin);
+    assert_eq!(listed.body, cli(&brain, &["dream", "list"]));
+    let shown = as_admin("GET", &format!("/v1/dream/{id}"), "", &admin);
+    assert_eq!(shown.body, cli(&brain, &["dream", "show", &id]));
+    assert_problem(&as_admin("GET", "/v1/dream/nosuchdream", "", &admin), 404);
+    let rejected = as_admin("POST", &format!("/v1/dream/{id}/reject"), "", &admin);
+    assert_eq!(
+        rejected.body,
+        json!({"status": "rejected", "id": id}),
+        "{}",
+        rejected.text
+    );
+    // a decided set is refused, as the CLI refuses it (exit 3)
+    let late = as_admin("POST", &format!("/v1/dream/{id}/accept"), "{}", &admin);
+    assert_problem(&late, 409);
+    let bad_kind = as_admin(
+        "POST",
+        &format!("/v1/dream/{id}/accept"),
+        r#"{"only": "merge"}"#,
+        &admin,
+    );
+    assert_problem(&bad_kind, 400);
+    assert_eq!(bad_kind.body["field"], "only");
+}
+
+#[test]
+fn openapi_gives_every_json_answer_its_schema() {
+    let brain = Brain::new();
+    let server = Server::start(&brain, &[], &[]);
+    let openapi = get(&server, "/openapi.json", None);
+    let paths = openapi.body["paths"].as_object().unwrap();
+    let mut operations = 0;
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().unwrap() {
+            operations += 1;
+            let content = &operation["responses"]["200"]["content"];
+            if let Some(schema) = content.get("application/json").map(|c| &c["schema"]) {
+                assert!(
+                    schema.as_object().is_some_and(|s| !s.is_empty()),
+                    "{method} {path} has no answer schema"
+                );
+            }
+        }
+    }
+    assert!(operations >= 45, "{operations} operations");
+    for (path, method) in [
+        ("/v1/tasks", "post"),
+        ("/v1/graph/neighbors", "get"),
+        ("/v1/dream/{dream}/accept", "post"),
+        ("/v1/records/{id}/supersede", "post"),
+        ("/v1/identity", "put"),
+        ("/v1/awareness/{id}", "delete"),
+        ("/v1/records/{id}/decay", "get"),
+    ] {
+        assert!(
+            paths[path].get(method).is_some(),
+            "{method} {path} missing from /openapi.json"
+        );
+    }
+    let task =
+        &paths["/v1/tasks"]["post"]["responses"]["200"]["content"]["application/json"]["schema"];
+    for field in ["id", "title", "status", "due_at"] {
+        assert!(
+            task["properties"].get(field).is_some(),
+            "the task schema lacks {field}: {task}"
+        );
+    }
+    let remember =
+        &paths["/v1/remember"]["post"]["responses"]["200"]["content"]["application/json"]["schema"];
+    assert!(
+        remember["properties"].get("ways_out").is_some(),
+        "{remember}"
+    );
+}
+
+/// Reads from `stream` until the server closes it or answers; `None` when nothing came within
+/// `wait` (the client's own generous deadline).
+fn read_until_closed(
+    stream: &mut std::net::TcpStream,
+    wait: std::time::Duration,
+) -> Option<String> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return Some(String::from_utf8_lossy(&received).into_owned()),
+            Ok(n) => received.extend_from_slice(&buffer[..n]),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return None;
+            }
+            // a reset is the server closing too
+            Err(_) => return Some(String::from_utf8_lossy(&received).into_owned()),
+        }
+    }
+}
+
+#[test]
+fn slow_clients_are_cut_off_by_the_header_and_body_timeouts_while_others_are_served() {
+    use std::io::Write;
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "w", "--project", "alpha", "--role", "write"],
+    );
+    let server = Server::start(
+        &brain,
+        &["--header-timeout", "1", "--body-timeout", "1"],
+        &[],
+    );
+    let address = server.url.trim_start_matches("http://").to_string();
+    let generous = std::time::Duration::from_secs(60);
+
+    // headers that never finish: the connection is closed, nothing is answered
+    let mut headers = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        headers,
+        "GET /healthz HTTP/1.1\r\nHost: {address}\r\nX-Slow: "
+    )
+    .unwrap();
+    // a body that never finishes: 408, nothing stored
+    let mut body = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        body,
+        "POST /v1/remember HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {writer}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{{\"type\": \"note\", "
+    )
+    .unwrap();
+    // meanwhile another client is served
+    assert_eq!(get(&server, "/healthz", None).status, 200);
+
+    let cut = read_until_closed(&mut headers, generous)
+        .expect("a client stalling in its headers is disconnected within the deadline");
+    assert!(
+        !cut.contains("200 OK"),
+        "a request with unfinished headers was answered: {cut}"
+    );
+    let timed_out = read_until_closed(&mut body, generous)
+        .expect("a client stalling in its body is answered within the deadline");
+    assert!(timed_out.starts_with("HTTP/1.1 408"), "{timed_out}");
+    assert!(
+        timed_out.contains("did not arrive within 1 s"),
+        "{timed_out}"
+    );
+    assert_eq!(cli(&brain, &["list"]), json!([]));
+    assert_eq!(get(&server, "/healthz", None).status, 200);
+}
+
+#[test]
+fn a_thousand_idle_connections_are_held_while_requests_still_answer() {
+    const IDLE: usize = 1000;
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "w", "--project", "alpha", "--role", "write"],
+    );
+    // The server gets an open-file limit with room for the idle connections (a shell raises
+    // it, within the hard limit, and execs the server); idle connections stay open for the
+    // header timeout, long enough for the whole test.
+    let mut shell = Command::new("sh");
+    shell.args([
+        "-c",
+        "ulimit -n 4096 2>/dev/null || ulimit -n \"$(ulimit -Hn)\"; exec \"$0\" \"$@\"",
+    ]);
+    shell.arg(assert_cmd::cargo::cargo_bin("cairn"));
+    let server = Server::spawn(&brain, shell, &["--header-timeout", "120"], &[]);
+    let address = server.url.trim_start_matches("http://").to_string();
+    let (host, port) = address.rsplit_once(':').unwrap();
+    // A real client process holds the idle connections (raising its own limit the same way),
+    // says when all are connected, sends one request on the last of them, and keeps them
+    // open until its stdin closes.
+    let holder = r#"
+import resource, socket, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, 4096), hard), hard))
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+held = [socket.create_connection((host, port), timeout=60) for _ in range(n)]
+print("held", len(held), flush=True)
+sys.stdin.readline()
+last = held[-1]
+last.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+answer = b""
+while True:
+    chunk = last.recv(4096)
+    if not chunk:
+        break
+    answer += chunk
+print(answer.split(b"\r\n")[0].decode(), flush=True)
+sys.stdin.readline()
+"#;
+    let mut client = Command::new("python3")
+        .args(["-c", holder, host, port, &IDLE.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    let first = lines.next().map(Result::unwrap).unwrap_or_default();
+    assert_eq!(
+        first,
+        format!("held {IDLE}"),
+        "the client could not hold its connections: {}",
+        {
+            let _ = client.kill();
+            let output = client.wait_with_output().unwrap();
+            String::from_utf8_lossy(&output.stderr).into_owned()
+        }
+    );
+    // with all of them open, requests on new connections are answered
+    for n in 0..20 {
+        let stored = send(
+            &server,
+            "POST",
+            "/v1/remember",
+            Some(&writer),
+            &format!(
+                r#"{{"type": "note", "body": "written beside a thousand idle sockets, {n}"}}"#
+            ),
+        );
+        assert_eq!(stored.status, 200, "{}", stored.text);
+    }
+    let recalled = send(
+        &server,
+        "POST",
+        "/v1/recall",
+        Some(&writer),
+        r#"{"query": "idle sockets", "limit": 50}"#,
+    );
+    assert_eq!(recalled.body["results"].as_array().unwrap().len(), 20);
+    // and every idle one was accepted and held: the last one is answered too
+    let mut stdin = client.stdin.take().unwrap();
+    {
+        use std::io::Write;
+        writeln!(stdin).unwrap();
+    }
+    let status_line = lines.next().map(Result::unwrap).unwrap_or_default();
+    assert_eq!(status_line, "HTTP/1.1 200 OK");
+    drop(stdin);
+    assert!(client.wait().unwrap().success());
+    assert_eq!(get(&server, "/healthz", None).status, 200);
+    assert!(
+        !server.log().contains("was not accepted"),
+        "{}",
+        server.log()
+    );
+}
+
+/// A CA and a certificate for 127.0.0.1 it signed, written as PEM files in `dir`: (CA PEM,
+/// certificate file, key file).
+fn test_certificate(dir: &std::path::Path) -> (String, std::path::PathBuf, std::path::PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "cairn serve test CA");
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let cert_file = dir.join("server.pem");
+    let key_file = dir.join("server.key");
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    (ca_cert.pem(), cert_file, key_file)
+}
+
+fn tls_agent(ca_pem: &str) -> ureq::Agent {
+    use ureq::tls::{PemItem, RootCerts, TlsConfig, parse_pem};
+    let roots: Vec<_> = parse_pem(ca_pem.as_bytes())
+        .filter_map(|item| match item.unwrap() {
+            PemItem::Certificate(certificate) => Some(certificate),
+            _ => None,
+        })
+        .collect();
+    let tls = TlsConfig::builder()
+        .root_certs(RootCerts::Specific(Arc::new(roots)))
+        .build();
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(tls)
+        .build()
+        .into()
+}
+
+#[test]
+fn direct_tls_serves_https_to_a_real_tls_client_and_bad_files_stop_the_start() {
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "w", "--project", "alpha", "--role", "write"],
+    );
+    let (ca_pem, cert, key) = test_certificate(brain.dir.path());
+    let cert_arg = cert.display().to_string();
+    let key_arg = key.display().to_string();
+    let server = Server::start(
+        &brain,
+        &["--tls-cert", &cert_arg, "--tls-key", &key_arg],
+        &[],
+    );
+    assert!(
+        server.url.starts_with("https://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    let client = tls_agent(&ca_pem);
+    let stored = answer(
+        client
+            .post(format!("{}/v1/remember", server.url))
+            .header("Authorization", format!("Bearer {writer}"))
+            .header("Content-Type", "application/json")
+            .send(r#"{"type": "fact", "body": "the studio serves its memory over TLS"}"#),
+    );
+    assert_eq!(stored.status, 200, "{}", stored.text);
+    let recalled = answer(
+        client
+            .post(format!("{}/v1/recall", server.url))
+            .header("Authorization", format!("Bearer {writer}"))
+            .send(r#"{"query": "memory over TLS"}"#),
+    );
+    assert_eq!(recalled.body["results"][0]["id"], stored.body["id"]);
+    // plain HTTP on the TLS port is not answered as HTTP
+    let plain = agent()
+        .get(server.url.replacen("https://", "http://", 1) + "/healthz")
+        .call();
+    assert!(
+        plain.is_err() || plain.unwrap().status() != 200,
+        "plain HTTP was served on the TLS port"
+    );
+    // a client that does not trust the certificate is refused by its own TLS check
+    assert!(
+        agent()
+            .get(format!("{}/healthz", server.url))
+            .call()
+            .is_err()
+    );
+    drop(server);
+
+    let garbage = brain.dir.path().join("garbage.pem");
+    std::fs::write(&garbage, "this is not a certificate\n").unwrap();
+    let garbage_arg = garbage.display().to_string();
+    let other_key = rcgen::KeyPair::generate().unwrap();
+    let other_key_file = brain.dir.path().join("other.key");
+    std::fs::write(&other_key_file, other_key.serialize_pem()).unwrap();
+    let other_key_arg = other_key_file.display().to_string();
+    let missing = brain.dir.path().join("missing.pem").display().to_string();
+    for (args, says) in [
+        (
+            vec![
+                "--tls-cert",
+                missing.as_str(),
+                "--tls-key",
+                key_arg.as_str(),
+            ],
+            "cannot read the certificate",
+        ),
+        (
+            vec![
+                "--tls-cert",
+                garbage_arg.as_str(),
+                "--tls-key",
+                key_arg.as_str(),
+            ],
+            "holds no certificate",
+        ),
+        (
+            vec![
+                "--tls-cert",
+                cert_arg.as_str(),
+                "--tls-key",
+                garbage_arg.as_str(),
+            ],
+            "is not a PEM private key",
+        ),
+        (
+            vec![
+                "--tls-cert",
+                cert_arg.as_str(),
+                "--tls-key",
+                other_key_arg.as_str(),
+            ],
+            "does not fit the certificate",
+        ),
+    ] {
+        let output = brain
+            .cmd()
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(stderr.contains("nothing was started"), "{stderr}");
+    }
+}
+
+#[test]
+fn schemathesis_finds_no_server_error_anywhere_in_the_api() {
+    let st = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-test/bin/st");
+    assert!(
+        st.exists(),
+        "schemathesis is missing: run `bash scripts/setup.sh` (it installs it into .venv-test/)"
+    );
+    let brain = Brain::new();
+    let admin = token(&brain, &["--name", "fuzz", "--all", "--role", "admin"]);
+    cli(
+        &brain,
+        &[
+            "remember",
+            "--type",
+            "fact",
+            "--body",
+            "the kiln vent opens before cone 6",
+        ],
+    );
+    let server = Server::start(&brain, &[], &[]);
+    let output = Command::new(&st)
+        .arg("run")
+        .arg(format!("{}/openapi.json", server.url))
+        .args(["--checks", "not_a_server_error"])
+        .args(["--max-examples", "4", "--seed", "7", "--workers", "1"])
+        .args(["--phases", "examples,coverage,fuzzing"])
+        .args(["--generation-database", "none", "--no-color"])
+        .args(["--request-timeout", "30", "--suppress-health-check", "all"])
+        .args(["-H", &format!("Authorization: Bearer {admin}")])
+        .args(["-H", "Cairn-Project: alpha"])
+        .env("SCHEMATHESIS_HOOKS", "schemathesis_hooks")
+        .env(
+            "PYTHONPATH",
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+        )
+        .current_dir(brain.dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "schemathesis found failures:\n{stdout}\n{}\nserver log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        server.log()
+    );
+    assert!(!server.log().contains("panicked"), "{}", server.log());
 }

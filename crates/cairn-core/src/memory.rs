@@ -4,7 +4,7 @@ use crate::record::{Confidence, MemoryType, Sensitivity, Status, Trust, TrustZon
 use serde::{Deserialize, Serialize};
 
 /// A stored memory record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Memory {
     pub id: i64,
     /// `None` for personal records, visible from every project.

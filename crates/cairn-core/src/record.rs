@@ -27,7 +27,7 @@ pub struct UnknownValue {
 macro_rules! vocabulary {
     ($(#[$meta:meta])* $name:ident, $what:literal, [$($variant:ident => $text:literal $(| $alias:literal)*),+ $(,)?]) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(rename_all = "snake_case")]
         pub enum $name { $($variant),+ }
 
@@ -120,7 +120,9 @@ vocabulary!(
 ]);
 
 /// Decay tier: A never decays, D decays in days.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum Tier {
     A,
     B,

@@ -72,7 +72,7 @@ pub(crate) fn append_event(
 }
 
 /// A measure's last value and trend.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MeasureSummary {
     pub name: String,
     pub unit: Option<String>,
@@ -90,7 +90,7 @@ pub struct MeasureSummary {
 pub const REVIEW_STALE_LIMIT: usize = 100;
 
 /// `review`: what needs a person's attention.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ReviewReport {
     /// Active records past their review date.
     pub due: Vec<Memory>,

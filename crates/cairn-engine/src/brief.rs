@@ -54,7 +54,7 @@ impl Default for BriefRequest {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Brief {
     pub project: String,
     #[serde(flatten)]

@@ -29,7 +29,7 @@ pub const MAX_CAPTURE_BYTES: u64 = 8 * 1024 * 1024;
 /// at 100,000 memories — rolled back at the deadline, and again at every later attempt.
 pub const MAX_CAPTURE_TURNS: usize = 200;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct CaptureReport {
     pub session_id: String,
     pub turns: usize,

@@ -24,7 +24,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Lines per write transaction during import.
 const IMPORT_BATCH: usize = 1000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LineStatus {
     Added,
@@ -35,7 +35,7 @@ pub enum LineStatus {
 }
 
 /// What happened to one input line.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LineOutcome {
     pub line: usize,
     pub status: LineStatus,
@@ -45,7 +45,7 @@ pub struct LineOutcome {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct ImportSummary {
     pub added: usize,
     pub updated: usize,
@@ -56,7 +56,7 @@ pub struct ImportSummary {
     pub history_versions: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ImportReport {
     pub summary: ImportSummary,
     pub lines: Vec<LineOutcome>,
@@ -122,7 +122,7 @@ struct MemoryLine {
     history: Vec<HistoryLine>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 struct HistoryLine {
     version: i64,
     at: String,

@@ -34,7 +34,7 @@ pub const MAX_EXTRACTION_REPLY_BYTES: usize = 64 * 1024;
 pub const MAX_SESSIONS: usize = 20;
 
 /// Where validated candidates go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExtractTarget {
     /// The inbox, for review (`cairn inbox accept`): the default.
@@ -65,7 +65,7 @@ pub struct ExtractOptions {
 }
 
 /// What one extraction did (the JSON of `cairn extract --json`).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct ExtractReport {
     /// `llm` or `deterministic`.
     pub method: String,

@@ -111,7 +111,9 @@ pub fn freshness(dir: &Path, commit: &str, stamped_in: StampedIn) -> Option<Stri
 }
 
 /// The working tree as git reports it now.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct WorkingTree {
     /// `main`, `HEAD (detached)`, or the branch line with its upstream and ahead/behind.
     pub branch: String,

@@ -38,7 +38,7 @@ enum Disagreement {
 }
 
 /// One finding of `doctor`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Check {
     pub name: String,
     pub ok: bool,
@@ -52,7 +52,7 @@ pub struct Check {
     pub fix: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DoctorReport {
     pub path: String,
     pub schema_version: i64,
@@ -62,7 +62,7 @@ pub struct DoctorReport {
 }
 
 /// `scope map`: stored scopes nobody declared (typos) and declared scopes that hold nothing.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ScopeMap {
     pub project: String,
     pub scopes: Vec<ScopeRow>,

@@ -74,7 +74,7 @@ const DIVERSITY_POOL: usize = 50;
 const FEEDBACK_DOCS: usize = 3;
 const FEEDBACK_TERMS: usize = 5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     #[default]
@@ -159,7 +159,7 @@ impl RecallRequest {
 }
 
 /// Why a result is where it is.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Why {
     pub lexical_rank: Option<u32>,
     pub vector_rank: Option<u32>,
@@ -175,7 +175,7 @@ pub struct Why {
 }
 
 /// One answer (the JSON of docs/cli.md).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RecallResult {
     pub id: i64,
     pub external_id: Option<String>,
@@ -196,7 +196,7 @@ pub struct RecallResult {
     pub superseded_from: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RecallAnswer {
     pub query: String,
     pub degraded: Option<String>,

@@ -92,7 +92,7 @@ impl RememberRequest {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RememberStatus {
     Added,
@@ -103,7 +103,7 @@ pub enum RememberStatus {
 }
 
 /// What `remember` did (the JSON of docs/cli.md).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RememberOutcome {
     pub status: RememberStatus,
     pub id: Option<i64>,

@@ -242,7 +242,7 @@ impl Default for Semantic {
 }
 
 /// What `index_pending` / `reindex` did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct IndexReport {
     pub model: Option<String>,
     pub embedded: usize,
@@ -257,7 +257,7 @@ pub struct IndexReport {
 }
 
 /// What `model status` and `doctor` report about the semantic index.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SemanticStatus {
     /// The configured embedder, once loaded.
     pub model: Option<String>,

@@ -35,13 +35,13 @@ pub struct ShareRequest {
     pub limit: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnvelopeSource {
     pub project: String,
     pub generator: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Selection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
@@ -50,7 +50,7 @@ pub struct Selection {
 }
 
 /// One record in an envelope: metadata and content hash always, the body only with content.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SharedRecord {
     pub id: i64,
     #[serde(rename = "type")]
@@ -72,7 +72,7 @@ pub struct SharedRecord {
 }
 
 /// The envelope (`cairn.share.v1`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Envelope {
     pub schema: String,
     pub zone: TrustZone,
@@ -89,7 +89,7 @@ pub struct Envelope {
 }
 
 /// What importing an envelope did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EnvelopeImportReport {
     pub payload_sha256: String,
     pub zone: TrustZone,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 /// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Recall, show, list, brief, stats, export.
@@ -62,7 +62,7 @@ pub struct NewToken {
 }
 
 /// A token as listed: everything but its secret (which is not kept).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TokenInfo {
     pub name: String,
     /// `null`: every project.
@@ -76,7 +76,7 @@ pub struct TokenInfo {
 }
 
 /// A token just made: the only time its secret exists outside the client.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CreatedToken {
     pub token: String,
     #[serde(flatten)]

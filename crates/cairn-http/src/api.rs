@@ -2,10 +2,13 @@
 //! its body and query, and its handler; the router and `/openapi.json` are both built from the
 //! one list ([`endpoints`]), so the document cannot drift from what is served.
 //!
-//! Answers have the JSON shapes `cairn … --json` prints (docs/cli.md); errors are problem
-//! documents (`problem.rs`). A handler authenticates first (`auth::authorize`, on a blocking
-//! thread: it reads the brain), then reads its body, then runs the engine call on a blocking
-//! thread through the service.
+//! Answers have the JSON shapes `cairn … --json` prints (docs/cli.md), described in
+//! `/openapi.json` by the JSON Schema of the type the handler serializes; errors are problem
+//! documents (`problem.rs`). Every handler has one shape, [`handle`]: authenticate first
+//! (`auth::authorize`, on a blocking thread: it reads the brain) and check the role, then read
+//! the arguments, then run the engine call on a blocking thread through the service. The
+//! records endpoints are here; the agent surfaces, the graph and the lifecycle are in
+//! `api/agent.rs`, `api/graph.rs` and `api/lifecycle.rs`.
 
 use crate::App;
 use crate::auth::{Caller, authorize};
@@ -23,13 +26,19 @@ use cairn_engine::exchange::ImportOptions;
 use cairn_engine::tokens::Role;
 use cairn_engine::{
     BriefRequest, Engine, EngineError, ErrorKind, ListRequest, Mode, RecallRequest,
-    RememberRequest, RememberStatus, Review, UpdateRequest,
+    RememberOutcome, RememberRequest, RememberStatus, Review, UpdateRequest,
 };
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-/// One route of the API, with what `/openapi.json` says about it.
+mod agent;
+mod graph;
+mod lifecycle;
+
+/// One route of the API, with what `/openapi.json` says about it. Built with [`Endpoint::new`]
+/// and the methods after it.
 pub struct Endpoint {
     pub method: &'static str,
     pub path: &'static str,
@@ -44,14 +53,89 @@ pub struct Endpoint {
     pub query: Option<fn() -> Value>,
     /// What a success answers (media type, and which `--json` shape).
     pub answer: (&'static str, &'static str),
+    /// The JSON Schema of a success, from the type the handler serializes.
+    pub answer_schema: Option<fn() -> Value>,
     pub route: MethodRouter<App>,
 }
 
+impl Endpoint {
+    /// An endpoint answering JSON, with no body and no query parameters.
+    pub fn new(
+        method: &'static str,
+        path: &'static str,
+        role: Option<Role>,
+        summary: &'static str,
+        route: MethodRouter<App>,
+    ) -> Endpoint {
+        Endpoint {
+            method,
+            path,
+            summary,
+            role,
+            every_project: false,
+            body: None,
+            raw_body: None,
+            query: None,
+            answer: (JSON, "a JSON answer"),
+            answer_schema: None,
+            route,
+        }
+    }
+
+    /// Its JSON body is a `T`.
+    pub fn body<T: JsonSchema>(mut self) -> Endpoint {
+        self.body = Some(schema::<T>);
+        self
+    }
+
+    /// Its body is not JSON but `media`.
+    pub fn raw_body(mut self, media: &'static str) -> Endpoint {
+        self.raw_body = Some(media);
+        self
+    }
+
+    /// Its query parameters are the fields of `T`.
+    pub fn query<T: JsonSchema>(mut self) -> Endpoint {
+        self.query = Some(schema::<T>);
+        self
+    }
+
+    /// Only a token for every project may call it.
+    pub fn every_project(mut self) -> Endpoint {
+        self.every_project = true;
+        self
+    }
+
+    /// A success answers a `T` as JSON: `what` says which `--json` shape.
+    pub fn answers<T: JsonSchema>(mut self, what: &'static str) -> Endpoint {
+        self.answer = (JSON, what);
+        self.answer_schema = Some(answer_schema::<T>);
+        self
+    }
+
+    /// A success answers `media`, described in words only.
+    pub fn answers_text(mut self, media: &'static str, what: &'static str) -> Endpoint {
+        self.answer = (media, what);
+        self.answer_schema = None;
+        self
+    }
+}
+
+/// The JSON Schema of a request type (what the server parses).
 fn schema<T: JsonSchema>() -> Value {
-    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-    });
+    root_schema::<T>(schemars::generate::SchemaSettings::draft2020_12().for_deserialize())
+}
+
+/// The JSON Schema of an answer type (what the server serializes).
+fn answer_schema<T: JsonSchema>() -> Value {
+    root_schema::<T>(schemars::generate::SchemaSettings::draft2020_12().for_serialize())
+}
+
+/// `T`'s schema with its subschemas inline and without `$schema` (the document's dialect
+/// says it).
+fn root_schema<T: JsonSchema>(settings: schemars::generate::SchemaSettings) -> Value {
     let mut value = settings
+        .with(|s| s.inline_subschemas = true)
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value();
@@ -114,6 +198,128 @@ fn call<T>(
     app.service
         .call(&caller.request, operation, work)
         .map_err(|e| Problem::from_engine(&e))
+}
+
+/// How a handler's arguments arrive.
+pub(crate) enum Input {
+    /// A JSON body (an empty one is `{}`).
+    Body(Body),
+    /// The query string.
+    Query(Option<String>),
+    /// Nothing: the arguments are `{}`.
+    Nothing,
+}
+
+/// What a call is, for the token check.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Op {
+    pub needed: Role,
+    /// The operation, as a refusal names it.
+    pub name: &'static str,
+    /// It covers the whole brain: a token for every project only.
+    pub whole_brain: bool,
+}
+
+impl Op {
+    pub const fn read(name: &'static str) -> Op {
+        Op {
+            needed: Role::Read,
+            name,
+            whole_brain: false,
+        }
+    }
+
+    pub const fn write(name: &'static str) -> Op {
+        Op {
+            needed: Role::Write,
+            name,
+            whole_brain: false,
+        }
+    }
+
+    pub const fn whole_brain(self) -> Op {
+        Op {
+            whole_brain: true,
+            ..self
+        }
+    }
+}
+
+/// The shape of almost every handler, once: the token checked for `op` (before anything of
+/// the request is looked at), the arguments parsed as an `A` (the failing field named), then
+/// `work` on the engine on a blocking thread, its answer serialized as JSON.
+pub(crate) async fn handle<A, T>(
+    app: App,
+    headers: HeaderMap,
+    op: Op,
+    input: Input,
+    work: impl FnOnce(&mut Engine, &Caller, A) -> Result<T, Problem> + Send + 'static,
+) -> Result<Response, Problem>
+where
+    A: DeserializeOwned + Send + 'static,
+    T: Serialize,
+{
+    let caller = caller(&app, &headers, op.needed, op.name).await?;
+    if op.whole_brain {
+        whole_brain(&caller, op.name)?;
+    }
+    let args: A = match input {
+        Input::Body(body) => body::json(&body::bytes(&app, &headers, body).await?)?,
+        Input::Query(query) => body::query(query.as_deref())?,
+        Input::Nothing => body::json(b"")?,
+    };
+    blocking(move || {
+        let answer = on_engine(&app, &caller, op.name, |engine| work(engine, &caller, args))?;
+        ok(&answer)
+    })
+    .await
+}
+
+/// Runs `work` on the engine as `caller`; its own refusals (problems) pass through.
+fn on_engine<T>(
+    app: &App,
+    caller: &Caller,
+    operation: &str,
+    work: impl FnOnce(&mut Engine) -> Result<T, Problem>,
+) -> Result<T, Problem> {
+    app.service
+        .call(&caller.request, operation, |engine| Ok(work(engine)))
+        .map_err(|e| Problem::from_engine(&e))?
+}
+
+/// A `remember` outcome as an answer: a refusal is a 409 carrying the outcome.
+pub(crate) fn remembered(outcome: RememberOutcome) -> Result<RememberOutcome, Problem> {
+    if outcome.status == RememberStatus::Refused {
+        let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+        return Err(
+            Problem::from_kind(ErrorKind::Refused, outcome.message.clone())
+                .with("existing", json!(outcome.existing))
+                .with("outcome", value),
+        );
+    }
+    Ok(outcome)
+}
+
+/// The token's role allows `needed` for this particular call (checked once the arguments say
+/// what the call is, e.g. a hard delete).
+pub(crate) fn require(caller: &Caller, needed: Role, operation: &str) -> Result<(), Problem> {
+    if caller.grant.role.allows(needed) {
+        return Ok(());
+    }
+    Err(Problem::from_engine(&EngineError::Forbidden {
+        role: caller.grant.role.as_str(),
+        operation: operation.to_string(),
+        needed: needed.as_str(),
+    }))
+}
+
+/// 404 for an item (task, inbox item, dream) that is missing or that the token may not see:
+/// the same answer for both.
+pub(crate) fn item_not_found(what: &str, id: impl std::fmt::Display, listed_at: &str) -> Problem {
+    Problem::from_kind(
+        ErrorKind::NotFound,
+        format!("no {what} {id} here; nothing was done — `GET {listed_at}` lists them"),
+    )
 }
 
 /// The record `id`, or not-found when it is missing or the caller may not see it (the same
@@ -453,6 +659,87 @@ pub struct BriefBody {
 #[serde(deny_unknown_fields)]
 pub struct NoQuery {}
 
+// ---- answers that are not an engine struct -------------------------------------------------
+
+/// `PATCH /v1/records/{id}` (`cairn update --json`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct UpdatedAnswer {
+    /// `updated`.
+    pub status: &'static str,
+    pub id: i64,
+    /// Kinds of secret redacted from the new text.
+    pub redacted: Vec<&'static str>,
+    /// The record after the change.
+    pub record: Memory,
+    pub warnings: Vec<String>,
+}
+
+/// `GET /v1/records/{id}` (`cairn show --json`): the record and what `show` adds to it. The
+/// answer is built by `Engine::show_document` (one builder for the CLI and the server); this
+/// type describes it for `/openapi.json`.
+#[derive(Debug, JsonSchema)]
+#[allow(dead_code)]
+pub struct ShowAnswer {
+    #[serde(flatten)]
+    pub record: Memory,
+    /// The record a dream merged this one into, while it stays merged away.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged_into: Option<i64>,
+    /// When the record was last handed to an agent (brief, prompt hook).
+    pub surfaced_at: Option<String>,
+    /// With `history=true`: every earlier version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<cairn_store::HistoryRow>>,
+    /// Open conflicts involving the record.
+    pub conflicts: Vec<cairn_store::ConflictRow>,
+}
+
+/// `DELETE /v1/records/{id}` (`cairn forget --json`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ForgottenAnswer {
+    /// `archived`, or `deleted` with `hard`.
+    pub status: &'static str,
+    pub id: i64,
+}
+
+/// `POST /v1/records/{id}/restore` (`cairn restore --json`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RestoredAnswer {
+    /// `restored`.
+    pub status: &'static str,
+    pub id: i64,
+    /// The record's status afterwards.
+    pub record_status: Status,
+}
+
+/// `POST /v1/records/{id}/verify` (`cairn verify --json`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VerifiedAnswer {
+    /// `verified`.
+    pub status: &'static str,
+    pub id: i64,
+    pub review_at: Option<String>,
+}
+
+/// One answer of `POST /v1/recall/batch`: the recall, or why this query failed.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum BatchItem {
+    Answer(Box<cairn_engine::RecallAnswer>),
+    Error {
+        /// `error`.
+        status: &'static str,
+        error: String,
+    },
+}
+
+/// `POST /v1/recall/batch`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BatchAnswer {
+    /// One per query, in order.
+    pub answers: Vec<BatchItem>,
+}
+
 // ---- handlers -----------------------------------------------------------------------------
 
 async fn remember(
@@ -460,26 +747,19 @@ async fn remember(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Write, "remember").await?;
-    let args: RememberBody = body::json(&body::bytes(&app, &headers, body).await?)?;
-    blocking(move || {
-        let request = args.request().map_err(Problem::from)?;
-        let outcome = call(&app, &caller, "remember", |engine| {
+    handle(
+        app,
+        headers,
+        Op::write("remember"),
+        Input::Body(body),
+        |engine, caller, args: RememberBody| {
+            let request = args.request()?;
             if let Some(old) = request.supersedes {
-                visible(engine, &caller, old)?;
+                visible(engine, caller, old)?;
             }
-            engine.remember(&request)
-        })?;
-        if outcome.status == RememberStatus::Refused {
-            let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
-            return Err(
-                Problem::from_kind(ErrorKind::Refused, outcome.message.clone())
-                    .with("existing", json!(outcome.existing))
-                    .with("outcome", value),
-            );
-        }
-        ok(&outcome)
-    })
+            remembered(engine.remember(&request)?)
+        },
+    )
     .await
 }
 
@@ -488,13 +768,13 @@ async fn recall(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Read, "recall").await?;
-    let args: RecallBody = body::json(&body::bytes(&app, &headers, body).await?)?;
-    blocking(move || {
-        let request = args.request().map_err(Problem::from)?;
-        let answer = call(&app, &caller, "recall", |engine| engine.recall(&request))?;
-        ok(&answer)
-    })
+    handle(
+        app,
+        headers,
+        Op::read("recall"),
+        Input::Body(body),
+        |engine, _, args: RecallBody| Ok(engine.recall(&args.request()?)?),
+    )
     .await
 }
 
@@ -503,32 +783,38 @@ async fn recall_batch(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Read, "recall").await?;
-    let args: RecallBatchBody = body::json(&body::bytes(&app, &headers, body).await?)?;
-    if args.queries.len() > 100 {
-        return Err(Problem::bad_request(format!(
-            "{} queries in one batch, over the limit of 100; nothing was done — split the batch",
-            args.queries.len()
-        ))
-        .with("field", json!("queries")));
-    }
-    blocking(move || {
-        let answers: Vec<Value> = args
-            .queries
-            .into_iter()
-            .map(|query| {
-                let answer = query.request().and_then(|request| {
-                    app.service
-                        .call(&caller.request, "recall", |engine| engine.recall(&request))
-                });
-                match answer {
-                    Ok(answer) => serde_json::to_value(&answer).unwrap_or(Value::Null),
-                    Err(error) => json!({"status": "error", "error": error.to_string()}),
-                }
-            })
-            .collect();
-        ok(&json!({ "answers": answers }))
-    })
+    handle(
+        app,
+        headers,
+        Op::read("recall"),
+        Input::Body(body),
+        |engine, _, args: RecallBatchBody| {
+            if args.queries.len() > 100 {
+                return Err(Problem::bad_request(format!(
+                    "{} queries in one batch, over the limit of 100; nothing was done — split the batch",
+                    args.queries.len()
+                ))
+                .with("field", json!("queries")));
+            }
+            let answers = args
+                .queries
+                .into_iter()
+                .map(|query| {
+                    match query
+                        .request()
+                        .and_then(|request| engine.recall(&request))
+                    {
+                        Ok(answer) => BatchItem::Answer(Box::new(answer)),
+                        Err(error) => BatchItem::Error {
+                            status: "error",
+                            error: error.to_string(),
+                        },
+                    }
+                })
+                .collect();
+            Ok(BatchAnswer { answers })
+        },
+    )
     .await
 }
 
@@ -538,16 +824,17 @@ async fn show(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Read, "show").await?;
-    let id = record_id(&id)?;
-    let args: ShowQuery = body::query(query.as_deref())?;
-    blocking(move || {
-        let value = call(&app, &caller, "show", |engine| {
-            visible(engine, &caller, id)?;
-            engine.show_document(id, args.history)
-        })?;
-        ok(&value)
-    })
+    handle(
+        app,
+        headers,
+        Op::read("show"),
+        Input::Query(query),
+        move |engine, caller, args: ShowQuery| {
+            let id = record_id(&id)?;
+            visible(engine, caller, id)?;
+            Ok(engine.show_document(id, args.history)?)
+        },
+    )
     .await
 }
 
@@ -557,23 +844,25 @@ async fn update(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Write, "update").await?;
-    let id = record_id(&id)?;
-    let args: UpdateBody = body::json(&body::bytes(&app, &headers, body).await?)?;
-    blocking(move || {
-        let request = args.request().map_err(Problem::from)?;
-        let updated = call(&app, &caller, "update", |engine| {
-            visible(engine, &caller, id)?;
-            engine.update_with_warnings(id, &request)
-        })?;
-        ok(&json!({
-            "status": "updated",
-            "id": updated.memory.id,
-            "redacted": updated.redacted,
-            "record": updated.memory,
-            "warnings": updated.warnings,
-        }))
-    })
+    handle(
+        app,
+        headers,
+        Op::write("update"),
+        Input::Body(body),
+        move |engine, caller, args: UpdateBody| {
+            let id = record_id(&id)?;
+            let request = args.request()?;
+            visible(engine, caller, id)?;
+            let updated = engine.update_with_warnings(id, &request)?;
+            Ok(UpdatedAnswer {
+                status: "updated",
+                id: updated.memory.id,
+                redacted: updated.redacted,
+                record: updated.memory,
+                warnings: updated.warnings,
+            })
+        },
+    )
     .await
 }
 
@@ -583,17 +872,24 @@ async fn forget(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let args: ForgetQuery = body::query(query.as_deref())?;
-    let needed = if args.hard { Role::Admin } else { Role::Write };
-    let caller = caller(&app, &headers, needed, "forget").await?;
-    let id = record_id(&id)?;
-    blocking(move || {
-        let memory = call(&app, &caller, "forget", |engine| {
-            visible(engine, &caller, id)?;
-            engine.forget(id, args.hard)
-        })?;
-        ok(&json!({"status": if args.hard { "deleted" } else { "archived" }, "id": memory.id}))
-    })
+    handle(
+        app,
+        headers,
+        Op::write("forget"),
+        Input::Query(query),
+        move |engine, caller, args: ForgetQuery| {
+            if args.hard {
+                require(caller, Role::Admin, "forget")?;
+            }
+            let id = record_id(&id)?;
+            visible(engine, caller, id)?;
+            let memory = engine.forget(id, args.hard)?;
+            Ok(ForgottenAnswer {
+                status: if args.hard { "deleted" } else { "archived" },
+                id: memory.id,
+            })
+        },
+    )
     .await
 }
 
@@ -602,15 +898,22 @@ async fn restore(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Write, "restore").await?;
-    let id = record_id(&id)?;
-    blocking(move || {
-        let memory = call(&app, &caller, "restore", |engine| {
-            visible(engine, &caller, id)?;
-            engine.restore(id)
-        })?;
-        ok(&json!({"status": "restored", "id": memory.id, "record_status": memory.status}))
-    })
+    handle(
+        app,
+        headers,
+        Op::write("restore"),
+        Input::Nothing,
+        move |engine, caller, _: NoQuery| {
+            let id = record_id(&id)?;
+            visible(engine, caller, id)?;
+            let memory = engine.restore(id)?;
+            Ok(RestoredAnswer {
+                status: "restored",
+                id: memory.id,
+                record_status: memory.status,
+            })
+        },
+    )
     .await
 }
 
@@ -620,16 +923,73 @@ async fn verify(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Write, "verify").await?;
-    let id = record_id(&id)?;
-    let args: VerifyBody = body::json(&body::bytes(&app, &headers, body).await?)?;
-    blocking(move || {
-        let memory = call(&app, &caller, "verify", |engine| {
-            visible(engine, &caller, id)?;
-            engine.verify(id, &args.source)
-        })?;
-        ok(&json!({"status": "verified", "id": memory.id, "review_at": memory.review_at}))
-    })
+    handle(
+        app,
+        headers,
+        Op::write("verify"),
+        Input::Body(body),
+        move |engine, caller, args: VerifyBody| {
+            let id = record_id(&id)?;
+            visible(engine, caller, id)?;
+            let memory = engine.verify(id, &args.source)?;
+            Ok(VerifiedAnswer {
+                status: "verified",
+                id: memory.id,
+                review_at: memory.review_at,
+            })
+        },
+    )
+    .await
+}
+
+/// `POST /v1/records/{id}/supersede`: the new text of a claim that changed.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SupersedeBody {
+    /// The current text of the claim.
+    pub body: String,
+    /// Default: the old record's title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Type of the new record (default: the old record's type).
+    #[serde(default, rename = "type")]
+    pub memory_type: Option<String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Allow a second successor of a record that was already superseded (forks the chain).
+    #[serde(default)]
+    pub fork_ok: bool,
+}
+
+async fn supersede(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    handle(
+        app,
+        headers,
+        Op::write("supersede"),
+        Input::Body(body),
+        move |engine, caller, args: SupersedeBody| {
+            let id = record_id(&id)?;
+            let old = visible(engine, caller, id)?;
+            let memory_type = match args.memory_type.as_deref() {
+                Some(given) => given.parse::<MemoryType>().map_err(EngineError::from)?,
+                None => old.memory_type,
+            };
+            // as `cairn remember --supersedes ID` with the old record's scope and filing
+            let mut request = RememberRequest::new(memory_type, args.body);
+            request.title = args.title.or(old.title.clone());
+            request.scope = Some(old.scope.clone());
+            request.personal = old.project.is_none();
+            request.source = args.source;
+            request.supersedes = Some(id);
+            request.fork_ok = args.fork_ok;
+            remembered(engine.remember(&request)?)
+        },
+    )
     .await
 }
 
@@ -638,40 +998,42 @@ async fn list(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, &headers, Role::Read, "list").await?;
-    let args: ListQuery = body::query(query.as_deref())?;
-    if args.all_projects {
-        whole_brain(&caller, "list all_projects")?;
-    }
-    blocking(move || {
-        let types = match &args.types {
-            Some(types) => parse_types(
-                &types
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_string)
-                    .collect::<Vec<_>>(),
-            )
-            .map_err(Problem::from)?,
-            None => Vec::new(),
-        };
-        let status = args
-            .status
-            .as_deref()
-            .map(str::parse::<Status>)
-            .transpose()
-            .map_err(|e| Problem::from(EngineError::from(e)))?;
-        let request = ListRequest {
-            types,
-            scope: args.scope,
-            status,
-            limit: args.limit.unwrap_or(50),
-            all_projects: args.all_projects,
-        };
-        let memories = call(&app, &caller, "list", |engine| engine.list(&request))?;
-        ok(&memories)
-    })
+    handle(
+        app,
+        headers,
+        Op::read("list"),
+        Input::Query(query),
+        |engine, caller, args: ListQuery| {
+            if args.all_projects {
+                whole_brain(caller, "list all_projects")?;
+            }
+            let types = match &args.types {
+                Some(types) => parse_types(
+                    &types
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_string)
+                        .collect::<Vec<_>>(),
+                )?,
+                None => Vec::new(),
+            };
+            let status = args
+                .status
+                .as_deref()
+                .map(str::parse::<Status>)
+                .transpose()
+                .map_err(EngineError::from)?;
+            let request = ListRequest {
+                types,
+                scope: args.scope,
+                status,
+                limit: args.limit.unwrap_or(50),
+                all_projects: args.all_projects,
+            };
+            Ok(engine.list(&request)?)
+        },
+    )
     .await
 }
 
@@ -680,6 +1042,7 @@ async fn brief(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
+    // Not through `handle`: the body changes the request's context (the working tree).
     let mut caller = caller(&app, &headers, Role::Read, "brief").await?;
     let args: BriefBody = body::json(&body::bytes(&app, &headers, body).await?)?;
     let mut sections = Vec::new();
@@ -705,39 +1068,45 @@ async fn brief(
             budget: args.budget.unwrap_or(cairn_engine::DEFAULT_BRIEF_BUDGET),
             sections,
         };
-        let brief = call(&app, &caller, "brief", |engine| engine.brief(&request))?;
+        let brief = on_engine(&app, &caller, "brief", |engine| Ok(engine.brief(&request)?))?;
         ok(&brief)
     })
     .await
 }
 
 /// A call that covers the whole brain, answered as JSON: the token checked for `role` and for
-/// every project, the engine call run on a blocking thread.
+/// every project.
 async fn whole_brain_json<T: Serialize + 'static>(
     app: App,
-    headers: &HeaderMap,
+    headers: HeaderMap,
     role: Role,
     operation: &'static str,
     work: impl FnOnce(&mut Engine) -> Result<T, EngineError> + Send + 'static,
 ) -> Result<Response, Problem> {
-    let caller = caller(&app, headers, role, operation).await?;
-    whole_brain(&caller, operation)?;
-    blocking(move || ok(&call(&app, &caller, operation, work)?)).await
+    let op = Op {
+        needed: role,
+        name: operation,
+        whole_brain: true,
+    };
+    handle(app, headers, op, Input::Nothing, |engine, _, _: NoQuery| {
+        Ok(work(engine)?)
+    })
+    .await
 }
 
 async fn stats(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
-    whole_brain_json(app, &headers, Role::Read, "stats", |engine| engine.stats()).await
+    whole_brain_json(app, headers, Role::Read, "stats", |engine| engine.stats()).await
 }
 
 async fn doctor(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
-    whole_brain_json(app, &headers, Role::Read, "doctor", |engine| {
+    whole_brain_json(app, headers, Role::Read, "doctor", |engine| {
         engine.doctor(false)
     })
     .await
 }
 
 async fn doctor_repair(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
-    whole_brain_json(app, &headers, Role::Admin, "doctor --repair", |engine| {
+    whole_brain_json(app, headers, Role::Admin, "doctor --repair", |engine| {
         engine.doctor(true)
     })
     .await
@@ -784,189 +1153,156 @@ async fn import(
 pub fn endpoints() -> Vec<Endpoint> {
     let write = Some(Role::Write);
     let read = Some(Role::Read);
-    vec![
-        Endpoint {
-            method: "post",
-            path: "/v1/remember",
-            summary: "Store one memory through the write path (`cairn remember`). A near duplicate is refused with 409 and the outcome.",
-            role: write,
-            every_project: false,
-            raw_body: None,
-            body: Some(schema::<RememberBody>),
-            query: None,
-            answer: (JSON, "the JSON of `cairn remember --json`"),
-            route: post(remember),
-        },
-        Endpoint {
-            method: "post",
-            path: "/v1/recall",
-            summary: "Ranked memories for a query (`cairn recall`).",
-            role: read,
-            every_project: false,
-            raw_body: None,
-            body: Some(schema::<RecallBody>),
-            query: None,
-            answer: (JSON, "the JSON of `cairn recall --json`"),
-            route: post(recall),
-        },
-        Endpoint {
-            method: "post",
-            path: "/v1/recall/batch",
-            summary: "Several queries in one request (`cairn recall --batch`): `{\"answers\": [...]}`, one answer line of `--batch` per query.",
-            role: read,
-            every_project: false,
-            raw_body: None,
-            body: Some(schema::<RecallBatchBody>),
-            query: None,
-            answer: (
-                JSON,
-                "`{\"answers\": [...]}`, each the JSON of `cairn recall --json` or `{\"status\": \"error\", \"error\"}`",
-            ),
-            route: post(recall_batch),
-        },
-        Endpoint {
-            method: "get",
-            path: "/v1/records",
-            summary: "Records of this project and personal ones (`cairn list`).",
-            role: read,
-            every_project: false,
-            body: None,
-            raw_body: None,
-            query: Some(schema::<ListQuery>),
-            answer: (JSON, "the JSON of `cairn list --json`"),
-            route: get(list),
-        },
-        Endpoint {
-            method: "get",
-            path: "/v1/records/{id}",
-            summary: "One record in full (`cairn show`). A record the token may not see answers 404, like a missing one.",
-            role: read,
-            every_project: false,
-            body: None,
-            raw_body: None,
-            query: Some(schema::<ShowQuery>),
-            answer: (JSON, "the JSON of `cairn show --json`"),
-            route: get(show),
-        },
-        Endpoint {
-            method: "patch",
-            path: "/v1/records/{id}",
-            summary: "Change fields of a record in place (`cairn update`).",
-            role: write,
-            every_project: false,
-            raw_body: None,
-            body: Some(schema::<UpdateBody>),
-            query: None,
-            answer: (JSON, "the JSON of `cairn update --json`"),
-            route: patch(update),
-        },
-        Endpoint {
-            method: "delete",
-            path: "/v1/records/{id}",
-            summary: "Archive a record (`cairn forget`); `?hard=true` deletes it for good (admin role).",
-            role: write,
-            every_project: false,
-            body: None,
-            raw_body: None,
-            query: Some(schema::<ForgetQuery>),
-            answer: (JSON, "the JSON of `cairn forget --json`"),
-            route: delete(forget),
-        },
-        Endpoint {
-            method: "post",
-            path: "/v1/records/{id}/restore",
-            summary: "Bring back an archived record (`cairn restore`).",
-            role: write,
-            every_project: false,
-            body: None,
-            raw_body: None,
-            query: None,
-            answer: (JSON, "the JSON of `cairn restore --json`"),
-            route: post(restore),
-        },
-        Endpoint {
-            method: "post",
-            path: "/v1/records/{id}/verify",
-            summary: "Mark a record checked against its source (`cairn verify`).",
-            role: write,
-            every_project: false,
-            raw_body: None,
-            body: Some(schema::<VerifyBody>),
-            query: None,
-            answer: (JSON, "the JSON of `cairn verify --json`"),
-            route: post(verify),
-        },
-        Endpoint {
-            method: "post",
-            path: "/v1/brief",
-            summary: "The brief an agent reads at the start of work (`cairn brief`); send the working tree, the server never runs git.",
-            role: read,
-            every_project: false,
-            raw_body: None,
-            body: Some(schema::<BriefBody>),
-            query: None,
-            answer: (JSON, "the JSON of `cairn brief --json`"),
-            route: post(brief),
-        },
-        Endpoint {
-            method: "get",
-            path: "/v1/stats",
-            summary: "Counts and sizes of the whole brain (`cairn stats`).",
-            role: read,
-            every_project: true,
-            body: None,
-            raw_body: None,
-            query: None,
-            answer: (JSON, "the JSON of `cairn stats --json`"),
-            route: get(stats),
-        },
-        Endpoint {
-            method: "get",
-            path: "/v1/doctor",
-            summary: "Check the brain (`cairn doctor`).",
-            role: read,
-            every_project: true,
-            body: None,
-            raw_body: None,
-            query: None,
-            answer: (JSON, "the JSON of `cairn doctor --json`"),
-            route: get(doctor),
-        },
-        Endpoint {
-            method: "post",
-            path: "/v1/doctor/repair",
-            summary: "Check and repair the brain (`cairn doctor --repair`).",
-            role: Some(Role::Admin),
-            every_project: true,
-            body: None,
-            raw_body: None,
-            query: None,
-            answer: (JSON, "the JSON of `cairn doctor --repair --json`"),
-            route: post(doctor_repair),
-        },
-        Endpoint {
-            method: "get",
-            path: "/v1/export",
-            summary: "The whole brain as JSONL (`cairn export`).",
-            role: read,
-            every_project: true,
-            body: None,
-            raw_body: None,
-            query: None,
-            answer: ("application/x-ndjson", "the lines of `cairn export`"),
-            route: get(export),
-        },
-        Endpoint {
-            method: "post",
-            path: "/v1/import",
-            summary: "Import JSONL lines, the body (`cairn import FILE`).",
-            role: write,
-            every_project: true,
-            body: None,
-            raw_body: Some("application/x-ndjson"),
-            query: None,
-            answer: (JSON, "the JSON of `cairn import FILE --json`"),
-            route: post(import),
-        },
-    ]
+    let mut endpoints = vec![
+        Endpoint::new(
+            "post",
+            "/v1/remember",
+            write,
+            "Store one memory through the write path (`cairn remember`). A near duplicate is refused with 409 and the outcome.",
+            post(remember),
+        )
+        .body::<RememberBody>()
+        .answers::<RememberOutcome>("the JSON of `cairn remember --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/recall",
+            read,
+            "Ranked memories for a query (`cairn recall`).",
+            post(recall),
+        )
+        .body::<RecallBody>()
+        .answers::<cairn_engine::RecallAnswer>("the JSON of `cairn recall --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/recall/batch",
+            read,
+            "Several queries in one request (`cairn recall --batch`): `{\"answers\": [...]}`, one answer line of `--batch` per query.",
+            post(recall_batch),
+        )
+        .body::<RecallBatchBody>()
+        .answers::<BatchAnswer>(
+            "`{\"answers\": [...]}`, each the JSON of `cairn recall --json` or `{\"status\": \"error\", \"error\"}`",
+        ),
+        Endpoint::new(
+            "get",
+            "/v1/records",
+            read,
+            "Records of this project and personal ones (`cairn list`).",
+            get(list),
+        )
+        .query::<ListQuery>()
+        .answers::<Vec<Memory>>("the JSON of `cairn list --json`"),
+        Endpoint::new(
+            "get",
+            "/v1/records/{id}",
+            read,
+            "One record in full (`cairn show`). A record the token may not see answers 404, like a missing one.",
+            get(show),
+        )
+        .query::<ShowQuery>()
+        .answers::<ShowAnswer>("the JSON of `cairn show --json`"),
+        Endpoint::new(
+            "patch",
+            "/v1/records/{id}",
+            write,
+            "Change fields of a record in place (`cairn update`).",
+            patch(update),
+        )
+        .body::<UpdateBody>()
+        .answers::<UpdatedAnswer>("the JSON of `cairn update --json`"),
+        Endpoint::new(
+            "delete",
+            "/v1/records/{id}",
+            write,
+            "Archive a record (`cairn forget`); `?hard=true` deletes it for good (admin role).",
+            delete(forget),
+        )
+        .query::<ForgetQuery>()
+        .answers::<ForgottenAnswer>("the JSON of `cairn forget --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/records/{id}/restore",
+            write,
+            "Bring back an archived record (`cairn restore`).",
+            post(restore),
+        )
+        .answers::<RestoredAnswer>("the JSON of `cairn restore --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/records/{id}/verify",
+            write,
+            "Mark a record checked against its source (`cairn verify`).",
+            post(verify),
+        )
+        .body::<VerifyBody>()
+        .answers::<VerifiedAnswer>("the JSON of `cairn verify --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/records/{id}/supersede",
+            write,
+            "Record that a claim changed: store the new text and retire the record (`cairn remember --supersedes ID`, in the old record's scope and project). A record the token may not see answers 404.",
+            post(supersede),
+        )
+        .body::<SupersedeBody>()
+        .answers::<RememberOutcome>("the JSON of `cairn remember --supersedes ID --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/brief",
+            read,
+            "The brief an agent reads at the start of work (`cairn brief`); send the working tree, the server never runs git.",
+            post(brief),
+        )
+        .body::<BriefBody>()
+        .answers::<cairn_engine::Brief>("the JSON of `cairn brief --json`"),
+        Endpoint::new(
+            "get",
+            "/v1/stats",
+            read,
+            "Counts and sizes of the whole brain (`cairn stats`).",
+            get(stats),
+        )
+        .every_project()
+        .answers::<cairn_store::Stats>("the JSON of `cairn stats --json`"),
+        Endpoint::new(
+            "get",
+            "/v1/doctor",
+            read,
+            "Check the brain (`cairn doctor`).",
+            get(doctor),
+        )
+        .every_project()
+        .answers::<cairn_engine::DoctorReport>("the JSON of `cairn doctor --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/doctor/repair",
+            Some(Role::Admin),
+            "Check and repair the brain (`cairn doctor --repair`).",
+            post(doctor_repair),
+        )
+        .every_project()
+        .answers::<cairn_engine::DoctorReport>("the JSON of `cairn doctor --repair --json`"),
+        Endpoint::new(
+            "get",
+            "/v1/export",
+            read,
+            "The whole brain as JSONL (`cairn export`).",
+            get(export),
+        )
+        .every_project()
+        .answers_text("application/x-ndjson", "the lines of `cairn export`"),
+        Endpoint::new(
+            "post",
+            "/v1/import",
+            write,
+            "Import JSONL lines, the body (`cairn import FILE`).",
+            post(import),
+        )
+        .every_project()
+        .raw_body("application/x-ndjson")
+        .answers::<cairn_engine::exchange::ImportReport>("the JSON of `cairn import FILE --json`"),
+    ];
+    endpoints.extend(agent::endpoints());
+    endpoints.extend(graph::endpoints());
+    endpoints.extend(lifecycle::endpoints());
+    endpoints
 }

@@ -14,6 +14,7 @@ pub mod body;
 pub mod mcp;
 pub mod openapi;
 pub mod problem;
+pub mod tls;
 
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -78,6 +79,8 @@ pub struct ServeOptions {
     pub limits: Limits,
     /// After SIGTERM, how long requests in flight may take before the server stops anyway.
     pub grace: Duration,
+    /// Serve HTTPS with this certificate and key (TCP only); plain HTTP when `None`.
+    pub tls: Option<tls::TlsFiles>,
 }
 
 /// The router: `/healthz`, `/openapi.json`, the `/v1` endpoints and `/mcp`. `loopback`: the
@@ -156,6 +159,15 @@ pub fn serve(
     options: ServeOptions,
     ready: impl FnOnce(&str),
 ) -> Result<(), String> {
+    let acceptor = match (&options.tls, &options.listen) {
+        (None, _) => None,
+        (Some(files), Listen::Tcp(_)) => Some(files.acceptor()?),
+        (Some(_), Listen::Unix(_)) => {
+            return Err(
+                "TLS is for TCP: a Unix socket is already private to this machine; nothing was started — drop --tls-cert/--tls-key or listen with --listen".into(),
+            );
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -165,7 +177,7 @@ pub fn serve(
         Listen::Unix(_) => true,
     };
     let router = router(service.clone(), options.limits, loopback);
-    let result = runtime.block_on(run(router, options, ready));
+    let result = runtime.block_on(run(router, options, acceptor, ready));
     service.stop();
     result
 }
@@ -175,7 +187,7 @@ enum Listener {
     Unix(tokio::net::UnixListener, PathBuf),
 }
 
-async fn bind(listen: &Listen) -> Result<(Listener, String), String> {
+async fn bind(listen: &Listen, scheme: &str) -> Result<(Listener, String), String> {
     match listen {
         Listen::Tcp(address) => {
             let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
@@ -184,7 +196,7 @@ async fn bind(listen: &Listen) -> Result<(Listener, String), String> {
             let bound = listener
                 .local_addr()
                 .map_err(|e| format!("cannot read the bound address: {e}"))?;
-            Ok((Listener::Tcp(listener), format!("http://{bound}")))
+            Ok((Listener::Tcp(listener), format!("{scheme}://{bound}")))
         }
         Listen::Unix(path) => {
             let listener = unix::bind(path)?;
@@ -199,6 +211,7 @@ async fn bind(listen: &Listen) -> Result<(Listener, String), String> {
 async fn run(
     router: Router,
     options: ServeOptions,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
     ready: impl FnOnce(&str),
 ) -> Result<(), String> {
     use tokio::signal::unix::{SignalKind, signal};
@@ -206,7 +219,8 @@ async fn run(
         signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
     let mut interrupt =
         signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch SIGINT: {e}"))?;
-    let (listener, address) = bind(&options.listen).await?;
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
+    let (listener, address) = bind(&options.listen, scheme).await?;
     ready(&address);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -228,6 +242,23 @@ async fn run(
             _ = interrupt.recv() => break,
         };
         let service = TowerToHyperService::new(router.clone());
+        if let Some(acceptor) = &acceptor {
+            // The handshake runs in the connection's own task, bounded like the headers, so a
+            // client that stalls in it holds only its own connection.
+            let acceptor = acceptor.clone();
+            let http = http.clone();
+            let watcher = graceful.watcher();
+            let deadline = options.limits.header_timeout;
+            tokio::spawn(async move {
+                let Ok(Ok(stream)) = tokio::time::timeout(deadline, acceptor.accept(stream)).await
+                else {
+                    return;
+                };
+                let connection = http.serve_connection(TokioIo::new(stream), service);
+                let _ = watcher.watch(connection).await;
+            });
+            continue;
+        }
         let connection = http.serve_connection(TokioIo::new(stream), service);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {

@@ -1,6 +1,7 @@
 //! `/openapi.json`: an OpenAPI 3.1 document built from [`crate::api::endpoints`] (the same list
 //! the router is built from) and the request types' JSON Schemas (schemars, draft 2020-12, the
-//! dialect OpenAPI 3.1 uses). Answers are described by the `--json` shape they carry
+//! dialect OpenAPI 3.1 uses). A success is described by the JSON Schema of the type its handler
+//! serializes (the engine's answer structs derive it) and the `--json` shape it carries
 //! (docs/cli.md is the contract); errors by the problem document.
 
 use crate::api::Endpoint;
@@ -32,10 +33,22 @@ fn problem_response(description: &str) -> Value {
 fn parameters(endpoint: &Endpoint) -> Vec<Value> {
     let mut parameters = Vec::new();
     if endpoint.path.contains("{id}") {
+        let item = if endpoint.path.starts_with("/v1/records/") {
+            "The record id (the number in #42)."
+        } else {
+            "The item's id, as its list gives it."
+        };
         parameters.push(json!({
             "name": "id", "in": "path", "required": true,
-            "description": "The record id (the number in #42).",
+            "description": item,
             "schema": {"type": "integer", "minimum": 1}
+        }));
+    }
+    if endpoint.path.contains("{dream}") {
+        parameters.push(json!({
+            "name": "dream", "in": "path", "required": true,
+            "description": "The proposal set's id, as `GET /v1/dream` lists it.",
+            "schema": {"type": "string"}
         }));
     }
     if let Some(query) = endpoint.query {
@@ -77,7 +90,7 @@ fn operation(endpoint: &Endpoint) -> Value {
         "200".into(),
         json!({
             "description": endpoint.answer.1,
-            "content": {endpoint.answer.0: {"schema": {}}}
+            "content": {endpoint.answer.0: {"schema": endpoint.answer_schema.map_or_else(|| json!({}), |schema| schema())}}
         }),
     );
     responses.insert(
@@ -98,7 +111,7 @@ fn operation(endpoint: &Endpoint) -> Value {
             }),
         );
     }
-    if endpoint.path.contains("{id}") || endpoint.role.is_some() {
+    if endpoint.path.contains('{') || endpoint.role.is_some() {
         responses.insert(
             "404".into(),
             problem_response(

@@ -9,7 +9,7 @@ use crate::{Reader, Result, StoreError, WriteTx};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TaskRow {
     pub id: i64,
     pub project: Option<String>,
@@ -21,7 +21,7 @@ pub struct TaskRow {
     pub done_at: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MeasureRow {
     pub id: i64,
     pub project: Option<String>,
@@ -32,13 +32,13 @@ pub struct MeasureRow {
     pub at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct IdentityRow {
     pub body: String,
     pub updated_at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AwarenessRow {
     pub id: i64,
     pub project: Option<String>,
@@ -47,7 +47,7 @@ pub struct AwarenessRow {
     pub expires_at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct InboxRow {
     pub id: i64,
     pub project: Option<String>,
@@ -62,7 +62,7 @@ pub struct InboxRow {
 }
 
 /// How far a session's transcript has been captured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CaptureOffset {
     pub session_id: String,
     pub transcript_path: String,

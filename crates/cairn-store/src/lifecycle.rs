@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 /// One stored dream proposal set.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DreamRunRow {
     pub id: String,
     pub created_at: String,
@@ -26,7 +26,7 @@ pub struct DreamRunRow {
 }
 
 /// One proposal of a set.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ProposalRow {
     pub seq: i64,
     /// `decay`, `merge`, `forget`, `summary`, `reflection`.
@@ -39,7 +39,7 @@ pub struct ProposalRow {
 }
 
 /// A decided proposal set whose proposal rows a dream pruned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PrunedSet {
     pub id: String,
     /// How many proposal rows were deleted.
@@ -77,7 +77,7 @@ pub struct LifecycleRow {
 }
 
 /// Page accounting of the file.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct PageStats {
     pub page_size: i64,
     pub page_count: i64,
@@ -109,7 +109,7 @@ impl PageStats {
 }
 
 /// Orphaned rows `doctor --repair` drops: rows pointing at records or runs that do not exist.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
 pub struct Orphans {
     pub conflicts: i64,
     pub generated_marks: i64,
@@ -123,7 +123,7 @@ impl Orphans {
 }
 
 /// One table's share of a recovery.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RecoveredTable {
     pub table: String,
     pub rows: i64,

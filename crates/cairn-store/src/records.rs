@@ -184,7 +184,7 @@ fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
 }
 
 /// One earlier version of a record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HistoryRow {
     pub version: i64,
     pub at: String,
@@ -194,7 +194,7 @@ pub struct HistoryRow {
 }
 
 /// One entry of the activity log.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EventRow {
     pub id: i64,
     pub at: String,
@@ -215,7 +215,7 @@ pub struct NewEvent<'a> {
     pub detail: &'a serde_json::Value,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ConflictRow {
     pub id: i64,
     pub memory_id: i64,
@@ -225,7 +225,7 @@ pub struct ConflictRow {
     pub resolved_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ScopeRow {
     pub project: Option<String>,
     pub scope: String,
@@ -234,7 +234,7 @@ pub struct ScopeRow {
     pub records: i64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Stats {
     pub records: i64,
     pub by_status: Vec<(String, i64)>,
@@ -1057,7 +1057,7 @@ impl Reader<'_> {
 }
 
 /// What `doctor` compares: records against their index rows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct IndexGaps {
     pub records: i64,
     pub fts_rows: i64,

@@ -12,14 +12,14 @@ pub const META_EMBED_MODEL: &str = "embed_model";
 pub const META_EMBED_DIM: &str = "embed_dim";
 
 /// Which model a brain's vectors were made with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct VectorSpace {
     pub model: String,
     pub dimension: usize,
 }
 
 /// How complete the semantic index is.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct VectorCounts {
     /// Records that should have a vector (every record; archived ones too, so a restore or an
     /// `--all` recall finds them).

@@ -7,4 +7,5 @@ pub mod embed_ingest;
 pub mod graph;
 pub mod lifecycle;
 pub mod semantic;
+pub mod serve;
 pub mod wiki;

@@ -7,14 +7,12 @@ use crate::output::{print_json, snippet};
 use crate::settings::Settings;
 use anyhow::{Result, bail};
 use cairn_engine::Engine;
-use cairn_engine::lifecycle::config::{parse_days, parse_every};
+use cairn_engine::lifecycle::config::parse_every;
 use cairn_engine::lifecycle::{
-    AutoAccept, DreamOptions, DreamOutcome, DreamView, KEEP_DECIDED_DAYS, LlmConfig,
-    MaintainOptions,
+    AutoAccept, DreamOptions, DreamOutcome, DreamView, LlmConfig, MaintainOptions,
 };
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Debug, Subcommand)]
 pub enum LifecycleCommand {
@@ -88,19 +86,13 @@ pub fn maintain_options(settings: &Settings, engine: &Engine) -> Result<Maintain
             ),
         }
     };
-    let (max_llm_calls, keep_decided_days) = dream_budget(engine)?;
     Ok(MaintainOptions {
         extract,
         embed,
         decay_every: every("maintenance.decay_every")?,
         dream_every: every("maintenance.dream_every")?,
         auto_accept: AutoAccept::parse(&word("dream.auto_accept")?.unwrap_or_default()),
-        dream: DreamOptions {
-            llm: llm_config(engine)?,
-            max_llm_calls,
-            keep_decided_days,
-            ..DreamOptions::default()
-        },
+        dream: engine.dream_options(&env, false)?,
     })
 }
 
@@ -154,27 +146,6 @@ fn run_maintain(settings: &Settings, args: &MaintainArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// `dream.max_llm_calls` and `dream.keep_decided_days`, checked.
-fn dream_budget(engine: &Engine) -> Result<(usize, u32)> {
-    let max_llm_calls = engine
-        .setting("dream.max_llm_calls", &env)?
-        .value
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(6);
-    let keep = engine.setting("dream.keep_decided_days", &env)?;
-    let keep_decided_days = match keep.value.as_deref() {
-        None => KEEP_DECIDED_DAYS,
-        Some(value) => match parse_days(value) {
-            Some(days) => days,
-            None => bail!(
-                "dream.keep_decided_days = {value:?} (from {}) is not a whole number of days, 0 or more; nothing was run — `cairn config set dream.keep_decided_days 7`",
-                keep.from
-            ),
-        },
-    };
-    Ok((max_llm_calls, keep_decided_days))
 }
 
 #[derive(Debug, Args)]
@@ -376,30 +347,7 @@ fn parse_id(given: &str) -> Result<i64> {
 
 /// The LLM the settings configure: the command wins over the URL; `None` when neither is set.
 pub fn llm_config(engine: &Engine) -> Result<Option<LlmConfig>> {
-    let value = |key: &str| -> Result<Option<String>> { Ok(engine.setting(key, &env)?.value) };
-    let timeout = value("llm.timeout_secs")?
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(120);
-    let timeout = Duration::from_secs(timeout);
-    if let Some(command) = value("llm.command")?.filter(|c| !c.trim().is_empty()) {
-        return Ok(Some(LlmConfig::Command { command, timeout }));
-    }
-    let Some(url) = value("llm.url")?.filter(|u| !u.trim().is_empty()) else {
-        return Ok(None);
-    };
-    let Some(model) = value("llm.model")?.filter(|m| !m.trim().is_empty()) else {
-        bail!(
-            "llm.url is set ({url}) but llm.model is not; nothing was run — `cairn config set llm.model NAME`"
-        );
-    };
-    let key_env = value("llm.api_key_env")?.unwrap_or_else(|| "CAIRN_LLM_API_KEY".into());
-    Ok(Some(LlmConfig::Http {
-        url,
-        model,
-        api_key: env(&key_env).filter(|k| !k.is_empty()),
-        timeout,
-    }))
+    Ok(engine.llm_config(&env)?)
 }
 
 fn run_decay(settings: &Settings, decay: &DecayArgs) -> Result<ExitCode> {
@@ -670,11 +618,6 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
         }
         None => {
             let mut engine = settings.open("dream")?;
-            let llm = if dream.no_llm {
-                None
-            } else {
-                llm_config(&engine)?
-            };
             // `dream.auto_accept`: `true` lets an unattended run apply everything, `safe` only
             // what loses nothing (summaries, reflections, decay demotions — never an archive, a
             // merge or a forget); either way `--unattended` applies without `--accept` too.
@@ -691,16 +634,14 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
             } else {
                 dream.accept
             };
-            let (max_llm_calls, keep_decided_days) = dream_budget(&engine)?;
+            let options = engine.dream_options(&env, dream.no_llm)?;
             let outcome: DreamOutcome = engine.dream(&DreamOptions {
                 unattended: dream.unattended,
                 accept: accept_all,
                 auto_accept,
                 // `safe` on an unattended run: only what loses nothing is applied
                 accept_safe: dream.unattended && safe_only && !accept_all,
-                llm,
-                max_llm_calls,
-                keep_decided_days,
+                ..options
             })?;
             if settings.json {
                 print_json(&outcome);

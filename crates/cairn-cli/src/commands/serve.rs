@@ -11,8 +11,8 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (loopback by default; put a TLS reverse proxy in front of any
-    /// other address, see docs/service.md).
+    /// Address to listen on (loopback by default; for any other address serve TLS with
+    /// --tls-cert/--tls-key or put a TLS reverse proxy in front, see docs/service.md).
     #[arg(long, value_name = "ADDR", default_value = cairn_http::DEFAULT_LISTEN, conflicts_with = "socket")]
     listen: std::net::SocketAddr,
     /// Listen on this Unix socket instead (made mode 0600).
@@ -27,6 +27,17 @@ pub struct ServeArgs {
     /// Seconds a client has to send its request body.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     body_timeout: u64,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key).
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_key",
+        conflicts_with = "socket"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,6 +108,13 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
             body_timeout: Duration::from_secs(args.body_timeout.max(1)),
         },
         grace: Duration::from_secs(30),
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(cairn_http::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        },
     };
     let json = settings.json;
     let db = settings.db.clone();

@@ -14,7 +14,9 @@ use serde::Serialize;
 use std::fmt;
 
 /// What an edge endpoint is: a memory record or an entity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKind {
     Record,
@@ -39,7 +41,9 @@ impl NodeKind {
 }
 
 /// A typed reference to a record or an entity. Ordered by kind, then id: records first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 pub struct Node {
     pub kind: NodeKind,
     pub id: i64,

@@ -28,7 +28,7 @@ use cairn_store::{EdgeKey, Reader};
 use serde::Serialize;
 
 /// A graph node as shown to people and agents.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct NodeView {
     pub kind: NodeKind,
     pub id: i64,
@@ -71,7 +71,7 @@ impl NodeView {
 }
 
 /// An edge (one validity interval of it) as shown.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EdgeView {
     pub src: NodeView,
     pub relation: String,

@@ -387,7 +387,7 @@ pub struct RelateRequest {
     pub confidence: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RelateStatus {
     /// A new validity interval was opened.
@@ -398,7 +398,7 @@ pub enum RelateStatus {
     Quarantined,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RelateOutcome {
     pub status: RelateStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -410,7 +410,7 @@ pub struct RelateOutcome {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UnrelateStatus {
     Invalidated,
@@ -418,7 +418,7 @@ pub enum UnrelateStatus {
     NothingOpen,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UnrelateOutcome {
     pub status: UnrelateStatus,
     pub edge: EdgeView,
@@ -427,7 +427,7 @@ pub struct UnrelateOutcome {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EntityAdded {
     pub status: &'static str,
     pub id: i64,

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 pub const MAX_SOURCE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The kinds of source an importer reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceKind {
     ClaudeMd,
@@ -84,7 +84,7 @@ pub struct Parsed {
     pub unmapped: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ItemOutcome {
     pub origin: String,
     pub status: LineStatus,
@@ -95,7 +95,7 @@ pub struct ItemOutcome {
 }
 
 /// What an import did, per item, plus what could not be mapped.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SourceImportReport {
     pub kind: SourceKind,
     pub summary: ImportSummary,

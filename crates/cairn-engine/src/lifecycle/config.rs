@@ -113,7 +113,7 @@ pub fn parse_every(value: &str) -> Option<Option<chrono::TimeDelta>> {
 }
 
 /// One setting's value and where it came from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SettingValue {
     pub key: String,
     pub value: Option<String>,
@@ -249,6 +249,72 @@ fn validate(setting: &Setting, value: &str) -> Result<()> {
         }
         _ if value.trim().is_empty() => bad("empty (use `cairn config unset` to remove it)"),
         _ => Ok(()),
+    }
+}
+
+impl Engine {
+    /// The LLM the settings configure: the command wins over the URL; `None` when neither is
+    /// set. The key is read from the environment variable `llm.api_key_env` names.
+    pub fn llm_config(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<super::LlmConfig>> {
+        let value = |key: &str| -> Result<Option<String>> { Ok(self.setting(key, env)?.value) };
+        let timeout = value("llm.timeout_secs")?
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|v| *v > 0)
+            .unwrap_or(120);
+        let timeout = std::time::Duration::from_secs(timeout);
+        if let Some(command) = value("llm.command")?.filter(|c| !c.trim().is_empty()) {
+            return Ok(Some(super::LlmConfig::Command { command, timeout }));
+        }
+        let Some(url) = value("llm.url")?.filter(|u| !u.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let Some(model) = value("llm.model")?.filter(|m| !m.trim().is_empty()) else {
+            return Err(EngineError::Invalid(format!(
+                "llm.url is set ({url}) but llm.model is not; nothing was run — `cairn config set llm.model NAME`"
+            )));
+        };
+        let key_env = value("llm.api_key_env")?.unwrap_or_else(|| "CAIRN_LLM_API_KEY".into());
+        Ok(Some(super::LlmConfig::Http {
+            url,
+            model,
+            api_key: env(&key_env).filter(|k| !k.is_empty()),
+            timeout,
+        }))
+    }
+
+    /// The options of a dream a person runs, from the settings: the LLM (none with `no_llm`),
+    /// `dream.max_llm_calls` and `dream.keep_decided_days`. Attended and not accepting: the
+    /// caller sets `accept`, `unattended` and `auto_accept`.
+    pub fn dream_options(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+        no_llm: bool,
+    ) -> Result<super::DreamOptions> {
+        let llm = if no_llm { None } else { self.llm_config(env)? };
+        let max_llm_calls = self
+            .setting("dream.max_llm_calls", env)?
+            .value
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(6);
+        let keep = self.setting("dream.keep_decided_days", env)?;
+        let keep_decided_days = match keep.value.as_deref() {
+            None => super::KEEP_DECIDED_DAYS,
+            Some(value) => parse_days(value).ok_or_else(|| {
+                EngineError::Invalid(format!(
+                    "dream.keep_decided_days = {value:?} (from {}) is not a whole number of days, 0 or more; nothing was run — `cairn config set dream.keep_decided_days 7`",
+                    keep.from
+                ))
+            })?,
+        };
+        Ok(super::DreamOptions {
+            llm,
+            max_llm_calls,
+            keep_decided_days,
+            ..super::DreamOptions::default()
+        })
     }
 }
 

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::json;
 
 /// One change decay made (or, with `--dry-run`, would make).
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct DecayChange {
     pub id: i64,
     /// For people reading it; not stored with a dream's proposal (shown from the live record).
@@ -33,7 +33,7 @@ pub struct DecayChange {
     pub to_confidence: Option<Confidence>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DecayReport {
     pub dry_run: bool,
     /// Active records looked at (every project).
@@ -46,7 +46,7 @@ pub struct DecayReport {
 }
 
 /// `decay --explain ID`: the record's verdict now and every decay event it had.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DecayExplanation {
     pub id: i64,
     pub label: String,

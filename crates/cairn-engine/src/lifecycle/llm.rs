@@ -262,14 +262,14 @@ fn kill_group(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 struct ChatRequest<'a> {
     model: &'a str,
     messages: [ChatMessage<'a>; 1],
     temperature: f32,
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 struct ChatMessage<'a> {
     role: &'a str,
     content: &'a str,

@@ -43,7 +43,7 @@ pub struct WikiExportOptions {
     pub force: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct WikiExportReport {
     pub dir: String,
     /// Records exported (one page each).

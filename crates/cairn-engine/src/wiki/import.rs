@@ -39,7 +39,7 @@ pub struct WikiImportOptions {
     pub force: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PageStatus {
     Added,
@@ -53,7 +53,7 @@ pub enum PageStatus {
     Skipped,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PageOutcome {
     pub path: String,
     pub status: PageStatus,
@@ -63,7 +63,7 @@ pub struct PageOutcome {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct WikiImportSummary {
     pub pages: usize,
     pub added: usize,
@@ -76,7 +76,7 @@ pub struct WikiImportSummary {
 }
 
 /// Every page that was not unchanged, in path order, and the counts.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct WikiImportReport {
     pub dir: String,
     pub summary: WikiImportSummary,
