@@ -334,7 +334,17 @@ impl std::error::Error for RemoteError {}
 /// What a JSON request accepts: the answer, or a problem document.
 const JSON_ACCEPT: &str = "application/json, application/problem+json";
 
-/// A success answer as it came ([`Client::send_raw`]).
+/// Which error answers an exchange hands back as answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relay {
+    /// Only 2xx; every other status is a [`RemoteError`].
+    Success,
+    /// Also an error status with a JSON or event-stream body (a protocol's own error, such as
+    /// MCP's JSON-RPC errors); a problem document is still a [`RemoteError`].
+    Protocol,
+}
+
+/// An answer as it came ([`Client::send_raw`]).
 #[derive(Debug, Clone)]
 pub struct RawAnswer {
     pub status: u16,
@@ -460,8 +470,10 @@ impl Client {
         })
     }
 
-    /// Any request: `accept` and `headers` as given; a success answer's status, content type
-    /// and body (`cairn mcp`'s forwarder, which relays JSON-RPC messages as they are).
+    /// Any request: `accept` and `headers` as given; the answer's status, content type and
+    /// body — a success, or an error status whose body is JSON or an event stream (a
+    /// protocol's own error); a problem document or another body is a [`RemoteError`]
+    /// (`cairn mcp`'s forwarder, which relays JSON-RPC messages as they are).
     pub fn send_raw(
         &self,
         method: Method,
@@ -471,7 +483,8 @@ impl Client {
         headers: &[(&str, String)],
         body: &[u8],
     ) -> Result<RawAnswer, RemoteError> {
-        let mut response = self.exchange(
+        let mut response = self.exchange_as(
+            Relay::Protocol,
             method,
             path,
             Some(content_type),
@@ -539,6 +552,28 @@ impl Client {
         headers: &[(&str, String)],
         body: Option<&[u8]>,
     ) -> Result<http::Response<ureq::Body>, RemoteError> {
+        self.exchange_as(
+            Relay::Success,
+            method,
+            path,
+            content_type,
+            accept,
+            headers,
+            body,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn exchange_as(
+        &self,
+        relay: Relay,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        accept: &str,
+        headers: &[(&str, String)],
+        body: Option<&[u8]>,
+    ) -> Result<http::Response<ureq::Body>, RemoteError> {
         let mut request = http::Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
@@ -575,6 +610,18 @@ impl Client {
             sent.map_err(|e| RemoteError::from_transport(&self.target, &self.options, e))?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
+            return Ok(response);
+        }
+        let protocol = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| {
+                t.starts_with("application/json") || t.starts_with("text/event-stream")
+            });
+        if relay == Relay::Protocol && protocol {
+            // A JSON-RPC error the protocol layer answered (not a problem of cairn's): the
+            // forwarder hands it to its client as it is.
             return Ok(response);
         }
         let text = response

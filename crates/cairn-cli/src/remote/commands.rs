@@ -388,20 +388,23 @@ fn brief(remote: &Remote<'_>, args: &BriefArgs) -> Result<ExitCode> {
         "sections": args.sections.iter().map(|s| s.name()).collect::<Vec<_>>(),
         "working_tree": working_tree,
     });
-    let answer = remote.client()?.post("/v1/brief", &request)?;
+    let client = remote.client()?;
+    let text = client.json_text(ureq::http::Method::POST, "/v1/brief", Some(&request))?;
+    // The brief's JSON is printed in the order the server wrote it: the order of the struct
+    // `--json` prints locally.
+    let answer = crate::ojson::Json::parse(&text)
+        .with_context(|| format!("the brief from {} is not JSON", client.target().display()))?;
     if remote.settings.json {
-        // The brief's JSON is printed in the order the server wrote it (the struct's order,
-        // which `--json` prints locally).
-        print_json(&crate::ojson::Json::parse(&answer_text(&answer))?);
+        print_json(&answer);
     } else {
-        print_brief_text(answer["assembled"]["text"].as_str().unwrap_or_default());
+        print_brief_text(
+            answer
+                .get("text")
+                .and_then(|t| t.as_str())
+                .unwrap_or_default(),
+        );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `answer` as JSON text, for re-reading in its original key order.
-fn answer_text(answer: &Value) -> String {
-    answer.to_string()
 }
 
 fn stats(remote: &Remote<'_>) -> Result<ExitCode> {

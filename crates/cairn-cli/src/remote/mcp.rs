@@ -34,8 +34,17 @@ pub fn forward(remote: &Remote<'_>) -> Result<ExitCode> {
             .as_ref()
             .is_some_and(|m| m.get("method").and_then(Value::as_str) == Some("initialize"));
         let mut headers = Vec::new();
-        if let Some(version) = &protocol {
+        // The revision a message names in its `_meta` (the stateless revisions do, on every
+        // request), else the one agreed at `initialize`.
+        let named = message
+            .as_ref()
+            .and_then(|m| m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str())
+            .map(str::to_string);
+        if let Some(version) = named.as_ref().or(protocol.as_ref()) {
             headers.push(("MCP-Protocol-Version", version.clone()));
+        }
+        if let Some(message) = &message {
+            headers.extend(routing_headers(message));
         }
         if let Some(id) = &session {
             headers.push(("Mcp-Session-Id", id.clone()));
@@ -49,7 +58,7 @@ pub fn forward(remote: &Remote<'_>) -> Result<ExitCode> {
             line.as_bytes(),
         ) {
             // A notification or a response taken: nothing to relay.
-            Ok(answer) if answer.status == 202 => Vec::new(),
+            Ok(answer) if answer.status == 202 && answer.body.is_empty() => Vec::new(),
             Ok(answer) => {
                 if answer.session.is_some() {
                     session = answer.session.clone();
@@ -76,6 +85,34 @@ pub fn forward(remote: &Remote<'_>) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The headers the Streamable HTTP revisions from 2026-07-28 ask of every request (SEP-2243,
+/// checked by the server against the body): `Mcp-Method`, and `Mcp-Name` for the methods that
+/// name a tool, prompt, resource or task. A name that is not plain visible ASCII is not sent
+/// (the server then refuses the request with a JSON-RPC error, relayed as it is); cairn's tool
+/// names are plain.
+fn routing_headers(message: &Value) -> Vec<(&'static str, String)> {
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let mut headers = vec![("Mcp-Method", method.to_string())];
+    let key = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+        _ => return headers,
+    };
+    let plain = |text: &str| {
+        !text.is_empty()
+            && text.trim() == text
+            && text.chars().all(|c| c.is_ascii_graphic() || c == ' ')
+            && !text.starts_with("=?base64?")
+    };
+    if let Some(name) = message["params"][key].as_str().filter(|n| plain(n)) {
+        headers.push(("Mcp-Name", name.to_string()));
+    }
+    headers
 }
 
 /// The JSON-RPC messages of an answer: a JSON body (one message or a batch), or the `data:`
@@ -154,6 +191,23 @@ mod tests {
             Some(json!({"jsonrpc": "2.0", "id": 7, "error": {
                 "code": -32000, "message": "down", "data": {"status": null, "title": "no answer"}
             }}))
+        );
+        let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall", "arguments": {}}});
+        assert_eq!(
+            routing_headers(&call),
+            vec![
+                ("Mcp-Method", "tools/call".to_string()),
+                ("Mcp-Name", "recall".to_string())
+            ]
+        );
+        let odd = json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "file:///ä"}});
+        assert_eq!(
+            routing_headers(&odd),
+            vec![("Mcp-Method", "resources/read".to_string())]
+        );
+        assert_eq!(
+            routing_headers(&json!({"jsonrpc": "2.0", "id": 5, "result": {}})),
+            vec![]
         );
         let notification = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert_eq!(refusal(Some(&notification), &down), None);
