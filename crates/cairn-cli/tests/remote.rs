@@ -6,6 +6,8 @@
 //! SDK's stdio client).
 
 mod common;
+#[path = "../../cairn-embed/tests/support/https_server.rs"]
+mod https_server;
 
 use common::Brain;
 use serde_json::Value;
@@ -763,4 +765,39 @@ fn cairn_mcp_answers_each_request_with_an_error_while_the_server_is_down() {
     }
     assert!(!stderr(&output).contains("cairn_secret"));
     assert!(!brain.db.exists());
+}
+
+#[test]
+fn https_trusts_the_ca_file_and_says_what_to_do_without_it() {
+    // A TLS server with a certificate of a CA made at test time: reached through the client's
+    // rustls with CAIRN_CA_FILE, refused without it. (It is not a cairn server: it answers a
+    // JSON error for any other path, which `show --json` prints as it came.)
+    let server = https_server::HttpsServer::start();
+    let (_client, mut cmd) = client(&server.url, "cairn_secret");
+    let output = cmd
+        .env("CAIRN_CA_FILE", server.ca_file())
+        .args(["--json", "show", "1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["error"], "no such path /v1/records/1", "{answer}");
+    assert_eq!(server.answered.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    let (_client, mut cmd) = client(&server.url, "cairn_secret");
+    let output = cmd
+        .env_remove("CAIRN_CA_FILE")
+        .env_remove("SSL_CERT_FILE")
+        .args(["show", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!("cannot reach the cairn server at {}", server.url))
+            && message.contains("TLS failed")
+            && message.contains("CAIRN_CA_FILE"),
+        "{message}"
+    );
+    assert!(!message.contains("cairn_secret"), "{message}");
 }

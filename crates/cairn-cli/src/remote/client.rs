@@ -75,6 +75,10 @@ impl Target {
         }
     }
 
+    fn is_https(&self) -> bool {
+        matches!(self, Target::Http(base) if base.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://")))
+    }
+
     fn is_loopback(&self) -> bool {
         match self {
             Target::Unix(_) => true,
@@ -296,6 +300,11 @@ impl RemoteError {
                 | std::io::ErrorKind::HostUnreachable
                 | std::io::ErrorKind::NetworkUnreachable
                 | std::io::ErrorKind::PermissionDenied => unreachable(io.to_string()),
+                // rustls reports a failed handshake (an untrusted certificate, a name that does
+                // not match) as invalid data on the connection.
+                std::io::ErrorKind::InvalidData if target.is_https() => unreachable(format!(
+                    "TLS failed: {io}; for a private CA set CAIRN_CA_FILE to its PEM file"
+                )),
                 _ => RemoteError::local(
                     ErrorKind::Other,
                     format!(
