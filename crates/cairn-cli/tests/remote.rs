@@ -801,3 +801,68 @@ fn https_trusts_the_ca_file_and_says_what_to_do_without_it() {
     );
     assert!(!message.contains("cairn_secret"), "{message}");
 }
+
+#[test]
+fn a_read_only_process_writes_nothing_through_a_server_that_would_let_it() {
+    let server = Server::start(&[], false);
+    let token = server.token("writer", "test-project", "write");
+    let (_client, mut cmd) = client(&server.url, &token);
+    let output = cmd
+        .env("CAIRN_READ_ONLY", "1")
+        .args([
+            "remember",
+            "--type",
+            "note",
+            "--body",
+            "a read-only process writing",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("read-only") && stderr(&output).contains("remember was refused"),
+        "{}",
+        stderr(&output)
+    );
+    // Reads still go through.
+    let (_client, mut cmd) = client(&server.url, &token);
+    cmd.env("CAIRN_READ_ONLY", "1")
+        .args(["recall", "anything"])
+        .assert()
+        .success();
+
+    // `cairn mcp` answers a writing tool itself and forwards the reading ones.
+    let (_client, mut cmd) = client(&server.url, &token);
+    let output = cmd
+        .env("CAIRN_READ_ONLY", "1")
+        .arg("mcp")
+        .write_stdin(concat!(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"remember\",\"arguments\":{\"type\":\"note\",\"body\":\"x\"}}}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"recall\",\"arguments\":{\"query\":\"anything\"}}}\n"
+        ))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let answers: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(
+        answers[0]["result"]["serverInfo"]["name"], "cairn",
+        "{answers:?}"
+    );
+    assert_eq!(answers[1]["result"]["isError"], true, "{answers:?}");
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["error"],
+        "read-only"
+    );
+    assert_eq!(answers[2]["result"]["isError"], false, "{answers:?}");
+    assert_eq!(
+        server.brain.json(&["stats"], 0)["records"],
+        0,
+        "nothing was written"
+    );
+}

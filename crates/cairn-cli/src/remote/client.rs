@@ -434,6 +434,11 @@ impl Client {
         self.json(Method::PATCH, path, Some(body))
     }
 
+    /// `POST path` without a body (an action on what the path names), the JSON answer.
+    pub fn post_empty(&self, path: &str) -> Result<Value, RemoteError> {
+        self.json(Method::POST, path, None)
+    }
+
     /// `DELETE path`, the JSON answer.
     pub fn delete(&self, path: &str) -> Result<Value, RemoteError> {
         self.json(Method::DELETE, path, None)
@@ -601,6 +606,12 @@ impl Client {
         }
         if let Some(content_type) = content_type {
             request = request.header(http::header::CONTENT_TYPE, content_type);
+        }
+        if body.is_some() {
+            // The body goes only once the server asks for it: a server that answers first (a
+            // refused token, a handler that takes no body) and closes would otherwise leave
+            // the client writing into a closed connection, its answer lost.
+            request = request.header(http::header::EXPECT, "100-continue");
         }
         let invalid = |why: http::Error| {
             RemoteError::local(

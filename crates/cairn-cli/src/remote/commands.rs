@@ -157,7 +157,18 @@ fn read<T: serde::de::DeserializeOwned>(client: &Client, answer: Value, what: &s
     })
 }
 
+/// Refuses a write before anything is sent when this process is read-only (`CAIRN_READ_ONLY`,
+/// or inside an LLM call cairn started): the token may allow it, this process does not. The
+/// error is the one a local brain gives.
+fn writable(remote: &Remote<'_>, operation: &'static str) -> Result<()> {
+    if remote.settings.read_only {
+        return Err(EngineError::ReadOnly { operation }.into());
+    }
+    Ok(())
+}
+
 fn remember(remote: &Remote<'_>, args: &RememberArgs) -> Result<ExitCode> {
+    writable(remote, "remember")?;
     let body =
         records::read_text(args.body.as_ref(), args.body_file.as_deref())?.ok_or_else(|| {
             EngineError::Invalid(
@@ -291,6 +302,7 @@ fn show(remote: &Remote<'_>, id: i64, history: bool) -> Result<ExitCode> {
 }
 
 fn update(remote: &Remote<'_>, args: &UpdateArgs) -> Result<ExitCode> {
+    writable(remote, "update")?;
     let body = records::read_text(args.body.as_ref(), None)?;
     let pinned = match (args.pin, args.unpin) {
         (true, _) => Some(true),
@@ -322,6 +334,7 @@ fn update(remote: &Remote<'_>, args: &UpdateArgs) -> Result<ExitCode> {
 }
 
 fn forget(remote: &Remote<'_>, id: i64, hard: bool) -> Result<ExitCode> {
+    writable(remote, "forget")?;
     let path = with_query(
         &format!("/v1/records/{id}"),
         &[("hard", if hard { "true".into() } else { String::new() })],
@@ -332,14 +345,16 @@ fn forget(remote: &Remote<'_>, id: i64, hard: bool) -> Result<ExitCode> {
 }
 
 fn restore(remote: &Remote<'_>, id: i64) -> Result<ExitCode> {
+    writable(remote, "restore")?;
     let answer = remote
         .client()?
-        .post(&format!("/v1/records/{id}/restore"), &json!({}))?;
+        .post_empty(&format!("/v1/records/{id}/restore"))?;
     records::print_restored(remote.settings, &answer);
     Ok(ExitCode::SUCCESS)
 }
 
 fn verify(remote: &Remote<'_>, id: i64, source: &str) -> Result<ExitCode> {
+    writable(remote, "verify")?;
     let answer = remote.client()?.post(
         &format!("/v1/records/{id}/verify"),
         &json!({ "source": source }),
@@ -418,7 +433,8 @@ fn stats(remote: &Remote<'_>) -> Result<ExitCode> {
 fn doctor(remote: &Remote<'_>, repair: bool) -> Result<ExitCode> {
     let client = remote.client()?;
     let answer = if repair {
-        client.post("/v1/doctor/repair", &json!({}))?
+        writable(remote, "doctor --repair")?;
+        client.post_empty("/v1/doctor/repair")?
     } else {
         client.get("/v1/doctor")?
     };
@@ -453,6 +469,7 @@ fn export(remote: &Remote<'_>, args: &ExportArgs) -> Result<ExitCode> {
 }
 
 fn import(remote: &Remote<'_>, args: &ImportArgs) -> Result<ExitCode> {
+    writable(remote, "import")?;
     let file = args
         .file
         .as_deref()

@@ -18,6 +18,15 @@ const SERVER_ERROR: i64 = -32000;
 
 pub fn forward(remote: &Remote<'_>) -> Result<ExitCode> {
     let client = remote.client()?;
+    // A read-only process (CAIRN_READ_ONLY, a nested LLM run) calls only the tools that read,
+    // whatever the token allows: the others are answered here, as a local `cairn mcp` would.
+    let reading: Option<Vec<&'static str>> = remote.settings.read_only.then(|| {
+        cairn_mcp::tools::registry()
+            .iter()
+            .filter(|spec| spec.hints.read_only)
+            .map(|spec| spec.name)
+            .collect()
+    });
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     // The version the server agreed on at `initialize` (sent back on every later request, as
@@ -48,6 +57,18 @@ pub fn forward(remote: &Remote<'_>) -> Result<ExitCode> {
         }
         if let Some(id) = &session {
             headers.push(("Mcp-Session-Id", id.clone()));
+        }
+        if let (Some(reading), Some(message)) = (&reading, &message)
+            && let Some(refused) = refuse_write(message, reading)
+        {
+            let mut out = stdout.lock();
+            if writeln!(out, "{refused}")
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return Ok(ExitCode::SUCCESS);
+            }
+            continue;
         }
         let answers = match client.send_raw(
             ureq::http::Method::POST,
@@ -113,6 +134,30 @@ fn routing_headers(message: &Value) -> Vec<(&'static str, String)> {
         headers.push(("Mcp-Name", name.to_string()));
     }
     headers
+}
+
+/// The answer to a `tools/call` of a tool that is not among `reading`, in a read-only process:
+/// the tool error a local `cairn mcp` gives; `None` for every other message.
+fn refuse_write(message: &Value, reading: &[&str]) -> Option<Value> {
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let id = message.get("id")?;
+    let name = message["params"]["name"].as_str().unwrap_or("");
+    if reading.contains(&name) {
+        return None;
+    }
+    Some(json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "content": [{"type": "text", "text": format!(
+                "`{name}` changes the brain and this process is read-only (CAIRN_READ_ONLY=1, or inside an LLM call cairn started); nothing was sent or changed"
+            )}],
+            "structuredContent": {"status": "refused", "error": "read-only"},
+            "isError": true,
+        },
+    }))
 }
 
 /// The JSON-RPC messages of an answer: a JSON body (one message or a batch), or the `data:`
@@ -209,6 +254,18 @@ mod tests {
             routing_headers(&json!({"jsonrpc": "2.0", "id": 5, "result": {}})),
             vec![]
         );
+        let reading = ["recall", "show"];
+        let refused = refuse_write(&call, &["show"]).unwrap();
+        assert_eq!(refused["id"], 3);
+        assert_eq!(refused["result"]["isError"], true);
+        assert!(
+            refused["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("read-only")
+        );
+        assert_eq!(refuse_write(&call, &reading), None);
+        assert_eq!(refuse_write(&odd, &reading), None);
         let notification = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert_eq!(refusal(Some(&notification), &down), None);
         assert_eq!(refusal(None, &down), None);

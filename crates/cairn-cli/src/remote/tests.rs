@@ -6,7 +6,7 @@
 use super::{Client, ClientOptions, RemoteError, Secret, Target};
 use cairn_engine::tokens::{NewToken, Role};
 use cairn_engine::{Context, Engine, ErrorKind};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -130,7 +130,7 @@ fn story(client: &Client) {
     let forgotten = client.delete(&format!("/v1/records/{id}")).unwrap();
     assert_eq!(forgotten, json!({"status": "archived", "id": id}));
     let restored = client
-        .post(&format!("/v1/records/{id}/restore"), &Value::Null)
+        .post_empty(&format!("/v1/records/{id}/restore"))
         .unwrap();
     assert_eq!(restored["status"], "restored", "{restored}");
 
@@ -218,6 +218,19 @@ fn credentials_are_checked_and_never_repeated() {
     assert!(!wrong.detail.contains("cairn_000"), "{}", wrong.detail);
     let none = client(&address, None).get("/v1/records").unwrap_err();
     assert_eq!(none.kind, ErrorKind::Unauthorized);
+    // Refused before its body is read: the body is never sent (`Expect: 100-continue`), so the
+    // answer is the 401, not a connection broken while writing.
+    let big = json!({"type": "note", "body": "word ".repeat(100_000)});
+    for _ in 0..5 {
+        let refused = client(&address, None)
+            .post("/v1/remember", &big)
+            .unwrap_err();
+        assert_eq!(
+            (refused.status, refused.kind),
+            (Some(401), ErrorKind::Unauthorized),
+            "{refused:?}"
+        );
+    }
 
     let read_only = client(&address, Some(reader.clone()))
         .post(
