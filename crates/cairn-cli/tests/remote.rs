@@ -866,3 +866,25 @@ fn a_read_only_process_writes_nothing_through_a_server_that_would_let_it() {
         "nothing was written"
     );
 }
+
+#[test]
+fn a_refused_bodyless_request_is_answered_every_time() {
+    // Regression: `restore` went out with a chunked empty body whose end was a second write;
+    // a server that answered the refusal and closed first left the client with EPIPE, about
+    // one call in two over a Unix socket.
+    let server = Server::start(&[], true);
+    let token = server.token("laptop", "test-project", "write");
+    let (_client, mut cmd) = client(&server.url, &token);
+    cmd.args(["remember", "--type", "note", "--body", "an active record"])
+        .assert()
+        .success();
+    for _ in 0..12 {
+        let (_client, mut cmd) = client(&server.url, &token);
+        let output = cmd.args(["restore", "1"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(
+            stderr(&output).trim(),
+            "cairn: #1 is active, not archived; nothing to restore"
+        );
+    }
+}

@@ -588,6 +588,8 @@ impl Client {
         headers: &[(&str, String)],
         body: Option<&[u8]>,
     ) -> Result<http::Response<ureq::Body>, RemoteError> {
+        let carries_body =
+            ![Method::GET, Method::HEAD, Method::DELETE, Method::OPTIONS].contains(&method);
         let mut request = http::Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
@@ -624,6 +626,10 @@ impl Client {
         };
         let sent = match body {
             Some(body) => self.agent.run(request.body(body).map_err(invalid)?),
+            // A method that carries a body gets an empty one (`Content-Length: 0`): with none
+            // ureq would announce a chunked body and send its end in a second write, into a
+            // connection the server may have closed after answering.
+            None if carries_body => self.agent.run(request.body(&[][..]).map_err(invalid)?),
             None => self.agent.run(request.body(()).map_err(invalid)?),
         };
         let mut response =

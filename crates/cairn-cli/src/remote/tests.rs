@@ -184,6 +184,8 @@ fn a_story_over_a_unix_socket() {
     assert_eq!(address, format!("unix:{}", brain.socket().display()));
     let client = client(&address, Some(token));
     story(&client);
+    let refused = client.post_empty("/v1/records/1/restore").unwrap_err();
+    assert_eq!(refused.status, Some(400), "{refused:?}");
     let health = client.get("/healthz").unwrap();
     assert_eq!(health["status"], "ok", "{health}");
     // Export streams JSONL over the socket.
