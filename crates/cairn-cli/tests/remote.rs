@@ -377,6 +377,22 @@ fn story(backend: &Backend) -> Vec<String> {
         ),
         (vec!["show", "999"], None),
         (vec!["--json", "show", "999"], None),
+        // A newer version of #2, then a hard delete that would cut that history: refused,
+        // exit 3, with what exists and the ways out.
+        (
+            vec![
+                "remember",
+                "--type",
+                "gotcha",
+                "--body",
+                "The staging database now resets every Saturday at 04:00",
+                "--supersedes",
+                "2",
+            ],
+            None,
+        ),
+        (vec!["--json", "forget", "4", "--hard"], None),
+        (vec!["forget", "4", "--hard"], None),
         (vec!["list"], None),
         (
             vec![
@@ -405,7 +421,7 @@ fn story(backend: &Backend) -> Vec<String> {
                 "{\"kind\": \"memory\", \"type\": \"fact\", \"body\": \"Imported through standard input\"}\nnot a line\n",
             ),
         ),
-        (vec!["forget", "4", "--hard"], None),
+        (vec!["forget", "5", "--hard"], None),
     ];
     let printed = steps
         .iter()
@@ -438,6 +454,11 @@ fn the_story_prints_the_same_against_a_file_and_a_server() {
     assert!(all.contains("[exit 3]"), "{all}");
     assert!(all.contains("no record #999"), "{all}");
     assert!(all.contains("exported"), "{all}");
+    assert!(
+        all.contains("\"existing\":2,\"status\":\"refused\""),
+        "{all}"
+    );
+    assert!(all.contains("deleted #5 for good"), "{all}");
     let differ = differences(&local, &remote, "server");
     assert!(differ.is_empty(), "the outputs differ:\n{differ}");
 }
