@@ -48,6 +48,19 @@ pub struct Settings {
     pub embedder: Option<String>,
     /// `CAIRN_MODEL` (trimmed; `None` when unset or empty): which local model.
     pub model: Option<String>,
+    /// `CAIRN_URL` (and `CAIRN_TOKEN`): a cairn server every brain command talks to instead of
+    /// the file; `None` when unset or empty.
+    pub remote: Option<RemoteSettings>,
+}
+
+/// Where the server is and the credential to show it (`CAIRN_URL`, `CAIRN_TOKEN`).
+#[derive(Debug, Clone)]
+pub struct RemoteSettings {
+    /// The address as given (read by `remote::Target::parse` when a command runs, so a bad one
+    /// is reported like any other error).
+    pub url: String,
+    /// `CAIRN_TOKEN`; never printed (not even by `Debug`).
+    pub token: Option<crate::remote::Secret>,
 }
 
 impl Settings {
@@ -75,6 +88,10 @@ impl Settings {
             nested_run: cairn_engine::lifecycle::llm::in_nested_run(),
             embedder: env_word("CAIRN_EMBEDDER").map(|v| v.to_ascii_lowercase()),
             model: env_word("CAIRN_MODEL"),
+            remote: env_word("CAIRN_URL").map(|url| RemoteSettings {
+                url,
+                token: env_word("CAIRN_TOKEN").map(crate::remote::Secret::new),
+            }),
         }
     }
 
