@@ -41,6 +41,10 @@ enum Command {
     /// Agent surfaces, whole process: the hooks (user-prompt-submit, session-start, stop) and
     /// the warm MCP `recall` round trip, at 10k and 100k memories.
     Agent(commands::agent::AgentArgs),
+    /// The code map on a tree of real code (5,000 files): the first full map and its peak RSS,
+    /// an up-to-date map, the map after one file changed, `hook session-start` with the code
+    /// map section, and whether the same input gives a byte-identical map.
+    Codemap(commands::codemap::CodemapArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -53,5 +57,6 @@ fn main() -> anyhow::Result<()> {
         Command::Lifecycle(args) => commands::lifecycle::run(args),
         Command::Wiki(args) => commands::wiki::run(args),
         Command::Agent(args) => commands::agent::run(args),
+        Command::Codemap(args) => commands::codemap::run(args),
     }
 }

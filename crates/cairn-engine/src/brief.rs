@@ -327,9 +327,14 @@ impl Engine {
             .files
             .iter()
             .map(|file| {
-                let mut item = file.path.clone();
+                // Read from the repository's files: neutralized like any stored text.
+                let mut item = cairn_core::brief::neutralize(&file.path);
                 for symbol in &file.symbols {
-                    item.push_str(&format!("\n  {}: {}", symbol.line, symbol.signature));
+                    item.push_str(&format!(
+                        "\n  {}: {}",
+                        symbol.line,
+                        cairn_core::brief::neutralize(&symbol.signature)
+                    ));
                 }
                 item
             })

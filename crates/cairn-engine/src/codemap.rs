@@ -3,14 +3,14 @@
 //! focus gathered (the working tree's changes, the caller's paths, the files recent memories
 //! of the project mention), and the map ranked and cut to a budget by `cairn_codemap`.
 
+use crate::graph::CodeLinks;
 use crate::{Engine, EngineError, Result, git};
-use cairn_codemap::{Cut, MapFile, Parsed, RankOptions};
+use cairn_codemap::{Cut, Index, Lang, MapFile, Parsed, RankOptions};
 use cairn_core::graph::extract::{EntityKind, extract};
 use cairn_core::record::Status;
 use cairn_core::time::format_ts;
-use cairn_store::{CodeFileRow, CodeMapState, ListFilter};
+use cairn_store::{CodeFileRow, CodeIndexRow, CodeMapState, ListFilter};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,11 @@ pub const DEFAULT_REFRESH_BOUND: Duration = Duration::from_secs(20);
 const MEMORY_FOCUS_RECORDS: usize = 20;
 /// Parses no file points at any more that are kept (a branch switched back is not re-parsed).
 const ORPHAN_PARSES_KEPT: usize = 20_000;
+/// A mentioned file's entity is linked to the files it uses most, at most this many.
+const LINKS_PER_FILE: usize = 8;
+/// A mention naming more mapped files than this (`main.rs`, `mod.rs`) links none of them; an
+/// identifier defined in more files than this (`new`) links none.
+const LINK_MAX_MATCHES: usize = 3;
 
 /// What to map.
 #[derive(Debug, Clone)]
@@ -86,14 +91,17 @@ pub struct CodeMap {
     pub refresh: RefreshStats,
 }
 
-/// The repository's parses, refreshed: the root, the files sorted by path, the commit.
+/// The repository's parses, refreshed: the root, the index (files sorted by path), the commit.
 #[derive(Debug, Clone)]
 pub struct CodeIndex {
     pub root: PathBuf,
     pub rev: Option<String>,
-    pub files: Vec<Parsed>,
+    pub index: Index,
     pub stale: bool,
     pub stats: RefreshStats,
+    /// Whether the stored index was used as it was (false: rebuilt from the stored parses,
+    /// because it was missing, of another format or did not match the stored files).
+    pub index_reused: bool,
 }
 
 /// The root a map covers: the git work tree containing `cwd`, else `cwd` itself.
@@ -143,10 +151,7 @@ fn relative_to_root(root: &Path, cwd: &Path, given: &Path) -> Result<String> {
 fn to_row(parsed: &Parsed) -> CodeFileRow {
     CodeFileRow {
         path: parsed.path.clone(),
-        lang: serde_json::to_value(parsed.lang)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        lang: parsed.lang.as_str().to_string(),
         content_hash: parsed.hash.clone(),
         size: i64::try_from(parsed.size).unwrap_or(i64::MAX),
         mtime_ns: parsed.mtime_ns,
@@ -156,7 +161,7 @@ fn to_row(parsed: &Parsed) -> CodeFileRow {
 
 fn from_row(row: CodeFileRow) -> Option<Parsed> {
     Some(Parsed {
-        lang: serde_json::from_value(serde_json::Value::String(row.lang)).ok()?,
+        lang: Lang::from_name(&row.lang)?,
         parse: serde_json::from_str(&row.parse).ok()?,
         path: row.path,
         hash: row.content_hash,
@@ -174,18 +179,11 @@ impl Engine {
     pub fn code_index(&mut self, bound: Duration) -> Result<CodeIndex> {
         let root = map_root(&self.context.cwd);
         let project = self.context.project.clone();
-        let previous: BTreeMap<String, Parsed> = self
-            .store
-            .reader()
-            .codemap_files(&project)?
-            .into_iter()
-            .filter_map(from_row)
-            .map(|p| (p.path.clone(), p))
-            .collect();
+        let (mut index, index_reused) = self.stored_code_index(&project)?;
         let state = self.store.reader().codemap_state(&project)?;
         let rev = git::head_commit(&root);
         let deadline = Instant::now() + bound;
-        let scan = cairn_codemap::scan(&root, &previous, Some(deadline));
+        let scan = cairn_codemap::scan(&root, &index, Some(deadline));
         let stale = scan.deferred > 0;
         let stats = RefreshStats {
             files: scan.files.len(),
@@ -195,31 +193,64 @@ impl Engine {
             deferred: scan.deferred,
         };
         let root_text = root.display().to_string();
-        let changed =
-            !scan.parsed.is_empty() || !scan.touched.is_empty() || !scan.removed.is_empty();
+        let rows: Vec<CodeFileRow> = scan.fresh.iter().map(to_row).collect();
+        let touched: Vec<(String, i64, i64)> = scan
+            .files
+            .iter()
+            .filter(|m| scan.touched.contains(&m.path))
+            .map(|m| {
+                (
+                    m.path.clone(),
+                    i64::try_from(m.size).unwrap_or(i64::MAX),
+                    m.mtime_ns,
+                )
+            })
+            .collect();
+        let removed = scan.removed.clone();
+        let parsed_any = !rows.is_empty();
+        let changed = index.apply(scan);
         let state_changed = state
             .as_ref()
             .is_none_or(|s| s.rev != rev || s.stale != stale || s.root != root_text);
-        if !self.context.read_only && (changed || state_changed) {
-            let write: BTreeSet<&str> = scan
-                .parsed
-                .iter()
-                .chain(&scan.touched)
-                .map(String::as_str)
-                .collect();
-            let rows: Vec<CodeFileRow> = scan
-                .files
-                .iter()
-                .filter(|p| write.contains(p.path.as_str()))
-                .map(to_row)
-                .collect();
+        // The code links follow the map and the memories: brought up to date when either
+        // changed since the last sync (the edge log's last entry tells the memories' side).
+        let links = if self.context.read_only {
+            None
+        } else {
+            let reader = self.store.reader();
+            let synced = reader
+                .codemap_index_head(&project)?
+                .and_then(|h| h.links_seq);
+            let last = reader.last_edge_seq()?;
+            let links_stale = changed || !index_reused || synced.is_none() || synced != last;
+            if links_stale {
+                let mentioned = reader.code_entities_mentioned(&project)?;
+                Some(code_links(&index, &mentioned))
+            } else {
+                None
+            }
+        };
+        if !self.context.read_only && (changed || state_changed || !index_reused || links.is_some())
+        {
             let built_at = format_ts(self.now());
+            let actor = self.context.actor.clone();
+            // The links' sync needs the index row: written with it, or there already.
+            let stored_index = (changed || !index_reused).then(|| CodeIndexRow {
+                key: index.key(),
+                data: index.encode(),
+            });
             self.store.write(|tx| -> Result<()> {
                 for row in &rows {
                     tx.codemap_put_file(&project, row)?;
                 }
-                for path in &scan.removed {
+                for (path, size, mtime_ns) in &touched {
+                    tx.codemap_touch_file(&project, path, *size, *mtime_ns)?;
+                }
+                for path in &removed {
                     tx.codemap_remove_file(&project, path)?;
+                }
+                if let Some(stored) = &stored_index {
+                    tx.codemap_put_index(&project, stored)?;
                 }
                 tx.codemap_set_state(
                     &project,
@@ -230,8 +261,12 @@ impl Engine {
                         stale,
                     },
                 )?;
-                if !scan.removed.is_empty() || !scan.parsed.is_empty() {
+                if !removed.is_empty() || parsed_any {
                     tx.codemap_prune_parses(ORPHAN_PARSES_KEPT)?;
+                }
+                if let Some(links) = &links {
+                    crate::graph::sync_code_links(tx, links, &built_at, &actor)?;
+                    tx.codemap_set_links_seq(&project, tx.reader().last_edge_seq()?)?;
                 }
                 Ok(())
             })?;
@@ -239,10 +274,40 @@ impl Engine {
         Ok(CodeIndex {
             root,
             rev,
-            files: scan.files,
+            index,
             stale,
             stats,
+            index_reused,
         })
+    }
+
+    /// The project's stored index when it matches the stored files (their key), else the
+    /// index rebuilt from the stored parses (`false`: it must be written back).
+    fn stored_code_index(&self, project: &str) -> Result<(Index, bool)> {
+        let reader = self.store.reader();
+        let meta = reader.codemap_file_meta(project)?;
+        let langs: Option<Vec<Lang>> = meta.iter().map(|m| Lang::from_name(&m.lang)).collect();
+        if let Some(langs) = langs
+            && let Some(stored) = reader.codemap_index(project)?
+        {
+            let key = cairn_codemap::index_key(
+                meta.iter()
+                    .zip(&langs)
+                    .map(|(m, &lang)| (m.path.as_str(), lang, m.content_hash.as_str())),
+            );
+            if stored.key == key
+                && let Ok(index) = Index::decode(&stored.data)
+                && index.key() == key
+            {
+                return Ok((index, true));
+            }
+        }
+        let parsed: Vec<Parsed> = reader
+            .codemap_files(project)?
+            .into_iter()
+            .filter_map(from_row)
+            .collect();
+        Ok((Index::from_parsed(parsed), false))
     }
 
     /// Resolves focus paths given by a user against the map's root (refused when outside).
@@ -261,7 +326,7 @@ impl Engine {
 
     /// The mapped files recent active memories of the project mention (by path, or by a path's
     /// tail: `src/main.rs` matches `crates/x/src/main.rs`), newest memory first.
-    fn memory_focus(&self, files: &[Parsed]) -> Result<Vec<String>> {
+    fn memory_focus(&self, index: &Index) -> Result<Vec<String>> {
         let projects = vec![Some(self.context.project.clone())];
         let records = self.store.reader().list(&ListFilter {
             projects: Some(&projects),
@@ -276,7 +341,7 @@ impl Engine {
                 if entity.kind != EntityKind::Path {
                     continue;
                 }
-                for path in mapped_paths_named(files, &entity.name) {
+                for path in mapped_paths_named(index, &entity.name) {
                     if !out.contains(&path) {
                         out.push(path);
                     }
@@ -307,13 +372,13 @@ impl Engine {
             }
         }
         if request.memories {
-            for path in self.memory_focus(&index.files)? {
+            for path in self.memory_focus(&index.index)? {
                 add(path, &mut focus);
             }
         }
         // Only mapped files take part in the ranking; the others are still reported as focus.
         let rendered = cairn_codemap::build_map(
-            &index.files,
+            &index.index,
             &focus,
             request.budget,
             &RankOptions::default(),
@@ -351,13 +416,13 @@ impl Engine {
     /// symbol name. Neither mapped → `Invalid` naming what was looked for.
     pub fn code_neighbors(&mut self, target: &str) -> Result<CodeNeighbors> {
         let index = self.code_index(DEFAULT_REFRESH_BOUND)?;
-        let options = RankOptions::default();
+        let graph = cairn_codemap::rank::graph(&index.index, &RankOptions::default());
         let as_path = self
             .code_focus_paths(&[PathBuf::from(target)])
             .ok()
             .and_then(|p| p.into_iter().next());
         if let Some(path) = as_path
-            && let Some(found) = cairn_codemap::neighbours(&index.files, &path, &options)
+            && let Some(found) = cairn_codemap::neighbours(&index.index, &graph, &path)
         {
             return Ok(CodeNeighbors {
                 target: target.to_string(),
@@ -367,9 +432,9 @@ impl Engine {
                 stale: index.stale,
             });
         }
-        let files: Vec<cairn_codemap::Neighbours> = cairn_codemap::definers(&index.files, target)
+        let files: Vec<cairn_codemap::Neighbours> = cairn_codemap::definers(&index.index, target)
             .into_iter()
-            .filter_map(|path| cairn_codemap::neighbours(&index.files, path, &options))
+            .filter_map(|path| cairn_codemap::neighbours(&index.index, &graph, path))
             .map(|mut n| {
                 n.used_by
                     .retain(|u| u.names.iter().any(|name| name == target));
@@ -382,7 +447,7 @@ impl Engine {
         if files.is_empty() {
             return Err(EngineError::Invalid(format!(
                 "{target} is neither a mapped file nor a symbol defined in one ({} files mapped); nothing to show — give a source file's path or a defined name",
-                index.files.len()
+                index.index.len()
             )));
         }
         Ok(CodeNeighbors {
@@ -395,8 +460,54 @@ impl Engine {
     }
 }
 
+/// What the code map links (docs/codemap.md, "Linked to memory"): each `path` entity the
+/// project's memories mention that names 1–[`LINK_MAX_MATCHES`] mapped files gets `uses` edges
+/// to the files those use most ([`LINKS_PER_FILE`] each, heaviest first); each `code` entity
+/// (an identifier) defined in 1–[`LINK_MAX_MATCHES`] mapped files gets `defined_in` edges to
+/// them. Every mentioned entity is listed, so one whose links went away loses its edges.
+fn code_links(index: &Index, mentioned: &[(i64, String, String, String)]) -> Vec<CodeLinks> {
+    let graph = cairn_codemap::rank::graph(index, &RankOptions::default());
+    let files = index.files();
+    mentioned
+        .iter()
+        .map(|(id, kind, name, _key)| {
+            let mut targets: Vec<(&'static str, String)> = Vec::new();
+            if kind == "path" {
+                let named = mapped_paths_named(index, name);
+                if (1..=LINK_MAX_MATCHES).contains(&named.len()) {
+                    for path in &named {
+                        let Some(a) = index.position(path) else {
+                            continue;
+                        };
+                        let mut uses: Vec<&cairn_codemap::rank::Edge> =
+                            graph.uses[a].iter().collect();
+                        uses.sort_by(|x, y| y.weight.total_cmp(&x.weight).then(x.to.cmp(&y.to)));
+                        for edge in uses.into_iter().take(LINKS_PER_FILE) {
+                            targets
+                                .push((crate::graph::CODE_USES, files[edge.to].meta.path.clone()));
+                        }
+                    }
+                }
+            } else {
+                let bare = name.trim_matches('`').trim_end_matches("()");
+                let bare = bare.rsplit("::").next().unwrap_or(bare);
+                let defining = cairn_codemap::definers(index, bare);
+                if (1..=LINK_MAX_MATCHES).contains(&defining.len()) {
+                    for path in defining {
+                        targets.push((crate::graph::CODE_DEFINED_IN, path.to_string()));
+                    }
+                }
+            }
+            CodeLinks {
+                entity: *id,
+                targets,
+            }
+        })
+        .collect()
+}
+
 /// The mapped files a path mention names: the same path, or one ending in `/` + it.
-pub fn mapped_paths_named(files: &[Parsed], mention: &str) -> Vec<String> {
+pub fn mapped_paths_named(index: &Index, mention: &str) -> Vec<String> {
     let mention = mention
         .trim_start_matches("./")
         .split(':')
@@ -406,10 +517,12 @@ pub fn mapped_paths_named(files: &[Parsed], mention: &str) -> Vec<String> {
         return Vec::new();
     }
     let suffix = format!("/{mention}");
-    files
+    index
+        .files()
         .iter()
-        .filter(|p| p.path == mention || p.path.ends_with(&suffix))
-        .map(|p| p.path.clone())
+        .map(|f| &f.meta.path)
+        .filter(|path| *path == mention || path.ends_with(&suffix))
+        .cloned()
         .collect()
 }
 

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -22,6 +22,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_SERVICE_TOKENS,
     MIGRATION_SURFACED,
     MIGRATION_CODEMAP,
+    MIGRATION_CODEMAP_INDEX,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -556,6 +557,22 @@ CREATE TABLE codemap_state (
     rev      TEXT,                -- HEAD when built; NULL outside git
     built_at TEXT NOT NULL,
     stale    INTEGER NOT NULL DEFAULT 0
+);
+"#;
+
+/// v14 (codemap index): what a code-map call reads instead of every stored parse — the
+/// project's parses with their identifiers interned, in the codemap crate's binary form — with
+/// the key of the files it holds (their paths, languages and content hashes), so an index that
+/// does not match `codemap_files` is never used. Derived data: a missing or mismatched index is
+/// rebuilt from `codemap_parses`. `links_seq` is the edge log's last entry when the project's
+/// code links (memories' path and identifier entities tied to the files the map knows) were
+/// last brought up to date, so an unchanged map and graph are not compared again.
+const MIGRATION_CODEMAP_INDEX: &str = r#"
+CREATE TABLE codemap_index (
+    project   TEXT PRIMARY KEY,
+    key       TEXT NOT NULL,   -- the files' key (cairn_codemap::index_key), hex
+    data      BLOB NOT NULL,   -- cairn_codemap::Index::encode
+    links_seq INTEGER          -- edge_log.seq after the last code-link sync; NULL: never
 );
 "#;
 
