@@ -31,15 +31,19 @@ pub struct FileMeta {
     pub mtime_ns: i64,
 }
 
-/// One definition, its name interned.
+/// One definition, its name interned, its signature in the index's text ([`Index::signature`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexDef {
     pub name: u32,
     pub kind: Kind,
     pub line: u32,
     pub top_level: bool,
-    pub signature: String,
+    sig_at: u32,
+    sig_len: u32,
 }
+
+/// Marks a signature still in the fresh parses' text while [`Index::apply`] runs.
+const FRESH: u32 = 1 << 31;
 
 /// One mapped file: its metadata and its parse with names interned. `refs` is sorted by name
 /// id (which is the names' string order).
@@ -68,6 +72,8 @@ pub struct Index {
     names: Vec<String>,
     files: Vec<IndexFile>,
     skipped: Vec<SkippedFile>,
+    /// Every definition's signature, in file then definition order.
+    sigs: String,
 }
 
 /// The key of an index holding these files (path, language, content hash; in path order).
@@ -96,6 +102,57 @@ impl Index {
         };
         index.apply(scan);
         index
+    }
+
+    /// The files without their parses (what [`crate::scan`] compares a tree with), and the
+    /// remembered skipped files: enough to tell whether anything changed, without reading the
+    /// index itself. Not for ranking.
+    pub fn from_meta(files: Vec<FileMeta>, skipped: Vec<SkippedFile>) -> Index {
+        Index {
+            files: files
+                .into_iter()
+                .map(|meta| IndexFile {
+                    meta,
+                    errors: false,
+                    defs: Vec::new(),
+                    refs: Vec::new(),
+                })
+                .collect(),
+            skipped,
+            ..Index::default()
+        }
+    }
+
+    /// Whether [`Index::apply`] of `scan` would change this index.
+    pub fn changed_by(&self, scan: &Scan) -> bool {
+        !(scan.fresh.is_empty()
+            && scan.files.len() == self.files.len()
+            && scan.files.iter().zip(&self.files).all(|(m, f)| *m == f.meta)
+            && scan.remembered_skips() == self.skipped)
+    }
+
+    /// The remembered skipped files' own encoding (kept beside the index, so that a call that
+    /// finds nothing changed never reads the index).
+    pub fn encode_skipped(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.uint(self.skipped.len() as u64);
+        for s in &self.skipped {
+            w.string(&s.path);
+            w.uint(s.size);
+            w.int(s.mtime_ns);
+            w.byte(s.reason.code());
+        }
+        w.out
+    }
+
+    /// Reads [`Index::encode_skipped`] back.
+    pub fn decode_skipped(data: &[u8]) -> Result<Vec<SkippedFile>, String> {
+        let mut r = Reader { data, at: 0 };
+        let skipped = read_skipped(&mut r)?;
+        if r.at != data.len() {
+            return Err("trailing bytes".into());
+        }
+        Ok(skipped)
     }
 
     pub fn files(&self) -> &[IndexFile] {
@@ -156,6 +213,12 @@ impl Index {
         )
     }
 
+    /// A definition's signature line.
+    pub fn signature(&self, def: &IndexDef) -> &str {
+        let at = def.sig_at as usize;
+        &self.sigs[at..at + def.sig_len as usize]
+    }
+
     /// A file's parse with its names as strings.
     pub fn parse_of(&self, file: &IndexFile) -> FileParse {
         FileParse {
@@ -166,7 +229,7 @@ impl Index {
                     name: self.name(d.name).to_string(),
                     kind: d.kind,
                     line: d.line,
-                    signature: d.signature.clone(),
+                    signature: self.signature(d).to_string(),
                     top_level: d.top_level,
                 })
                 .collect(),
@@ -280,6 +343,7 @@ impl Index {
                 .map(|i| i as u32)
                 .expect("every name of a fresh parse was added")
         };
+        let mut fresh_sigs = String::new();
         for (meta, parse) in pending {
             let file = IndexFile {
                 meta,
@@ -287,12 +351,17 @@ impl Index {
                 defs: parse
                     .defs
                     .into_iter()
-                    .map(|d| IndexDef {
-                        name: id_of(&d.name),
-                        kind: d.kind,
-                        line: d.line,
-                        top_level: d.top_level,
-                        signature: d.signature,
+                    .map(|d| {
+                        let sig_at = fresh_sigs.len() as u32 | FRESH;
+                        fresh_sigs.push_str(&d.signature);
+                        IndexDef {
+                            name: id_of(&d.name),
+                            kind: d.kind,
+                            line: d.line,
+                            top_level: d.top_level,
+                            sig_at,
+                            sig_len: d.signature.len() as u32,
+                        }
                     })
                     .collect(),
                 // The parse's refs are sorted by name, so their ids are sorted too.
@@ -305,6 +374,23 @@ impl Index {
             kept.push(file);
         }
         kept.sort_by(|a, b| a.meta.path.cmp(&b.meta.path));
+        // The signatures again, in file order (the same text as decoding the index gives).
+        let old_sigs = std::mem::take(&mut self.sigs);
+        let mut sigs = String::with_capacity(old_sigs.len() + fresh_sigs.len());
+        for file in &mut kept {
+            for d in &mut file.defs {
+                let (text, at) = if d.sig_at & FRESH != 0 {
+                    (&fresh_sigs, d.sig_at & !FRESH)
+                } else {
+                    (&old_sigs, d.sig_at)
+                };
+                let at = at as usize;
+                let new_at = sigs.len() as u32;
+                sigs.push_str(&text[at..at + d.sig_len as usize]);
+                d.sig_at = new_at;
+            }
+        }
+        self.sigs = sigs;
         self.names = names;
         self.files = kept;
         self.skipped = skipped;
@@ -349,7 +435,7 @@ impl Index {
                 w.byte(d.kind.code());
                 w.uint(u64::from(d.line));
                 w.byte(u8::from(d.top_level));
-                w.string(&d.signature);
+                w.string(self.signature(d));
             }
             w.uint(file.refs.len() as u64);
             let mut last = 0u32;
@@ -404,6 +490,7 @@ impl Index {
         };
         let count = r.len()?;
         let mut files = Vec::with_capacity(count);
+        let mut sigs = String::new();
         for _ in 0..count {
             let path = r.string()?;
             let lang = Lang::from_code(r.byte()?).ok_or("unknown language")?;
@@ -417,12 +504,23 @@ impl Index {
             let n_defs = r.len()?;
             let mut defs = Vec::with_capacity(n_defs);
             for _ in 0..n_defs {
+                let name = name_id(r.uint()?)?;
+                let kind = Kind::from_code(r.byte()?).ok_or("unknown kind")?;
+                let line = u32::try_from(r.uint()?).map_err(|_| "line out of range")?;
+                let top_level = r.byte()? != 0;
+                let signature = r.str()?;
+                let sig_at = u32::try_from(sigs.len())
+                    .ok()
+                    .filter(|at| at & FRESH == 0)
+                    .ok_or("signatures over 2 GB")?;
+                sigs.push_str(signature);
                 defs.push(IndexDef {
-                    name: name_id(r.uint()?)?,
-                    kind: Kind::from_code(r.byte()?).ok_or("unknown kind")?,
-                    line: u32::try_from(r.uint()?).map_err(|_| "line out of range")?,
-                    top_level: r.byte()? != 0,
-                    signature: r.string()?,
+                    name,
+                    kind,
+                    line,
+                    top_level,
+                    sig_at,
+                    sig_len: signature.len() as u32,
                 });
             }
             let n_refs = r.len()?;
@@ -449,16 +547,7 @@ impl Index {
         if files.windows(2).any(|w| w[0].meta.path >= w[1].meta.path) {
             return Err("files out of order".into());
         }
-        let count = r.len()?;
-        let mut skipped = Vec::with_capacity(count);
-        for _ in 0..count {
-            skipped.push(SkippedFile {
-                path: r.string()?,
-                size: r.uint()?,
-                mtime_ns: r.int()?,
-                reason: SkipReason::from_code(r.byte()?).ok_or("unknown skip reason")?,
-            });
-        }
+        let skipped = read_skipped(&mut r)?;
         if r.at != data.len() {
             return Err("trailing bytes".into());
         }
@@ -466,6 +555,7 @@ impl Index {
             names,
             files,
             skipped,
+            sigs,
         })
     }
 
@@ -501,6 +591,20 @@ impl Scan {
         out.sort_by(|a, b| a.path.cmp(&b.path));
         out
     }
+}
+
+fn read_skipped(r: &mut Reader<'_>) -> Result<Vec<SkippedFile>, String> {
+    let count = r.len()?;
+    let mut skipped = Vec::with_capacity(count);
+    for _ in 0..count {
+        skipped.push(SkippedFile {
+            path: r.string()?,
+            size: r.uint()?,
+            mtime_ns: r.int()?,
+            reason: SkipReason::from_code(r.byte()?).ok_or("unknown skip reason")?,
+        });
+    }
+    Ok(skipped)
 }
 
 fn shared_prefix(a: &str, b: &str) -> usize {
@@ -583,9 +687,12 @@ impl<'a> Reader<'a> {
         Ok(v as usize)
     }
     fn string(&mut self) -> Result<String, String> {
+        self.str().map(str::to_string)
+    }
+    fn str(&mut self) -> Result<&'a str, String> {
         let n = self.len()?;
         let bytes = self.take(n)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| "a string that is not UTF-8".to_string())
+        std::str::from_utf8(bytes).map_err(|_| "a string that is not UTF-8".to_string())
     }
 }
 

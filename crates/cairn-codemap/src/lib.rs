@@ -212,52 +212,56 @@ pub fn rank_index(index: &Index, focus: &[String], options: &RankOptions) -> Ran
     }
 }
 
-/// The files in map order (the focus files first, then by rank) with their symbols ranked,
-/// before the budget cut.
-pub fn ranked(index: &Index, focus: &[String], options: &RankOptions) -> Vec<RankedFile> {
-    let ranking = rank_index(index, focus, options);
+/// The files in map order: the focus files first (what the agent works on), then by rank,
+/// ties by path. Indices into the index's files.
+pub fn map_order(index: &Index, ranking: &Ranking) -> Vec<usize> {
     let files = index.files();
     let scores = &ranking.scores;
-    let focus_idx = &ranking.focus;
-    let symbol_order = rank::rank_symbols(index, &ranking.graph, scores);
-    // The focus files lead (what the agent works on), then the rest by rank.
+    let focus = &ranking.focus;
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by(|&a, &b| {
-        focus_idx
+        focus
             .contains(&b)
-            .cmp(&focus_idx.contains(&a))
+            .cmp(&focus.contains(&a))
             .then_with(|| scores[b].total_cmp(&scores[a]))
             .then_with(|| files[a].meta.path.cmp(&files[b].meta.path))
     });
     order
-        .into_iter()
-        .map(|i| RankedFile {
-            path: files[i].meta.path.clone(),
-            rank: scores[i],
-            symbols: symbol_order[i]
-                .iter()
-                .map(|&d| {
-                    let def = &files[i].defs[d];
-                    MapSymbol {
-                        name: index.name(def.name).to_string(),
-                        kind: def.kind.as_str(),
-                        line: def.line,
-                        signature: def.signature.clone(),
-                    }
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 /// The map of `index` focused on `focus` (paths relative to the root), cut to `budget` tokens.
-pub fn build_map(
-    index: &Index,
-    focus: &[String],
-    budget: usize,
-    options: &RankOptions,
-) -> Rendered {
-    render(&ranked(index, focus, options), budget)
+/// Symbols are ranked only for the files whose lines are placed before the symbol lines.
+pub fn build_map(index: &Index, focus: &[String], budget: usize, options: &RankOptions) -> Rendered {
+    let ranking = rank_index(index, focus, options);
+    let order = map_order(index, &ranking);
+    let files = index.files();
+    let heads: Vec<render::FileHead<'_>> = order
+        .iter()
+        .map(|&i| render::FileHead {
+            path: &files[i].meta.path,
+            rank: ranking.scores[i],
+            symbols: files[i].defs.len(),
+        })
+        .collect();
+    render::render_with(
+        &heads,
+        |k| {
+            let i = order[k];
+            rank::rank_symbols_of(index, &ranking.graph, &ranking.scores, i)
+                .into_iter()
+                .map(|d| {
+                    let def = &files[i].defs[d];
+                    MapSymbol {
+                        name: index.name(def.name).to_string(),
+                        kind: def.kind,
+                        line: def.line,
+                        signature: index.signature(def).to_string(),
+                    }
+                })
+                .collect()
+        },
+        budget,
+    )
 }
 
 /// One neighbour of a file: the other file and the identifiers that link them.
@@ -282,7 +286,8 @@ pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neig
     let me = index.position(path)?;
     let files = index.files();
     let names = |edge: &rank::Edge| -> Vec<String> {
-        edge.names
+        graph
+            .names(edge)
             .iter()
             .map(|&(id, _)| index.name(id).to_string())
             .collect()

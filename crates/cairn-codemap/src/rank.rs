@@ -48,8 +48,9 @@ impl Default for RankOptions {
 pub struct Edge {
     pub to: usize,
     pub weight: f64,
-    /// (name id, the user's count of uses), in name order.
-    pub names: Vec<(u32, u32)>,
+    /// Where its identifiers are in [`Graph::names`].
+    names_at: u32,
+    names_len: u32,
 }
 
 /// The reference graph: for each file, the files it uses, with the weight and the identifiers.
@@ -59,6 +60,9 @@ pub struct Graph {
     pub uses: Vec<Vec<Edge>>,
     /// `used_by[b]`: the files a with an edge a → b, sorted.
     pub used_by: Vec<Vec<usize>>,
+    /// Every edge's identifiers, (name id, the user's count of uses), each edge's in name
+    /// order.
+    names: Vec<(u32, u32)>,
 }
 
 impl Graph {
@@ -68,6 +72,12 @@ impl Graph {
         list.binary_search_by(|e| e.to.cmp(&b))
             .ok()
             .map(|i| &list[i])
+    }
+
+    /// The identifiers that link an edge: (name id, uses), in name order.
+    pub fn names(&self, edge: &Edge) -> &[(u32, u32)] {
+        let at = edge.names_at as usize;
+        &self.names[at..at + edge.names_len as usize]
     }
 }
 
@@ -98,17 +108,22 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
     let mut out = Graph {
         uses: vec![Vec::new(); n],
         used_by: vec![Vec::new(); n],
+        names: Vec::new(),
     };
     // slot[b]: where a's edge to b is in `edges` (usize::MAX: none yet).
     let mut slot = vec![usize::MAX; n];
+    let mut edges: Vec<(usize, f64)> = Vec::new();
+    let mut linked: Vec<(usize, u32, u32)> = Vec::new();
     for (a, file) in files.iter().enumerate() {
-        let mut edges: Vec<Edge> = Vec::new();
+        edges.clear();
+        linked.clear();
         for &(name, count) in &file.refs {
             let defined_in = &definers[name as usize];
             if defined_in.is_empty() {
                 continue;
             }
-            let others = defined_in.iter().filter(|&&b| b as usize != a).count();
+            let mine = usize::from(defined_in.binary_search(&(a as u32)).is_ok());
+            let others = defined_in.len() - mine;
             if others == 0 || others > options.max_definers {
                 continue;
             }
@@ -120,23 +135,34 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
                 let b = b as usize;
                 if slot[b] == usize::MAX {
                     slot[b] = edges.len();
-                    edges.push(Edge {
-                        to: b,
-                        weight: 0.0,
-                        names: Vec::new(),
-                    });
+                    edges.push((b, 0.0));
                 }
-                let edge = &mut edges[slot[b]];
-                edge.weight += weight;
-                edge.names.push((name, count));
+                edges[slot[b]].1 += weight;
+                linked.push((b, name, count));
             }
         }
-        for edge in &edges {
-            slot[edge.to] = usize::MAX;
-            out.used_by[edge.to].push(a);
+        // Each edge's identifiers together, in name order (a stable sort keeps the refs' order).
+        linked.sort_by_key(|&(b, _, _)| b);
+        let mut list: Vec<Edge> = Vec::with_capacity(edges.len());
+        let mut at = 0;
+        let mut sorted: Vec<(usize, f64)> = edges.clone();
+        sorted.sort_by_key(|&(b, _)| b);
+        for (b, weight) in sorted {
+            slot[b] = usize::MAX;
+            let start = out.names.len();
+            while at < linked.len() && linked[at].0 == b {
+                out.names.push((linked[at].1, linked[at].2));
+                at += 1;
+            }
+            list.push(Edge {
+                to: b,
+                weight,
+                names_at: start as u32,
+                names_len: (out.names.len() - start) as u32,
+            });
+            out.used_by[b].push(a);
         }
-        edges.sort_by_key(|e| e.to);
-        out.uses[a] = edges;
+        out.uses[a] = list;
     }
     out
 }
@@ -225,11 +251,25 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
         .iter()
         .map(|m| m.iter().map(|&(_, w)| w).sum())
         .collect();
+    // Flat (CSR) for the iterations.
+    let mut offsets: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut targets: Vec<u32> = Vec::new();
+    let mut weights: Vec<f64> = Vec::new();
+    offsets.push(0);
+    for list in &out {
+        for &(b, w) in list {
+            targets.push(b as u32);
+            weights.push(w);
+        }
+        offsets.push(targets.len());
+    }
+    drop(out);
     let p = personalization(paths, focus, options);
     let d = options.damping;
     let mut rank = p.clone();
+    let mut next = vec![0.0; n];
     for _ in 0..options.max_iterations {
-        let mut next = vec![0.0; n];
+        next.iter_mut().for_each(|x| *x = 0.0);
         let mut dangling = 0.0;
         for a in 0..n {
             if totals[a] <= 0.0 {
@@ -237,15 +277,16 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
                 continue;
             }
             let share = rank[a] / totals[a];
-            for &(b, w) in &out[a] {
-                next[b] += d * share * w;
+            let ds = d * share;
+            for k in offsets[a]..offsets[a + 1] {
+                next[targets[k] as usize] += ds * weights[k];
             }
         }
         for v in 0..n {
             next[v] += (1.0 - d) * p[v] + d * dangling * p[v];
         }
         let change: f64 = next.iter().zip(&rank).map(|(x, y)| (x - y).abs()).sum();
-        rank = next;
+        std::mem::swap(&mut rank, &mut next);
         if change < options.tolerance {
             break;
         }
@@ -258,39 +299,36 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
     rank
 }
 
-/// Each file's definitions ranked: by the rank-weighted uses of their name from other files,
-/// then kind (interfaces, types, functions, ...), top level first, then line. Indices into
-/// each file's `defs`.
-pub fn rank_symbols(index: &Index, graph: &Graph, rank: &[f64]) -> Vec<Vec<usize>> {
-    // score[(b, name)] = Σ over files a using name from b of rank[a] × that use's weight share.
-    let weights: Vec<f64> = index.names().iter().map(|n| identifier_weight(n)).collect();
-    let mut score: HashMap<(usize, u32), f64> = HashMap::new();
-    for (a, uses) in graph.uses.iter().enumerate() {
-        for edge in uses {
-            for &(name, count) in &edge.names {
-                *score.entry((edge.to, name)).or_insert(0.0) +=
-                    rank[a] * weights[name as usize] * f64::from(count).sqrt();
-            }
+/// The definitions of file `b` ranked: by the rank-weighted uses of their name from other
+/// files (Σ over the files a using it of rank[a] × the use's weight share), then top level
+/// first, then kind (interfaces, types, functions, ...), then line. Indices into its `defs`.
+pub fn rank_symbols_of(index: &Index, graph: &Graph, rank: &[f64], b: usize) -> Vec<usize> {
+    let file = &index.files()[b];
+    let mut score: HashMap<u32, f64> = HashMap::new();
+    for &a in &graph.used_by[b] {
+        let Some(edge) = graph.edge(a, b) else {
+            continue;
+        };
+        for &(name, count) in graph.names(edge) {
+            *score.entry(name).or_insert(0.0) +=
+                rank[a] * identifier_weight(index.name(name)) * f64::from(count).sqrt();
         }
     }
-    index
-        .files()
+    let keys: Vec<f64> = file
+        .defs
         .iter()
-        .enumerate()
-        .map(|(b, file)| {
-            let mut order: Vec<usize> = (0..file.defs.len()).collect();
-            let key = |i: usize| score.get(&(b, file.defs[i].name)).copied().unwrap_or(0.0);
-            order.sort_by(|&x, &y| {
-                let (dx, dy) = (&file.defs[x], &file.defs[y]);
-                key(y)
-                    .total_cmp(&key(x))
-                    .then_with(|| dy.top_level.cmp(&dx.top_level))
-                    .then_with(|| dx.kind.cmp(&dy.kind))
-                    .then_with(|| dx.line.cmp(&dy.line))
-            });
-            order
-        })
-        .collect()
+        .map(|d| score.get(&d.name).copied().unwrap_or(0.0))
+        .collect();
+    let mut order: Vec<usize> = (0..file.defs.len()).collect();
+    order.sort_by(|&x, &y| {
+        let (dx, dy) = (&file.defs[x], &file.defs[y]);
+        keys[y]
+            .total_cmp(&keys[x])
+            .then_with(|| dy.top_level.cmp(&dx.top_level))
+            .then_with(|| dx.kind.cmp(&dy.kind))
+            .then_with(|| dx.line.cmp(&dy.line))
+    });
+    order
 }
 
 #[cfg(test)]
@@ -334,7 +372,7 @@ mod tests {
         assert_eq!(g.uses[1].iter().map(|e| e.to).collect::<Vec<_>>(), [0]);
         assert_eq!(g.used_by[0], [1]);
         assert_eq!(
-            g.edge(1, 0).map(|e| e.names.len()),
+            g.edge(1, 0).map(|e| g.names(e).len()),
             Some(1),
             "b uses alpha_helper once"
         );
@@ -360,9 +398,9 @@ mod tests {
         let options = RankOptions::default();
         let g = graph(&index, &options);
         let r = pagerank(&g, &["a.rs", "b.rs"], &[], &options);
-        let order = rank_symbols(&index, &g, &r);
+        let order = rank_symbols_of(&index, &g, &r, 0);
         let a = &index.files()[0];
-        let names: Vec<&str> = order[0]
+        let names: Vec<&str> = order
             .iter()
             .map(|&i| index.name(a.defs[i].name))
             .collect();

@@ -96,7 +96,10 @@ pub struct CodeMap {
 pub struct CodeIndex {
     pub root: PathBuf,
     pub rev: Option<String>,
+    /// The files; with their parses when `full`, else only their metadata (nothing changed,
+    /// nothing was read: [`Engine::ensure_full_code_index`] reads the rest when needed).
     pub index: Index,
+    pub full: bool,
     pub stale: bool,
     pub stats: RefreshStats,
     /// Whether the stored index was used as it was (false: rebuilt from the stored parses,
@@ -148,6 +151,49 @@ fn relative_to_root(root: &Path, cwd: &Path, given: &Path) -> Result<String> {
     Ok(parts.join("/"))
 }
 
+/// The stored files' metadata as an index to compare the tree with, when the stored index is
+/// theirs (its key) and its skipped files read back; `None` otherwise.
+fn light_index(
+    metas: &[cairn_store::CodeFileMeta],
+    head: Option<&cairn_store::CodeIndexHead>,
+) -> Option<Index> {
+    let head = head?;
+    let files: Vec<cairn_codemap::FileMeta> = metas
+        .iter()
+        .map(|m| {
+            Some(cairn_codemap::FileMeta {
+                path: m.path.clone(),
+                lang: Lang::from_name(&m.lang)?,
+                hash: m.content_hash.clone(),
+                size: u64::try_from(m.size).ok()?,
+                mtime_ns: m.mtime_ns,
+            })
+        })
+        .collect::<Option<_>>()?;
+    let key = cairn_codemap::index_key(
+        files
+            .iter()
+            .map(|f| (f.path.as_str(), f.lang, f.hash.as_str())),
+    );
+    if key != head.key {
+        return None;
+    }
+    let skipped = Index::decode_skipped(&head.skipped).ok()?;
+    Some(Index::from_meta(files, skipped))
+}
+
+/// The key a rendered map is cached under: everything it depends on.
+fn map_key(index_key: &str, focus: &[String], budget: usize) -> String {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(format!("map {} {index_key} {budget}\n", cairn_codemap::index::FORMAT));
+    for path in focus {
+        hasher.update(path.as_bytes());
+        hasher.update(b"\n");
+    }
+    hex::encode(hasher.finalize())
+}
+
 fn to_row(parsed: &Parsed) -> CodeFileRow {
     CodeFileRow {
         path: parsed.path.clone(),
@@ -179,11 +225,22 @@ impl Engine {
     pub fn code_index(&mut self, bound: Duration) -> Result<CodeIndex> {
         let root = map_root(&self.context.cwd);
         let project = self.context.project.clone();
-        let (mut index, index_reused) = self.stored_code_index(&project)?;
-        let state = self.store.reader().codemap_state(&project)?;
+        let reader = self.store.reader();
+        let metas = reader.codemap_file_meta(&project)?;
+        let head = reader.codemap_index_head(&project)?;
+        let state = reader.codemap_state(&project)?;
+        // What the tree is compared with: the stored files' metadata when the stored index is
+        // theirs (nothing else is read if nothing changed), else the index rebuilt.
+        let light = light_index(&metas, head.as_ref());
         let rev = git::head_commit(&root);
         let deadline = Instant::now() + bound;
-        let scan = cairn_codemap::scan(&root, &index, Some(deadline));
+        let scan = match &light {
+            Some(light) => cairn_codemap::scan(&root, light, Some(deadline)),
+            None => {
+                let (full, _) = self.full_code_index(&project)?;
+                cairn_codemap::scan(&root, &full, Some(deadline))
+            }
+        };
         let stale = scan.deferred > 0;
         let stats = RefreshStats {
             files: scan.files.len(),
@@ -193,65 +250,74 @@ impl Engine {
             deferred: scan.deferred,
         };
         let root_text = root.display().to_string();
-        let rows: Vec<CodeFileRow> = scan.fresh.iter().map(to_row).collect();
-        let touched: Vec<(String, i64, i64)> = scan
-            .files
-            .iter()
-            .filter(|m| scan.touched.contains(&m.path))
-            .map(|m| {
-                (
-                    m.path.clone(),
-                    i64::try_from(m.size).unwrap_or(i64::MAX),
-                    m.mtime_ns,
-                )
-            })
-            .collect();
-        let removed = scan.removed.clone();
-        let parsed_any = !rows.is_empty();
-        let changed = index.apply(scan);
         let state_changed = state
             .as_ref()
             .is_none_or(|s| s.rev != rev || s.stale != stale || s.root != root_text);
+        let links_synced = head.as_ref().and_then(|h| h.links_seq);
+        let last_seq = self.store.reader().last_edge_seq()?;
+        let (mut index, full, changed, index_reused) = match light {
+            Some(light) if !light.changed_by(&scan) => (light, false, false, true),
+            _ => {
+                let (mut full, reused) = self.full_code_index(&project)?;
+                let rows: Vec<CodeFileRow> = scan.fresh.iter().map(to_row).collect();
+                let touched: Vec<(String, i64, i64)> = scan
+                    .files
+                    .iter()
+                    .filter(|m| scan.touched.contains(&m.path))
+                    .map(|m| {
+                        (
+                            m.path.clone(),
+                            i64::try_from(m.size).unwrap_or(i64::MAX),
+                            m.mtime_ns,
+                        )
+                    })
+                    .collect();
+                let removed = scan.removed.clone();
+                let changed = full.apply(scan);
+                if !self.context.read_only && (changed || !reused) {
+                    let stored = CodeIndexRow {
+                        key: full.key(),
+                        data: full.encode(),
+                        skipped: full.encode_skipped(),
+                    };
+                    self.store.write(|tx| -> Result<()> {
+                        for row in &rows {
+                            tx.codemap_put_file(&project, row)?;
+                        }
+                        for (path, size, mtime_ns) in &touched {
+                            tx.codemap_touch_file(&project, path, *size, *mtime_ns)?;
+                        }
+                        for path in &removed {
+                            tx.codemap_remove_file(&project, path)?;
+                        }
+                        tx.codemap_put_index(&project, &stored)?;
+                        if !removed.is_empty() || !rows.is_empty() {
+                            tx.codemap_prune_parses(ORPHAN_PARSES_KEPT)?;
+                        }
+                        Ok(())
+                    })?;
+                }
+                (full, true, changed, reused)
+            }
+        };
         // The code links follow the map and the memories: brought up to date when either
         // changed since the last sync (the edge log's last entry tells the memories' side).
-        let links = if self.context.read_only {
-            None
-        } else {
-            let reader = self.store.reader();
-            let synced = reader
-                .codemap_index_head(&project)?
-                .and_then(|h| h.links_seq);
-            let last = reader.last_edge_seq()?;
-            let links_stale = changed || !index_reused || synced.is_none() || synced != last;
-            if links_stale {
-                let mentioned = reader.code_entities_mentioned(&project)?;
+        let links_stale = changed || !index_reused || links_synced.is_none() || links_synced != last_seq;
+        let write_links = !self.context.read_only && links_stale;
+        if write_links && !full {
+            index = self.full_code_index(&project)?.0;
+        }
+        let full = full || write_links;
+        if !self.context.read_only && (state_changed || write_links) {
+            let links = if write_links {
+                let mentioned = self.store.reader().code_entities_mentioned(&project)?;
                 Some(code_links(&index, &mentioned))
             } else {
                 None
-            }
-        };
-        if !self.context.read_only && (changed || state_changed || !index_reused || links.is_some())
-        {
+            };
             let built_at = format_ts(self.now());
             let actor = self.context.actor.clone();
-            // The links' sync needs the index row: written with it, or there already.
-            let stored_index = (changed || !index_reused).then(|| CodeIndexRow {
-                key: index.key(),
-                data: index.encode(),
-            });
             self.store.write(|tx| -> Result<()> {
-                for row in &rows {
-                    tx.codemap_put_file(&project, row)?;
-                }
-                for (path, size, mtime_ns) in &touched {
-                    tx.codemap_touch_file(&project, path, *size, *mtime_ns)?;
-                }
-                for path in &removed {
-                    tx.codemap_remove_file(&project, path)?;
-                }
-                if let Some(stored) = &stored_index {
-                    tx.codemap_put_index(&project, stored)?;
-                }
                 tx.codemap_set_state(
                     &project,
                     &CodeMapState {
@@ -261,9 +327,6 @@ impl Engine {
                         stale,
                     },
                 )?;
-                if !removed.is_empty() || parsed_any {
-                    tx.codemap_prune_parses(ORPHAN_PARSES_KEPT)?;
-                }
                 if let Some(links) = &links {
                     crate::graph::sync_code_links(tx, links, &built_at, &actor)?;
                     tx.codemap_set_links_seq(&project, tx.reader().last_edge_seq()?)?;
@@ -275,15 +338,26 @@ impl Engine {
             root,
             rev,
             index,
+            full,
             stale,
             stats,
             index_reused,
         })
     }
 
+    /// Makes `code`'s index the full one (its parses read) when it is only the files'
+    /// metadata.
+    pub fn ensure_full_code_index(&self, code: &mut CodeIndex) -> Result<()> {
+        if !code.full {
+            code.index = self.full_code_index(&self.context.project)?.0;
+            code.full = true;
+        }
+        Ok(())
+    }
+
     /// The project's stored index when it matches the stored files (their key), else the
     /// index rebuilt from the stored parses (`false`: it must be written back).
-    fn stored_code_index(&self, project: &str) -> Result<(Index, bool)> {
+    fn full_code_index(&self, project: &str) -> Result<(Index, bool)> {
         let reader = self.store.reader();
         let meta = reader.codemap_file_meta(project)?;
         let langs: Option<Vec<Lang>> = meta.iter().map(|m| Lang::from_name(&m.lang)).collect();
@@ -377,12 +451,37 @@ impl Engine {
             }
         }
         // Only mapped files take part in the ranking; the others are still reported as focus.
-        let rendered = cairn_codemap::build_map(
-            &index.index,
-            &focus,
-            request.budget,
-            &RankOptions::default(),
-        );
+        // The same index, focus and budget give the same map: the last one is kept.
+        let key = map_key(&index.index.key(), &focus, request.budget);
+        let project = self.context.project.clone();
+        let cached: Option<cairn_codemap::Rendered> = if index.stale {
+            None
+        } else {
+            self.store
+                .reader()
+                .codemap_cached_map(&project, &key)?
+                .and_then(|text| serde_json::from_str(&text).ok())
+        };
+        let mut index = index;
+        let rendered = match cached {
+            Some(rendered) => rendered,
+            None => {
+                self.ensure_full_code_index(&mut index)?;
+                let rendered = cairn_codemap::build_map(
+                    &index.index,
+                    &focus,
+                    request.budget,
+                    &RankOptions::default(),
+                );
+                if !self.context.read_only && !index.stale {
+                    let text = serde_json::to_string(&rendered)
+                        .map_err(|e| EngineError::Internal(e.to_string()))?;
+                    self.store
+                        .write(|tx| tx.codemap_put_map(&project, &key, &text))?;
+                }
+                rendered
+            }
+        };
         Ok(CodeMap {
             rev: index.rev,
             stale: index.stale,
@@ -415,7 +514,8 @@ impl Engine {
     /// map. A path is tried first (it must be inside the repository); else the target is a
     /// symbol name. Neither mapped → `Invalid` naming what was looked for.
     pub fn code_neighbors(&mut self, target: &str) -> Result<CodeNeighbors> {
-        let index = self.code_index(DEFAULT_REFRESH_BOUND)?;
+        let mut index = self.code_index(DEFAULT_REFRESH_BOUND)?;
+        self.ensure_full_code_index(&mut index)?;
         let graph = cairn_codemap::rank::graph(&index.index, &RankOptions::default());
         let as_path = self
             .code_focus_paths(&[PathBuf::from(target)])

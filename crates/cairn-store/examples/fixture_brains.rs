@@ -74,8 +74,13 @@ fn seed_codemap_index(conn: &Connection) -> rusqlite::Result<()> {
         parse,
     }]);
     conn.execute(
-        "INSERT INTO codemap_index (project, key, data) VALUES (?1, ?2, ?3)",
-        params![PROJECT, index.key(), index.encode()],
+        "INSERT INTO codemap_index (project, key, data, skipped) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            PROJECT,
+            index.key(),
+            index.encode(),
+            index.encode_skipped()
+        ],
     )?;
     Ok(())
 }

@@ -30,19 +30,24 @@ pub struct CodeFileMeta {
     pub mtime_ns: i64,
 }
 
-/// A project's stored index: the key of the files it was built from, and its bytes.
+/// A project's stored index: the key of the files it was built from, its bytes, and the
+/// skipped files it remembers (their own small encoding).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeIndexRow {
     pub key: String,
     pub data: Vec<u8>,
+    pub skipped: Vec<u8>,
 }
 
 /// The index's bookkeeping without its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeIndexHead {
     pub key: String,
+    pub skipped: Vec<u8>,
     /// The edge log's last entry after the last code-link sync (`None`: never synced).
     pub links_seq: Option<i64>,
+    /// The key of the cached map (`None`: none).
+    pub map_key: Option<String>,
 }
 
 /// The last build of a project's map.
@@ -116,12 +121,13 @@ impl Reader<'_> {
     pub fn codemap_index(&self, project: &str) -> Result<Option<CodeIndexRow>> {
         self.conn
             .query_row(
-                "SELECT key, data FROM codemap_index WHERE project = ?1",
+                "SELECT key, data, skipped FROM codemap_index WHERE project = ?1",
                 [project],
                 |row| {
                     Ok(CodeIndexRow {
                         key: row.get(0)?,
                         data: row.get(1)?,
+                        skipped: row.get(2)?,
                     })
                 },
             )
@@ -133,14 +139,28 @@ impl Reader<'_> {
     pub fn codemap_index_head(&self, project: &str) -> Result<Option<CodeIndexHead>> {
         self.conn
             .query_row(
-                "SELECT key, links_seq FROM codemap_index WHERE project = ?1",
+                "SELECT key, skipped, links_seq, map_key FROM codemap_index WHERE project = ?1",
                 [project],
                 |row| {
                     Ok(CodeIndexHead {
                         key: row.get(0)?,
-                        links_seq: row.get(1)?,
+                        skipped: row.get(1)?,
+                        links_seq: row.get(2)?,
+                        map_key: row.get(3)?,
                     })
                 },
+            )
+            .optional()
+            .map_err(self.codemap_map())
+    }
+
+    /// `project`'s cached map when it was rendered under `map_key`.
+    pub fn codemap_cached_map(&self, project: &str, map_key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row(
+                "SELECT map FROM codemap_index WHERE project = ?1 AND map_key = ?2 AND map IS NOT NULL",
+                params![project, map_key],
+                |row| row.get(0),
             )
             .optional()
             .map_err(self.codemap_map())
@@ -245,9 +265,10 @@ impl WriteTx<'_> {
     pub fn codemap_put_index(&self, project: &str, index: &CodeIndexRow) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO codemap_index (project, key, data) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (project) DO UPDATE SET key = excluded.key, data = excluded.data",
-                params![project, index.key, index.data],
+                "INSERT INTO codemap_index (project, key, data, skipped) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (project) DO UPDATE SET key = excluded.key, data = excluded.data, \
+                   skipped = excluded.skipped, map_key = NULL, map = NULL",
+                params![project, index.key, index.data, index.skipped],
             )
             .map_err(self.codemap_map())?;
         Ok(())
@@ -259,6 +280,17 @@ impl WriteTx<'_> {
             .execute(
                 "UPDATE codemap_index SET links_seq = ?2 WHERE project = ?1",
                 params![project, seq],
+            )
+            .map_err(self.codemap_map())?;
+        Ok(())
+    }
+
+    /// Caches `project`'s map rendered under `map_key` (the index row must exist).
+    pub fn codemap_put_map(&self, project: &str, map_key: &str, map: &str) -> Result<()> {
+        self.tx
+            .execute(
+                "UPDATE codemap_index SET map_key = ?2, map = ?3 WHERE project = ?1",
+                params![project, map_key, map],
             )
             .map_err(self.codemap_map())?;
         Ok(())
@@ -376,6 +408,7 @@ mod tests {
             let index = CodeIndexRow {
                 key: format!("k{}", data.len()),
                 data,
+                skipped: vec![9],
             };
             store.write(|tx| tx.codemap_put_index("p", &index)).unwrap();
             assert_eq!(store.reader().codemap_index("p").unwrap(), Some(index));
@@ -387,6 +420,14 @@ mod tests {
             .unwrap();
         assert_eq!(head(&store).links_seq, Some(17));
         assert_eq!(head(&store).key, "k70000");
+        assert_eq!(head(&store).map_key, None);
+        store
+            .write(|tx| tx.codemap_put_map("p", "m1", "{}"))
+            .unwrap();
+        assert_eq!(head(&store).map_key.as_deref(), Some("m1"));
+        let cached = |key: &str| store.reader().codemap_cached_map("p", key).unwrap();
+        assert_eq!(cached("m1").as_deref(), Some("{}"));
+        assert_eq!(cached("m2"), None);
         assert_eq!(store.reader().codemap_index("q").unwrap(), None);
         // a.rs changes content; b.rs goes away; the old parses stay (within `keep`) or go.
         store
