@@ -127,7 +127,11 @@ impl Index {
     pub fn changed_by(&self, scan: &Scan) -> bool {
         !(scan.fresh.is_empty()
             && scan.files.len() == self.files.len()
-            && scan.files.iter().zip(&self.files).all(|(m, f)| *m == f.meta)
+            && scan
+                .files
+                .iter()
+                .zip(&self.files)
+                .all(|(m, f)| *m == f.meta)
             && scan.remembered_skips() == self.skipped)
     }
 

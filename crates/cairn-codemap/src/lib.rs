@@ -231,7 +231,12 @@ pub fn map_order(index: &Index, ranking: &Ranking) -> Vec<usize> {
 
 /// The map of `index` focused on `focus` (paths relative to the root), cut to `budget` tokens.
 /// Symbols are ranked only for the files whose lines are placed before the symbol lines.
-pub fn build_map(index: &Index, focus: &[String], budget: usize, options: &RankOptions) -> Rendered {
+pub fn build_map(
+    index: &Index,
+    focus: &[String],
+    budget: usize,
+    options: &RankOptions,
+) -> Rendered {
     let ranking = rank_index(index, focus, options);
     let order = map_order(index, &ranking);
     let files = index.files();

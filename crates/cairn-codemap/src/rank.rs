@@ -400,10 +400,7 @@ mod tests {
         let r = pagerank(&g, &["a.rs", "b.rs"], &[], &options);
         let order = rank_symbols_of(&index, &g, &r, 0);
         let a = &index.files()[0];
-        let names: Vec<&str> = order
-            .iter()
-            .map(|&i| index.name(a.defs[i].name))
-            .collect();
+        let names: Vec<&str> = order.iter().map(|&i| index.name(a.defs[i].name)).collect();
         assert_eq!(names, ["popular_one", "Thing", "unused_one"]);
     }
 }

@@ -186,7 +186,10 @@ fn light_index(
 fn map_key(index_key: &str, focus: &[String], budget: usize) -> String {
     use sha2::Digest as _;
     let mut hasher = sha2::Sha256::new();
-    hasher.update(format!("map {} {index_key} {budget}\n", cairn_codemap::index::FORMAT));
+    hasher.update(format!(
+        "map {} {index_key} {budget}\n",
+        cairn_codemap::index::FORMAT
+    ));
     for path in focus {
         hasher.update(path.as_bytes());
         hasher.update(b"\n");
@@ -254,7 +257,8 @@ impl Engine {
             .as_ref()
             .is_none_or(|s| s.rev != rev || s.stale != stale || s.root != root_text);
         let links_synced = head.as_ref().and_then(|h| h.links_seq);
-        let last_seq = self.store.reader().last_edge_seq()?;
+        // 0: an empty edge log (so "synced with an empty log" is not "never synced").
+        let last_seq = self.store.reader().last_edge_seq()?.unwrap_or(0);
         let (mut index, full, changed, index_reused) = match light {
             Some(light) if !light.changed_by(&scan) => (light, false, false, true),
             _ => {
@@ -302,7 +306,7 @@ impl Engine {
         };
         // The code links follow the map and the memories: brought up to date when either
         // changed since the last sync (the edge log's last entry tells the memories' side).
-        let links_stale = changed || !index_reused || links_synced.is_none() || links_synced != last_seq;
+        let links_stale = changed || !index_reused || links_synced != Some(last_seq);
         let write_links = !self.context.read_only && links_stale;
         if write_links && !full {
             index = self.full_code_index(&project)?.0;
@@ -329,7 +333,8 @@ impl Engine {
                 )?;
                 if let Some(links) = &links {
                     crate::graph::sync_code_links(tx, links, &built_at, &actor)?;
-                    tx.codemap_set_links_seq(&project, tx.reader().last_edge_seq()?)?;
+                    let synced = tx.reader().last_edge_seq()?.unwrap_or(0);
+                    tx.codemap_set_links_seq(&project, Some(synced))?;
                 }
                 Ok(())
             })?;

@@ -75,12 +75,7 @@ fn seed_codemap_index(conn: &Connection) -> rusqlite::Result<()> {
     }]);
     conn.execute(
         "INSERT INTO codemap_index (project, key, data, skipped) VALUES (?1, ?2, ?3, ?4)",
-        params![
-            PROJECT,
-            index.key(),
-            index.encode(),
-            index.encode_skipped()
-        ],
+        params![PROJECT, index.key(), index.encode(), index.encode_skipped()],
     )?;
     Ok(())
 }

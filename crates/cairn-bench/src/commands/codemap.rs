@@ -418,8 +418,8 @@ pub fn run(args: &CodemapArgs) -> Result<()> {
         "targets": {
             "full_map_15s": target(full_wall.max(full_cpu), 15_000.0),
             "peak_rss_500mb": full_rss.is_some_and(|r| r <= 500.0),
-            "one_file_150ms_p95": target(one_file["wall_ms"]["p95"].as_f64().unwrap_or(f64::MAX), 150.0),
-            "session_start_200ms_p95": target(hook["wall_ms"]["p95"].as_f64().unwrap_or(f64::MAX), 200.0),
+            "one_file_150ms_p95": target(one_file["wall_ms"]["p95_ms"].as_f64().unwrap_or(f64::MAX), 150.0),
+            "session_start_200ms_p95": target(hook["wall_ms"]["p95_ms"].as_f64().unwrap_or(f64::MAX), 200.0),
             "deterministic": identical,
         },
     });
@@ -430,10 +430,10 @@ pub fn run(args: &CodemapArgs) -> Result<()> {
         format!(
             "| {name} | {} | {} | {} | {} | {} |\n",
             v["n"],
-            v["wall_ms"]["p50"],
-            v["wall_ms"]["p95"],
-            v["cpu_ms"]["p50"],
-            v["cpu_ms"]["p95"]
+            v["wall_ms"]["p50_ms"],
+            v["wall_ms"]["p95_ms"],
+            v["cpu_ms"]["p50_ms"],
+            v["cpu_ms"]["p95_ms"]
         )
     };
     writeln!(
