@@ -44,6 +44,10 @@ enum Command {
     /// `cairn serve` under load: wrk with 32 keep-alive clients, 90 % lexical recall and 10 %
     /// remember, at 100,000 memories: requests/s, p99, errors, server CPU.
     Serve(commands::serve::ServeArgs),
+    /// The code map on a tree of real code (5,000 files): the first full map and its peak RSS,
+    /// an up-to-date map, the map after one file changed, `hook session-start` with the code
+    /// map section, and whether the same input gives a byte-identical map.
+    Codemap(commands::codemap::CodemapArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -57,5 +61,6 @@ fn main() -> anyhow::Result<()> {
         Command::Wiki(args) => commands::wiki::run(args),
         Command::Agent(args) => commands::agent::run(args),
         Command::Serve(args) => commands::serve::run(args),
+        Command::Codemap(args) => commands::codemap::run(args),
     }
 }

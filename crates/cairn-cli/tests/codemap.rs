@@ -425,3 +425,121 @@ fn the_brief_has_a_code_map_section_inside_git_only() {
             .contains("## Code map")
     );
 }
+
+/// The ids of the records and the names of the entities a `neighbors --json` answer reached.
+fn reached(answer: &Value) -> Vec<String> {
+    answer["neighbors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| match n["node"]["kind"].as_str() {
+            Some("record") => format!("#{}", n["node"]["id"]),
+            _ => n["node"]["name"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn memories_about_code_are_linked_to_it_and_a_change_surfaces_the_gotchas_of_its_users() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    // A gotcha about main.rs (which uses config.rs and store.rs), a note about an identifier
+    // store.rs defines, and one about nothing the map knows.
+    let gotcha = brain.remember(
+        "gotcha",
+        None,
+        "src/main.rs must call flush_all before exit or the last batch is lost",
+    )["id"]
+        .as_i64()
+        .unwrap();
+    let note = brain.remember("note", None, "`open_store` takes the settings by reference")["id"]
+        .as_i64()
+        .unwrap();
+    brain.remember("note", None, "the kiln in docs/kiln.md fires at cone 6");
+    let query = ["recall", "flush settings batch", "--no-touch"];
+    let recall_before = brain.json(&query, 0);
+    codemap(&brain, &repo, &[], 0);
+    // Written through the graph's edge log, with their origin.
+    let asserted = brain.sql(
+        "SELECT relation || ' ' || count(*) FROM edge_log WHERE origin = 'codemap' AND op = 'assert' GROUP BY relation ORDER BY relation",
+    );
+    // main.rs uses config.rs and store.rs; open_store and flush_all are defined in store.rs.
+    assert_eq!(asserted, "defined_in 2\nuses 2", "{asserted}");
+    // What depends on config.rs: main.rs uses it, and the gotcha about main.rs is behind it.
+    let around = brain.json(
+        &[
+            "neighbors",
+            "src/config.rs",
+            "--direction",
+            "in",
+            "--depth",
+            "2",
+        ],
+        0,
+    );
+    let names = reached(&around);
+    assert!(names.contains(&"src/main.rs".to_string()), "{around}");
+    assert!(names.contains(&format!("#{gotcha}")), "{around}");
+    let main = &around["neighbors"].as_array().unwrap()
+        [names.iter().position(|n| n == "src/main.rs").unwrap()];
+    assert_eq!(main["relation"], "uses", "{around}");
+    // An identifier: open_store is defined in store.rs, and the note about it is reached.
+    let around = brain.json(
+        &[
+            "neighbors",
+            "src/store.rs",
+            "--direction",
+            "in",
+            "--depth",
+            "2",
+        ],
+        0,
+    );
+    let names = reached(&around);
+    assert!(names.contains(&"open_store".to_string()), "{around}");
+    assert!(names.contains(&format!("#{note}")), "{around}");
+    assert!(
+        names.contains(&format!("#{gotcha}")),
+        "main.rs uses store.rs too: {around}"
+    );
+    // A change to config.rs: the brief's neighbourhood shows the gotcha about its user.
+    write(
+        &repo,
+        "src/config.rs",
+        "pub struct Settings { pub path: String }\npub fn load_settings() -> Settings { Settings { path: String::new() } }\n",
+    );
+    let near = brain
+        .cmd()
+        .current_dir(&repo)
+        .args(["--json", "brief", "--section", "neighbourhood"])
+        .output()
+        .unwrap();
+    let near: Value = serde_json::from_slice(&near.stdout).unwrap();
+    let text = near["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("src/config.rs: #{gotcha} gotcha")),
+        "{text}"
+    );
+    // Recall is exactly as before: the links add no signal to its ranking.
+    assert_eq!(brain.json(&query, 0)["results"], recall_before["results"]);
+    // Nothing changed: a map writes no edge.
+    let log = brain.sql("SELECT count(*) FROM edge_log");
+    codemap(&brain, &repo, &[], 0);
+    assert_eq!(brain.sql("SELECT count(*) FROM edge_log"), log);
+    // main.rs stops using config.rs: that edge is invalidated, the history kept.
+    write(
+        &repo,
+        "src/main.rs",
+        "mod store;\n\nfn main() {\n    let handle = store::open_store(&Default::default());\n    handle.flush_all();\n}\n",
+    );
+    codemap(&brain, &repo, &[], 0);
+    let around = brain.json(&["neighbors", "src/config.rs", "--direction", "in"], 0);
+    assert!(
+        !reached(&around).contains(&"src/main.rs".to_string()),
+        "{around}"
+    );
+    assert_eq!(
+        brain.sql("SELECT count(*) FROM edge_log WHERE origin = 'codemap' AND op = 'invalidate'"),
+        "1"
+    );
+}

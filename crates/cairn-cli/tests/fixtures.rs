@@ -125,7 +125,7 @@ fn check_fixture(version: u32) {
     );
     let count = |table: &str| brain.sql(&format!("SELECT count(*) FROM {table}"));
     // remember ×2 and supersede (v1), a summary (v2), an episode (v3), a note (v7), an update (v8).
-    let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7, 7, 7, 7][version as usize - 1];
+    let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7, 7, 7, 7, 7][version as usize - 1];
     assert_eq!(count("events"), events.to_string(), "v{version}");
     assert_eq!(count("conflicts"), "1");
     assert_eq!(count("scopes"), "1");
@@ -179,6 +179,18 @@ fn check_fixture(version: u32) {
     if version >= 13 {
         assert_eq!(count("codemap_files"), "1", "v{version}");
         assert_eq!(count("codemap_parses"), "1", "v{version}");
+    }
+    if version >= 14 {
+        // The code map index: one blob in the codemap crate's binary form, keyed by the file.
+        assert_eq!(count("codemap_index"), "1", "v{version}");
+        assert_eq!(
+            brain.sql("SELECT hex(substr(data, 1, 4)) || ' ' || length(key) FROM codemap_index"),
+            "434D4958 64",
+            "v{version}"
+        );
+    } else {
+        // Migrated to v14: the table is there, empty until the next map is built.
+        assert_eq!(count("codemap_index"), "0", "v{version}");
     }
     if version >= 8 {
         let updated = brain.json(&["show", "2", "--history"], 0);
@@ -290,6 +302,11 @@ fn a_schema_v12_brain_opens_and_answers() {
 #[test]
 fn a_schema_v13_brain_opens_and_answers() {
     check_fixture(13);
+}
+
+#[test]
+fn a_schema_v14_brain_opens_and_answers() {
+    check_fixture(14);
 }
 
 #[test]

@@ -611,13 +611,24 @@ fn code_tools_answer_what_the_cli_answers() {
     server.initialize("2025-06-18");
     let map = server.call(1, "code_map", json!({"focus": ["src/a.rs"], "budget": 200}));
     assert_eq!(map["result"]["isError"], false, "{map}");
-    assert_eq!(text_of(&map), cli["text"].as_str().unwrap());
+    // The map's text, fenced as data read from the repository.
+    let text = text_of(&map);
+    let fenced = format!(
+        "<stored-data source=\"code\">\n{}</stored-data>\n",
+        cli["text"].as_str().unwrap()
+    );
+    assert!(text.ends_with(&fenced), "{text}");
+    assert!(text.starts_with("code map: "), "{text}");
     assert_eq!(map["result"]["structuredContent"]["files"], cli["files"]);
     let near = server.call(2, "code_neighbors", json!({"target": "src/b.rs"}));
     assert_eq!(near["result"]["isError"], false, "{near}");
     assert_eq!(
         near["result"]["structuredContent"]["files"][0]["used_by"][0]["path"],
         "src/a.rs"
+    );
+    assert!(
+        text_of(&near).contains("<stored-data source=\"code\">\nsrc/b.rs\n  used by src/a.rs (beta_helper)\n</stored-data>"),
+        "{near}"
     );
     let outside = server.call(3, "code_map", json!({"focus": ["/etc/hostname"]}));
     assert_eq!(outside["result"]["isError"], true, "{outside}");

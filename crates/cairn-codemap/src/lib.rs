@@ -9,11 +9,13 @@
 //!
 //! This crate touches the files of the tree it maps and nothing else: no database, no git.
 
+pub mod index;
 pub mod parse;
 pub mod rank;
 pub mod render;
 pub mod walk;
 
+pub use index::{FileMeta, Index, IndexDef, IndexFile, SkippedFile, index_key};
 pub use parse::{Def, FileParse, Kind, Lang, parse_source};
 pub use rank::RankOptions;
 pub use render::{CHARS_PER_TOKEN, Cut, MapFile, MapSymbol, RankedFile, Rendered, render};
@@ -22,12 +24,11 @@ pub use walk::{MAX_FILE_BYTES, SkipReason, SourceFile, Walk, walk};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-/// A parsed file as the store keeps it: keyed by path, its content hash, the size and
-/// modification time it was read at, and the parse.
+/// A parsed file: keyed by path, its content hash, the size and modification time it was
+/// read at, and the parse.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Parsed {
     pub path: String,
@@ -39,19 +40,36 @@ pub struct Parsed {
     pub parse: FileParse,
 }
 
-/// What a scan found.
+impl Parsed {
+    pub fn meta(&self) -> FileMeta {
+        FileMeta {
+            path: self.path.clone(),
+            lang: self.lang,
+            hash: self.hash.clone(),
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+        }
+    }
+}
+
+/// What a scan found, to apply to the index it was made against ([`Index::apply`]).
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
     /// Every mapped file, sorted by path.
-    pub files: Vec<Parsed>,
-    /// Files parsed in this scan (new or changed content).
+    pub files: Vec<FileMeta>,
+    /// The files parsed in this scan (new or changed content), sorted by path.
+    pub fresh: Vec<Parsed>,
+    /// Their paths.
     pub parsed: Vec<String>,
     /// Files whose size or time changed but whose content did not (metadata to store again).
     pub touched: Vec<String>,
-    /// Files of `previous` no longer mapped.
+    /// Files of the index no longer mapped.
     pub removed: Vec<String>,
     /// Files left out, with why.
     pub skipped: Vec<(String, SkipReason)>,
+    /// The files the content checks refused, with the size and time they had (so that they
+    /// are not read again while unchanged).
+    pub skipped_read: Vec<(String, u64, i64, SkipReason)>,
     /// Files with no supported language.
     pub unsupported: usize,
     /// Changed files the deadline left unparsed (their previous parse is kept, or they are
@@ -60,11 +78,12 @@ pub struct Scan {
 }
 
 enum Work {
-    Reuse(Parsed),
-    Touched(Parsed),
+    Reuse(FileMeta),
+    Touched(FileMeta),
     Fresh(Parsed),
-    Skip(String, SkipReason),
-    Deferred(Option<Parsed>),
+    /// Refused by the content checks, now or (unchanged since) before.
+    Skip(String, u64, i64, SkipReason),
+    Deferred(Option<FileMeta>),
 }
 
 /// SHA-256 of `text`, hex.
@@ -72,17 +91,18 @@ pub fn content_hash(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
-/// Walks `root` and brings `previous` (the last scan's files, by path) up to date: a file with
-/// the same size and modification time is taken as it was; another is read and checked; its
-/// content hash decides whether it is parsed again. Files are parsed in parallel; a file not
-/// started before `deadline` keeps its previous parse and counts as `deferred`.
-pub fn scan(root: &Path, previous: &BTreeMap<String, Parsed>, deadline: Option<Instant>) -> Scan {
+/// Walks `root` and compares it with `previous` (the last scan's index): a file with the same
+/// size and modification time is taken as it was (a skipped one stays skipped, unread);
+/// another is read and checked; its content hash decides whether it is parsed again. Files are
+/// parsed in parallel; a file not started before `deadline` keeps its previous parse and
+/// counts as `deferred`.
+pub fn scan(root: &Path, previous: &Index, deadline: Option<Instant>) -> Scan {
     let walked = walk(root);
     let work: Vec<Work> = walked
         .files
         .par_iter()
         .map(|file| {
-            let before = previous.get(&file.path);
+            let before = previous.file(&file.path).map(|f| &f.meta);
             if let Some(p) = before
                 && p.size == file.size
                 && p.mtime_ns == file.mtime_ns
@@ -90,12 +110,21 @@ pub fn scan(root: &Path, previous: &BTreeMap<String, Parsed>, deadline: Option<I
             {
                 return Work::Reuse(p.clone());
             }
+            if before.is_none()
+                && let Some(s) = previous.skipped(&file.path)
+                && s.size == file.size
+                && s.mtime_ns == file.mtime_ns
+            {
+                return Work::Skip(file.path.clone(), s.size, s.mtime_ns, s.reason);
+            }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Work::Deferred(before.cloned());
             }
             let text = match walk::read_source(file) {
                 Ok(text) => text,
-                Err(reason) => return Work::Skip(file.path.clone(), reason),
+                Err(reason) => {
+                    return Work::Skip(file.path.clone(), file.size, file.mtime_ns, reason);
+                }
             };
             let hash = content_hash(&text);
             if let Some(p) = before
@@ -131,9 +160,17 @@ pub fn scan(root: &Path, previous: &BTreeMap<String, Parsed>, deadline: Option<I
             }
             Work::Fresh(p) => {
                 out.parsed.push(p.path.clone());
-                out.files.push(p);
+                out.files.push(p.meta());
+                out.fresh.push(p);
             }
-            Work::Skip(path, reason) => out.skipped.push((path, reason)),
+            Work::Skip(path, size, mtime_ns, reason) => {
+                // An unreadable file may be readable next time: not remembered.
+                if reason != SkipReason::Unreadable {
+                    out.skipped_read
+                        .push((path.clone(), size, mtime_ns, reason));
+                }
+                out.skipped.push((path, reason));
+            }
             Work::Deferred(p) => {
                 out.deferred += 1;
                 out.files.extend(p);
@@ -144,64 +181,92 @@ pub fn scan(root: &Path, previous: &BTreeMap<String, Parsed>, deadline: Option<I
     let kept: std::collections::BTreeSet<&str> =
         out.files.iter().map(|p| p.path.as_str()).collect();
     out.removed = previous
-        .keys()
-        .filter(|path| !kept.contains(path.as_str()))
-        .cloned()
+        .files()
+        .iter()
+        .map(|f| f.meta.path.as_str())
+        .filter(|path| !kept.contains(path))
+        .map(str::to_string)
         .collect();
     out
 }
 
-/// The files in map order (the focus files first, then by rank) with their symbols ranked,
-/// before the budget cut.
-pub fn ranked(files: &[Parsed], focus: &[String], options: &RankOptions) -> Vec<RankedFile> {
-    let parses: Vec<&FileParse> = files.iter().map(|p| &p.parse).collect();
-    let paths: Vec<&str> = files.iter().map(|p| p.path.as_str()).collect();
-    let focus_idx: Vec<usize> = focus
-        .iter()
-        .filter_map(|f| paths.binary_search(&f.as_str()).ok())
-        .collect();
-    let graph = rank::graph(&parses, options);
-    let scores = rank::pagerank(&graph, &paths, &focus_idx, options);
-    let symbol_order = rank::rank_symbols(&parses, &graph, &scores);
-    // The focus files lead (what the agent works on), then the rest by rank.
-    let mut order: Vec<usize> = (0..files.len()).collect();
-    order.sort_by(|&a, &b| {
-        focus_idx
-            .contains(&b)
-            .cmp(&focus_idx.contains(&a))
-            .then_with(|| scores[b].total_cmp(&scores[a]))
-            .then_with(|| paths[a].cmp(paths[b]))
-    });
-    order
-        .into_iter()
-        .map(|i| RankedFile {
-            path: files[i].path.clone(),
-            rank: scores[i],
-            symbols: symbol_order[i]
-                .iter()
-                .map(|&d| {
-                    let def = &files[i].parse.defs[d];
-                    MapSymbol {
-                        name: def.name.clone(),
-                        kind: def.kind.as_str(),
-                        line: def.line,
-                        signature: def.signature.clone(),
-                    }
-                })
-                .collect(),
-        })
-        .collect()
+/// The ranking of an index: the reference graph and each file's score.
+#[derive(Debug, Clone)]
+pub struct Ranking {
+    pub graph: rank::Graph,
+    pub scores: Vec<f64>,
+    /// The focus files' positions in the index.
+    pub focus: Vec<usize>,
 }
 
-/// The map of `files` focused on `focus` (paths relative to the root), cut to `budget` tokens.
-/// `files` must be sorted by path (as `scan` returns them).
+/// Ranks `index` toward `focus` (paths relative to the root; those not mapped are ignored).
+pub fn rank_index(index: &Index, focus: &[String], options: &RankOptions) -> Ranking {
+    let focus_idx: Vec<usize> = focus.iter().filter_map(|f| index.position(f)).collect();
+    let graph = rank::graph(index, options);
+    let paths: Vec<&str> = index.files().iter().map(|f| f.meta.path.as_str()).collect();
+    let scores = rank::pagerank(&graph, &paths, &focus_idx, options);
+    Ranking {
+        graph,
+        scores,
+        focus: focus_idx,
+    }
+}
+
+/// The files in map order: the focus files first (what the agent works on), then by rank,
+/// ties by path. Indices into the index's files.
+pub fn map_order(index: &Index, ranking: &Ranking) -> Vec<usize> {
+    let files = index.files();
+    let scores = &ranking.scores;
+    let focus = &ranking.focus;
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| {
+        focus
+            .contains(&b)
+            .cmp(&focus.contains(&a))
+            .then_with(|| scores[b].total_cmp(&scores[a]))
+            .then_with(|| files[a].meta.path.cmp(&files[b].meta.path))
+    });
+    order
+}
+
+/// The map of `index` focused on `focus` (paths relative to the root), cut to `budget` tokens.
+/// Symbols are ranked only for the files whose lines are placed before the symbol lines.
 pub fn build_map(
-    files: &[Parsed],
+    index: &Index,
     focus: &[String],
     budget: usize,
     options: &RankOptions,
 ) -> Rendered {
-    render(&ranked(files, focus, options), budget)
+    let ranking = rank_index(index, focus, options);
+    let order = map_order(index, &ranking);
+    let files = index.files();
+    let heads: Vec<render::FileHead<'_>> = order
+        .iter()
+        .map(|&i| render::FileHead {
+            path: &files[i].meta.path,
+            rank: ranking.scores[i],
+            symbols: files[i].defs.len(),
+        })
+        .collect();
+    render::render_with(
+        &heads,
+        |k| {
+            let i = order[k];
+            rank::rank_symbols_of(index, &ranking.graph, &ranking.scores, i)
+                .into_iter()
+                .map(|d| {
+                    let def = &files[i].defs[d];
+                    MapSymbol {
+                        name: index.name(def.name).to_string(),
+                        kind: def.kind,
+                        line: def.line,
+                        signature: index.signature(def).to_string(),
+                    }
+                })
+                .collect()
+        },
+        budget,
+    )
 }
 
 /// One neighbour of a file: the other file and the identifiers that link them.
@@ -222,19 +287,24 @@ pub struct Neighbours {
 }
 
 /// The neighbours of `path` in the reference graph; `None` when it is not mapped.
-pub fn neighbours(files: &[Parsed], path: &str, options: &RankOptions) -> Option<Neighbours> {
-    let paths: Vec<&str> = files.iter().map(|p| p.path.as_str()).collect();
-    let me = paths.binary_search(&path).ok()?;
-    let parses: Vec<&FileParse> = files.iter().map(|p| &p.parse).collect();
-    let graph = rank::graph(&parses, options);
+pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neighbours> {
+    let me = index.position(path)?;
+    let files = index.files();
+    let names = |edge: &rank::Edge| -> Vec<String> {
+        graph
+            .names(edge)
+            .iter()
+            .map(|&(id, _)| index.name(id).to_string())
+            .collect()
+    };
     let mut uses: Vec<(f64, Neighbour)> = graph.uses[me]
         .iter()
-        .map(|(&b, (w, names))| {
+        .map(|edge| {
             (
-                *w,
+                edge.weight,
                 Neighbour {
-                    path: paths[b].to_string(),
-                    names: names.clone(),
+                    path: files[edge.to].meta.path.clone(),
+                    names: names(edge),
                 },
             )
         })
@@ -242,12 +312,12 @@ pub fn neighbours(files: &[Parsed], path: &str, options: &RankOptions) -> Option
     let mut used_by: Vec<(f64, Neighbour)> = graph.used_by[me]
         .iter()
         .filter_map(|&a| {
-            let (w, names) = graph.uses[a].get(&me)?;
+            let edge = graph.edge(a, me)?;
             Some((
-                *w,
+                edge.weight,
                 Neighbour {
-                    path: paths[a].to_string(),
-                    names: names.clone(),
+                    path: files[a].meta.path.clone(),
+                    names: names(edge),
                 },
             ))
         })
@@ -265,10 +335,14 @@ pub fn neighbours(files: &[Parsed], path: &str, options: &RankOptions) -> Option
 }
 
 /// The files defining `name` (a symbol), sorted.
-pub fn definers<'a>(files: &'a [Parsed], name: &str) -> Vec<&'a str> {
-    files
+pub fn definers<'a>(index: &'a Index, name: &str) -> Vec<&'a str> {
+    let Some(id) = index.name_id(name) else {
+        return Vec::new();
+    };
+    index
+        .files()
         .iter()
-        .filter(|p| p.parse.defs.iter().any(|d| d.name == name))
-        .map(|p| p.path.as_str())
+        .filter(|f| f.defs.iter().any(|d| d.name == id))
+        .map(|f| f.meta.path.as_str())
         .collect()
 }

@@ -40,6 +40,47 @@ impl Lang {
         })
     }
 
+    /// The lowercase name (`rust`, `tsx`, …), as the JSON and the store spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::TypeScript => "typescript",
+            Lang::Tsx => "tsx",
+            Lang::JavaScript => "javascript",
+            Lang::Go => "go",
+            Lang::Java => "java",
+            Lang::C => "c",
+            Lang::Cpp => "cpp",
+        }
+    }
+
+    /// Every language, in a fixed order (its position is its code in the binary index).
+    pub const ALL: [Lang; 9] = [
+        Lang::Rust,
+        Lang::Python,
+        Lang::TypeScript,
+        Lang::Tsx,
+        Lang::JavaScript,
+        Lang::Go,
+        Lang::Java,
+        Lang::C,
+        Lang::Cpp,
+    ];
+
+    /// The language named `name` (as [`Lang::as_str`] spells it).
+    pub fn from_name(name: &str) -> Option<Lang> {
+        Lang::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        Lang::ALL.iter().position(|&l| l == self).expect("listed") as u8
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<Lang> {
+        Lang::ALL.get(usize::from(code)).copied()
+    }
+
     fn grammar(self) -> Language {
         match self {
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
@@ -71,6 +112,24 @@ pub enum Kind {
 }
 
 impl Kind {
+    const ALL: [Kind; 7] = [
+        Kind::Interface,
+        Kind::Type,
+        Kind::Function,
+        Kind::Method,
+        Kind::Constant,
+        Kind::Macro,
+        Kind::Module,
+    ];
+
+    pub(crate) fn code(self) -> u8 {
+        Kind::ALL.iter().position(|&k| k == self).expect("listed") as u8
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<Kind> {
+        Kind::ALL.get(usize::from(code)).copied()
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Interface => "interface",

@@ -3,8 +3,8 @@
 //! 0.85, fixed iteration order, stopped when converged or capped), and the symbols of each
 //! file ranked by how much the ranked files use them.
 
-use crate::parse::FileParse;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::index::Index;
+use std::collections::HashMap;
 
 /// The knobs of the ranking (docs/codemap.md says why each has its value).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,13 +43,42 @@ impl Default for RankOptions {
     }
 }
 
+/// One edge of the reference graph: file `to` defines identifiers the file uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edge {
+    pub to: usize,
+    pub weight: f64,
+    /// Where its identifiers are in [`Graph::names`].
+    names_at: u32,
+    names_len: u32,
+}
+
 /// The reference graph: for each file, the files it uses, with the weight and the identifiers.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
-    /// `uses[a]`: (b, weight, identifiers) for each file b defining something a uses, by b.
-    pub uses: Vec<BTreeMap<usize, (f64, Vec<String>)>>,
-    /// `used_by[b]`: the files a with an edge a → b.
-    pub used_by: Vec<BTreeSet<usize>>,
+    /// `uses[a]`: an edge to each file b defining something a uses, sorted by b.
+    pub uses: Vec<Vec<Edge>>,
+    /// `used_by[b]`: the files a with an edge a → b, sorted.
+    pub used_by: Vec<Vec<usize>>,
+    /// Every edge's identifiers, (name id, the user's count of uses), each edge's in name
+    /// order.
+    names: Vec<(u32, u32)>,
+}
+
+impl Graph {
+    /// The edge a → b, if any.
+    pub fn edge(&self, a: usize, b: usize) -> Option<&Edge> {
+        let list = &self.uses[a];
+        list.binary_search_by(|e| e.to.cmp(&b))
+            .ok()
+            .map(|i| &list[i])
+    }
+
+    /// The identifiers that link an edge: (name id, uses), in name order.
+    pub fn names(&self, edge: &Edge) -> &[(u32, u32)] {
+        let at = edge.names_at as usize;
+        &self.names[at..at + edge.names_len as usize]
+    }
 }
 
 /// How much one use of `name` links: short names and private ones link little, long
@@ -70,42 +99,70 @@ fn identifier_weight(name: &str) -> f64 {
     weight
 }
 
-/// Builds the reference graph of `files` (parses in a fixed order: the caller's).
-pub fn graph(files: &[&FileParse], options: &RankOptions) -> Graph {
+/// Builds the reference graph of `index` (files in its order, names in id order).
+pub fn graph(index: &Index, options: &RankOptions) -> Graph {
+    let files = index.files();
     let n = files.len();
-    let mut definers: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, file) in files.iter().enumerate() {
-        for def in &file.defs {
-            let list = definers.entry(def.name.as_str()).or_default();
-            if list.last() != Some(&i) {
-                list.push(i);
-            }
-        }
-    }
+    let definers = index.definers();
+    let weights: Vec<f64> = index.names().iter().map(|n| identifier_weight(n)).collect();
     let mut out = Graph {
-        uses: vec![BTreeMap::new(); n],
-        used_by: vec![BTreeSet::new(); n],
+        uses: vec![Vec::new(); n],
+        used_by: vec![Vec::new(); n],
+        names: Vec::new(),
     };
+    // slot[b]: where a's edge to b is in `edges` (usize::MAX: none yet).
+    let mut slot = vec![usize::MAX; n];
+    let mut edges: Vec<(usize, f64)> = Vec::new();
+    let mut linked: Vec<(usize, u32, u32)> = Vec::new();
     for (a, file) in files.iter().enumerate() {
-        for (name, count) in &file.refs {
-            let Some(defined_in) = definers.get(name.as_str()) else {
+        edges.clear();
+        linked.clear();
+        for &(name, count) in &file.refs {
+            let defined_in = &definers[name as usize];
+            if defined_in.is_empty() {
                 continue;
-            };
-            let others = defined_in.iter().filter(|&&b| b != a).count();
+            }
+            let mine = usize::from(defined_in.binary_search(&(a as u32)).is_ok());
+            let others = defined_in.len() - mine;
             if others == 0 || others > options.max_definers {
                 continue;
             }
-            let weight = identifier_weight(name) * f64::from(*count).sqrt() / others as f64;
+            let weight = weights[name as usize] * f64::from(count).sqrt() / others as f64;
             if weight <= 0.0 {
                 continue;
             }
-            for &b in defined_in.iter().filter(|&&b| b != a) {
-                let edge = out.uses[a].entry(b).or_insert((0.0, Vec::new()));
-                edge.0 += weight;
-                edge.1.push(name.clone());
-                out.used_by[b].insert(a);
+            for &b in defined_in.iter().filter(|&&b| b as usize != a) {
+                let b = b as usize;
+                if slot[b] == usize::MAX {
+                    slot[b] = edges.len();
+                    edges.push((b, 0.0));
+                }
+                edges[slot[b]].1 += weight;
+                linked.push((b, name, count));
             }
         }
+        // Each edge's identifiers together, in name order (a stable sort keeps the refs' order).
+        linked.sort_by_key(|&(b, _, _)| b);
+        let mut list: Vec<Edge> = Vec::with_capacity(edges.len());
+        let mut at = 0;
+        let mut sorted: Vec<(usize, f64)> = edges.clone();
+        sorted.sort_by_key(|&(b, _)| b);
+        for (b, weight) in sorted {
+            slot[b] = usize::MAX;
+            let start = out.names.len();
+            while at < linked.len() && linked[at].0 == b {
+                out.names.push((linked[at].1, linked[at].2));
+                at += 1;
+            }
+            list.push(Edge {
+                to: b,
+                weight,
+                names_at: start as u32,
+                names_len: (out.names.len() - start) as u32,
+            });
+            out.used_by[b].push(a);
+        }
+        out.uses[a] = list;
     }
     out
 }
@@ -168,22 +225,51 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
     if n == 0 {
         return Vec::new();
     }
-    // Undirected-with-weights adjacency: out[a] = [(b, w)] sorted by b.
-    let mut out: Vec<BTreeMap<usize, f64>> = vec![BTreeMap::new(); n];
+    // Undirected-with-weights adjacency: out[a] = [(b, w)] sorted by b, a pair's two
+    // directions summed.
+    let mut out: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
     for (a, uses) in graph.uses.iter().enumerate() {
-        for (&b, (w, _)) in uses {
-            *out[a].entry(b).or_insert(0.0) += w;
+        for edge in uses {
+            out[a].push((edge.to, edge.weight));
             if options.reverse_weight > 0.0 {
-                *out[b].entry(a).or_insert(0.0) += w * options.reverse_weight;
+                out[edge.to].push((a, edge.weight * options.reverse_weight));
             }
         }
     }
-    let totals: Vec<f64> = out.iter().map(|m| m.values().sum()).collect();
+    for list in &mut out {
+        list.sort_by_key(|&(b, _)| b);
+        list.dedup_by(|next, kept| {
+            if next.0 == kept.0 {
+                kept.1 += next.1;
+                true
+            } else {
+                false
+            }
+        });
+    }
+    let totals: Vec<f64> = out
+        .iter()
+        .map(|m| m.iter().map(|&(_, w)| w).sum())
+        .collect();
+    // Flat (CSR) for the iterations.
+    let mut offsets: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut targets: Vec<u32> = Vec::new();
+    let mut weights: Vec<f64> = Vec::new();
+    offsets.push(0);
+    for list in &out {
+        for &(b, w) in list {
+            targets.push(b as u32);
+            weights.push(w);
+        }
+        offsets.push(targets.len());
+    }
+    drop(out);
     let p = personalization(paths, focus, options);
     let d = options.damping;
     let mut rank = p.clone();
+    let mut next = vec![0.0; n];
     for _ in 0..options.max_iterations {
-        let mut next = vec![0.0; n];
+        next.iter_mut().for_each(|x| *x = 0.0);
         let mut dangling = 0.0;
         for a in 0..n {
             if totals[a] <= 0.0 {
@@ -191,15 +277,16 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
                 continue;
             }
             let share = rank[a] / totals[a];
-            for (&b, &w) in &out[a] {
-                next[b] += d * share * w;
+            let ds = d * share;
+            for k in offsets[a]..offsets[a + 1] {
+                next[targets[k] as usize] += ds * weights[k];
             }
         }
         for v in 0..n {
             next[v] += (1.0 - d) * p[v] + d * dangling * p[v];
         }
         let change: f64 = next.iter().zip(&rank).map(|(x, y)| (x - y).abs()).sum();
-        rank = next;
+        std::mem::swap(&mut rank, &mut next);
         if change < options.tolerance {
             break;
         }
@@ -212,49 +299,59 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
     rank
 }
 
-/// Each file's definitions ranked: by the rank-weighted uses of their name from other files,
-/// then kind (interfaces, types, functions, ...), top level first, then line. Indices into
-/// `files[i].defs`.
-pub fn rank_symbols(files: &[&FileParse], graph: &Graph, rank: &[f64]) -> Vec<Vec<usize>> {
-    // score[(b, name)] = Σ over files a using name from b of rank[a] × that use's weight share.
-    let mut score: BTreeMap<(usize, &str), f64> = BTreeMap::new();
-    for (a, uses) in graph.uses.iter().enumerate() {
-        for (&b, (_, names)) in uses {
-            for name in names {
-                let count = files[a].refs.get(name).copied().unwrap_or(1);
-                *score.entry((b, name.as_str())).or_insert(0.0) +=
-                    rank[a] * identifier_weight(name) * f64::from(count).sqrt();
-            }
+/// The definitions of file `b` ranked: by the rank-weighted uses of their name from other
+/// files (Σ over the files a using it of rank[a] × the use's weight share), then top level
+/// first, then kind (interfaces, types, functions, ...), then line. Indices into its `defs`.
+pub fn rank_symbols_of(index: &Index, graph: &Graph, rank: &[f64], b: usize) -> Vec<usize> {
+    let file = &index.files()[b];
+    let mut score: HashMap<u32, f64> = HashMap::new();
+    for &a in &graph.used_by[b] {
+        let Some(edge) = graph.edge(a, b) else {
+            continue;
+        };
+        for &(name, count) in graph.names(edge) {
+            *score.entry(name).or_insert(0.0) +=
+                rank[a] * identifier_weight(index.name(name)) * f64::from(count).sqrt();
         }
     }
-    files
+    let keys: Vec<f64> = file
+        .defs
         .iter()
-        .enumerate()
-        .map(|(b, file)| {
-            let mut order: Vec<usize> = (0..file.defs.len()).collect();
-            let key = |i: usize| {
-                score
-                    .get(&(b, file.defs[i].name.as_str()))
-                    .copied()
-                    .unwrap_or(0.0)
-            };
-            order.sort_by(|&x, &y| {
-                let (dx, dy) = (&file.defs[x], &file.defs[y]);
-                key(y)
-                    .total_cmp(&key(x))
-                    .then_with(|| dy.top_level.cmp(&dx.top_level))
-                    .then_with(|| dx.kind.cmp(&dy.kind))
-                    .then_with(|| dx.line.cmp(&dy.line))
-            });
-            order
-        })
-        .collect()
+        .map(|d| score.get(&d.name).copied().unwrap_or(0.0))
+        .collect();
+    let mut order: Vec<usize> = (0..file.defs.len()).collect();
+    order.sort_by(|&x, &y| {
+        let (dx, dy) = (&file.defs[x], &file.defs[y]);
+        keys[y]
+            .total_cmp(&keys[x])
+            .then_with(|| dy.top_level.cmp(&dx.top_level))
+            .then_with(|| dx.kind.cmp(&dy.kind))
+            .then_with(|| dx.line.cmp(&dy.line))
+    });
+    order
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Parsed;
     use crate::parse::{Lang, parse_source};
+
+    fn index(sources: &[(&str, &str)]) -> Index {
+        Index::from_parsed(
+            sources
+                .iter()
+                .map(|(path, text)| Parsed {
+                    path: path.to_string(),
+                    lang: Lang::Rust,
+                    hash: crate::content_hash(text),
+                    size: text.len() as u64,
+                    mtime_ns: 0,
+                    parse: parse_source(Lang::Rust, text),
+                })
+                .collect(),
+        )
+    }
 
     #[test]
     fn the_focus_pulls_its_neighbours_up_and_the_result_is_deterministic() {
@@ -264,20 +361,21 @@ mod tests {
             ("c.rs", "pub fn gamma_thing() { delta_thing(); }\n"),
             ("d.rs", "pub fn delta_thing() {}\n"),
         ];
-        let parses: Vec<FileParse> = sources
-            .iter()
-            .map(|(_, t)| parse_source(Lang::Rust, t))
-            .collect();
-        let refs: Vec<&FileParse> = parses.iter().collect();
+        let index = index(&sources);
         let paths: Vec<&str> = sources.iter().map(|(p, _)| *p).collect();
         let options = RankOptions {
             directory_prior: 0.0,
             degree_normalization: 0.0,
             ..RankOptions::default()
         };
-        let g = graph(&refs, &options);
-        assert_eq!(g.uses[1].keys().copied().collect::<Vec<_>>(), [0]);
-        assert_eq!(g.used_by[0].iter().copied().collect::<Vec<_>>(), [1]);
+        let g = graph(&index, &options);
+        assert_eq!(g.uses[1].iter().map(|e| e.to).collect::<Vec<_>>(), [0]);
+        assert_eq!(g.used_by[0], [1]);
+        assert_eq!(
+            g.edge(1, 0).map(|e| g.names(e).len()),
+            Some(1),
+            "b uses alpha_helper once"
+        );
         let r = pagerank(&g, &paths, &[0], &options);
         assert!(r[0] > r[1] && r[1] > r[2] && r[1] > r[3], "{r:?}");
         assert!((r.iter().sum::<f64>() - 1.0).abs() < 1e-9);
@@ -290,17 +388,19 @@ mod tests {
 
     #[test]
     fn symbols_used_elsewhere_rank_first() {
-        let a = parse_source(
-            Lang::Rust,
-            "fn unused_one() {}\npub fn popular_one() {}\npub struct Thing;\n",
-        );
-        let b = parse_source(Lang::Rust, "fn x() { popular_one(); popular_one(); }\n");
-        let files = [&a, &b];
+        let index = index(&[
+            (
+                "a.rs",
+                "fn unused_one() {}\npub fn popular_one() {}\npub struct Thing;\n",
+            ),
+            ("b.rs", "fn x() { popular_one(); popular_one(); }\n"),
+        ]);
         let options = RankOptions::default();
-        let g = graph(&files, &options);
+        let g = graph(&index, &options);
         let r = pagerank(&g, &["a.rs", "b.rs"], &[], &options);
-        let order = rank_symbols(&files, &g, &r);
-        let names: Vec<&str> = order[0].iter().map(|&i| a.defs[i].name.as_str()).collect();
+        let order = rank_symbols_of(&index, &g, &r, 0);
+        let a = &index.files()[0];
+        let names: Vec<&str> = order.iter().map(|&i| index.name(a.defs[i].name)).collect();
         assert_eq!(names, ["popular_one", "Thing", "unused_one"]);
     }
 }

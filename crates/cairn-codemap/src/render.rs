@@ -1,7 +1,8 @@
 //! The map cut to a token budget (tokens = characters / 4, never exceeded), as text and as the
 //! JSON of docs/cli.md, naming what was cut.
 
-use serde::Serialize;
+use crate::parse::Kind;
+use serde::{Deserialize, Serialize};
 
 /// One ranked file handed to the renderer: its symbols already in rank order.
 #[derive(Debug, Clone)]
@@ -12,16 +13,16 @@ pub struct RankedFile {
 }
 
 /// A symbol as printed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapSymbol {
     pub name: String,
-    pub kind: &'static str,
+    pub kind: Kind,
     pub line: u32,
     pub signature: String,
 }
 
 /// A file as printed, with the symbols shown (in line order).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MapFile {
     pub path: String,
     pub rank: f64,
@@ -29,14 +30,14 @@ pub struct MapFile {
 }
 
 /// What did not fit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cut {
     pub files: usize,
     pub symbols: usize,
 }
 
 /// The map within its budget.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rendered {
     /// The map as printed (the text form), at most `4 × budget` characters.
     pub text: String,
@@ -75,8 +76,35 @@ fn width(text: &str) -> usize {
 /// symbol's place in its file), then more file lines. What is left out is counted in a last
 /// `[cut: …]` line, which is counted in the budget too (left out when even it does not fit).
 pub fn render(files: &[RankedFile], budget_tokens: usize) -> Rendered {
+    let heads: Vec<FileHead<'_>> = files
+        .iter()
+        .map(|f| FileHead {
+            path: &f.path,
+            rank: f.rank,
+            symbols: f.symbols.len(),
+        })
+        .collect();
+    render_with(&heads, |i| files[i].symbols.clone(), budget_tokens)
+}
+
+/// A file in map order before its symbols are needed: its path, rank and symbol count.
+#[derive(Debug, Clone, Copy)]
+pub struct FileHead<'a> {
+    pub path: &'a str,
+    pub rank: f64,
+    pub symbols: usize,
+}
+
+/// [`render`], asking for a file's ranked symbols (`symbols(i)`, exactly `files[i].symbols`
+/// of them) only for the files whose lines are placed before the symbol lines: the others
+/// never show a symbol, so a map of thousands of files ranks the symbols of a few dozen.
+pub fn render_with(
+    files: &[FileHead<'_>],
+    mut symbols: impl FnMut(usize) -> Vec<MapSymbol>,
+    budget_tokens: usize,
+) -> Rendered {
     let limit = budget_tokens.saturating_mul(CHARS_PER_TOKEN);
-    let total_symbols: usize = files.iter().map(|f| f.symbols.len()).sum();
+    let total_symbols: usize = files.iter().map(|f| f.symbols).sum();
     // Room kept for the notice: its widest form for these counts.
     let reserve = width(&cut_line(Cut {
         files: files.len(),
@@ -86,23 +114,26 @@ pub fn render(files: &[RankedFile], budget_tokens: usize) -> Rendered {
     let mut used = 0usize;
     let mut shown = vec![false; files.len()];
     let mut picked: Vec<Vec<usize>> = vec![Vec::new(); files.len()];
+    let mut fetched: Vec<Vec<MapSymbol>> = vec![Vec::new(); files.len()];
     let path_room = (room as f64 * PATH_SHARE) as usize;
     for (i, file) in files.iter().enumerate() {
-        let cost = width(&path_line(&file.path));
+        let cost = width(&path_line(file.path));
         if used + cost > path_room {
             break;
         }
         used += cost;
         shown[i] = true;
+        fetched[i] = symbols(i);
+        debug_assert_eq!(fetched[i].len(), file.symbols);
     }
     // Symbol lines: round by round, the k-th symbol of each shown file in file order.
-    let max_symbols = files.iter().map(|f| f.symbols.len()).max().unwrap_or(0);
+    let max_symbols = fetched.iter().map(Vec::len).max().unwrap_or(0);
     for k in 0..max_symbols {
-        for (i, file) in files.iter().enumerate() {
+        for i in 0..files.len() {
             if !shown[i] {
                 continue;
             }
-            let Some(symbol) = file.symbols.get(k) else {
+            let Some(symbol) = fetched[i].get(k) else {
                 continue;
             };
             let cost = width(&symbol_line(symbol));
@@ -116,7 +147,7 @@ pub fn render(files: &[RankedFile], budget_tokens: usize) -> Rendered {
         if shown[i] {
             continue;
         }
-        let cost = width(&path_line(&file.path));
+        let cost = width(&path_line(file.path));
         if used + cost <= room {
             used += cost;
             shown[i] = true;
@@ -128,19 +159,19 @@ pub fn render(files: &[RankedFile], budget_tokens: usize) -> Rendered {
     for (i, file) in files.iter().enumerate() {
         if !shown[i] {
             cut.files += 1;
-            cut.symbols += file.symbols.len();
+            cut.symbols += file.symbols;
             continue;
         }
         let mut symbols: Vec<MapSymbol> =
-            picked[i].iter().map(|&k| file.symbols[k].clone()).collect();
+            picked[i].iter().map(|&k| fetched[i][k].clone()).collect();
         symbols.sort_by(|a, b| a.line.cmp(&b.line).then_with(|| a.name.cmp(&b.name)));
-        cut.symbols += file.symbols.len() - symbols.len();
-        text.push_str(&path_line(&file.path));
+        cut.symbols += file.symbols - symbols.len();
+        text.push_str(&path_line(file.path));
         for symbol in &symbols {
             text.push_str(&symbol_line(symbol));
         }
         out_files.push(MapFile {
-            path: file.path.clone(),
+            path: file.path.to_string(),
             rank: file.rank,
             symbols,
         });
@@ -173,7 +204,7 @@ mod tests {
                 symbols: (0..symbols)
                     .map(|s| MapSymbol {
                         name: format!("f{s}"),
-                        kind: "function",
+                        kind: Kind::Function,
                         line: u32::try_from(s * 10 + 1).unwrap(),
                         signature: format!("pub fn f{s}(x: u32) -> u32 {{"),
                     })
@@ -238,7 +269,7 @@ mod tests {
             rank: 1.0,
             symbols: vec![MapSymbol {
                 name: "ü".into(),
-                kind: "function",
+                kind: Kind::Function,
                 line: 1,
                 signature: "fn ü() -> «x» {".into(),
             }],

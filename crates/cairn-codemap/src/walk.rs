@@ -59,6 +59,28 @@ pub enum SkipReason {
     Unreadable,
 }
 
+impl SkipReason {
+    const ALL: [SkipReason; 6] = [
+        SkipReason::TooLarge,
+        SkipReason::Binary,
+        SkipReason::NotUtf8,
+        SkipReason::Minified,
+        SkipReason::Generated,
+        SkipReason::Unreadable,
+    ];
+
+    pub(crate) fn code(self) -> u8 {
+        SkipReason::ALL
+            .iter()
+            .position(|&r| r == self)
+            .expect("listed") as u8
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<SkipReason> {
+        SkipReason::ALL.get(usize::from(code)).copied()
+    }
+}
+
 /// What the walk found: the source files (sorted by path) and how many files it passed over.
 #[derive(Debug, Clone, Default)]
 pub struct Walk {

@@ -1,8 +1,7 @@
 //! The walk and the incremental scan on real directories: what is skipped and why, what a
 //! refresh re-parses, and the bad inputs of issue 17.
 
-use cairn_codemap::{Parsed, RankOptions, SkipReason, build_map, scan};
-use std::collections::BTreeMap;
+use cairn_codemap::{FileMeta, Index, RankOptions, Scan, SkipReason, build_map, scan};
 use std::fs;
 use std::path::Path;
 
@@ -12,11 +11,14 @@ fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
     fs::write(path, content).unwrap();
 }
 
-fn by_path(files: &[Parsed]) -> BTreeMap<String, Parsed> {
-    files.iter().map(|p| (p.path.clone(), p.clone())).collect()
+/// The index a scan of an empty index gives.
+fn indexed(scan: Scan) -> Index {
+    let mut index = Index::default();
+    index.apply(scan);
+    index
 }
 
-fn paths(files: &[Parsed]) -> Vec<&str> {
+fn paths(files: &[FileMeta]) -> Vec<&str> {
     files.iter().map(|p| p.path.as_str()).collect()
 }
 
@@ -37,7 +39,7 @@ fn skips_vendored_generated_build_output_and_ignored_files() {
     write(root, "ignored/x.py", "def x(): pass\n");
     write(root, ".gitignore", "ignored/\n");
     write(root, "README.md", "# not code\n");
-    let s = scan(root, &BTreeMap::new(), None);
+    let s = scan(root, &Index::default(), None);
     assert_eq!(paths(&s.files), ["src/lib.rs"]);
     assert_eq!(
         s.skipped,
@@ -61,7 +63,7 @@ fn binary_non_utf8_oversize_and_minified_files_are_skipped_with_their_reason() {
     write(root, "bundle.js", &big);
     // Under the size limit but minified.
     write(root, "small.js", format!("var b={};\n", "1+".repeat(5000)));
-    let s = scan(root, &BTreeMap::new(), None);
+    let s = scan(root, &Index::default(), None);
     assert_eq!(paths(&s.files), ["ok.py"]);
     let mut reasons = s.skipped.clone();
     reasons.sort();
@@ -85,20 +87,20 @@ fn symlink_loops_are_not_followed() {
     std::os::unix::fs::symlink(root.join("a"), root.join("a/loop")).unwrap();
     std::os::unix::fs::symlink(root, root.join("a/up")).unwrap();
     std::os::unix::fs::symlink(root.join("a/x.rs"), root.join("y.rs")).unwrap();
-    let s = scan(root, &BTreeMap::new(), None);
+    let s = scan(root, &Index::default(), None);
     assert_eq!(paths(&s.files), ["a/x.rs"]);
 }
 
 #[test]
 fn no_supported_language_and_empty_trees_give_an_empty_map() {
     let dir = tempfile::tempdir().unwrap();
-    let s = scan(dir.path(), &BTreeMap::new(), None);
+    let s = scan(dir.path(), &Index::default(), None);
     assert!(s.files.is_empty());
-    let map = build_map(&s.files, &[], 1024, &RankOptions::default());
+    let map = build_map(&indexed(s), &[], 1024, &RankOptions::default());
     assert_eq!(map.text, "");
     write(dir.path(), "notes.txt", "hello\n");
     write(dir.path(), "data.csv", "a,b\n");
-    let s = scan(dir.path(), &BTreeMap::new(), None);
+    let s = scan(dir.path(), &Index::default(), None);
     assert!(s.files.is_empty());
     assert_eq!(s.unsupported, 2);
 }
@@ -114,11 +116,14 @@ fn a_refresh_reparses_only_what_changed() {
             format!("pub fn f{i}() {{}}\n"),
         );
     }
-    let first = scan(root, &BTreeMap::new(), None);
+    let first = scan(root, &Index::default(), None);
     assert_eq!(first.parsed.len(), 20);
-    let again = scan(root, &by_path(&first.files), None);
+    let first_files = first.files.clone();
+    let mut index = indexed(first);
+    let again = scan(root, &index, None);
     assert!(again.parsed.is_empty() && again.touched.is_empty());
-    assert_eq!(again.files, first.files);
+    assert_eq!(again.files, first_files);
+    assert!(!index.apply(again), "nothing changed");
     // One file changed, one rewritten with the same content, one removed, one added.
     write(root, "src/m3.rs", "pub fn changed() {}\n");
     let same = fs::read(root.join("src/m4.rs")).unwrap();
@@ -136,12 +141,17 @@ fn a_refresh_reparses_only_what_changed() {
         .unwrap();
     fs::remove_file(root.join("src/m5.rs")).unwrap();
     write(root, "src/new.rs", "pub fn added() {}\n");
-    let third = scan(root, &by_path(&again.files), None);
+    let third = scan(root, &index, None);
     assert_eq!(third.parsed, ["src/m3.rs", "src/new.rs"]);
     assert_eq!(third.touched, ["src/m4.rs"]);
     assert_eq!(third.removed, ["src/m5.rs"]);
-    let m3 = third.files.iter().find(|p| p.path == "src/m3.rs").unwrap();
+    let m3 = third.fresh.iter().find(|p| p.path == "src/m3.rs").unwrap();
     assert_eq!(m3.parse.defs[0].name, "changed");
+    assert!(index.apply(third));
+    assert_eq!(index.len(), 20);
+    let m3 = index.file("src/m3.rs").unwrap();
+    assert_eq!(index.name(m3.defs[0].name), "changed");
+    assert!(index.file("src/m5.rs").is_none() && index.file("src/new.rs").is_some());
 }
 
 #[test]
@@ -149,7 +159,7 @@ fn a_passed_deadline_keeps_the_previous_parse_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "a.rs", "pub fn old() {}\n");
-    let first = scan(root, &BTreeMap::new(), None);
+    let first = indexed(scan(root, &Index::default(), None));
     write(root, "a.rs", "pub fn renamed_now() {}\n");
     let f = fs::File::options()
         .append(true)
@@ -157,13 +167,12 @@ fn a_passed_deadline_keeps_the_previous_parse_and_says_so() {
         .unwrap();
     f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(9))
         .unwrap();
-    let late = scan(
-        root,
-        &by_path(&first.files),
-        Some(std::time::Instant::now()),
-    );
+    let late = scan(root, &first, Some(std::time::Instant::now()));
     assert_eq!(late.deferred, 1);
-    assert_eq!(late.files[0].parse.defs[0].name, "old");
+    let mut index = first.clone();
+    index.apply(late);
+    assert_eq!(index, first, "the previous parse is kept");
+    assert_eq!(index.name(index.files()[0].defs[0].name), "old");
 }
 
 #[test]
@@ -180,12 +189,13 @@ fn the_same_input_gives_a_byte_identical_map() {
             ),
         );
     }
-    let a = scan(root, &BTreeMap::new(), None);
-    let b = scan(root, &BTreeMap::new(), None);
+    let a = indexed(scan(root, &Index::default(), None));
+    let b = indexed(scan(root, &Index::default(), None));
+    assert_eq!(a.encode(), b.encode());
     let focus = ["pkg1/mod_5.py".to_string()];
     let options = RankOptions::default();
-    let map_a = build_map(&a.files, &focus, 300, &options);
-    let map_b = build_map(&b.files, &focus, 300, &options);
+    let map_a = build_map(&a, &focus, 300, &options);
+    let map_b = build_map(&b, &focus, 300, &options);
     assert_eq!(map_a.text, map_b.text);
     assert_eq!(
         serde_json::to_string(&map_a.files).unwrap(),
@@ -195,4 +205,39 @@ fn the_same_input_gives_a_byte_identical_map() {
     assert_eq!(map_a.files[0].path, "pkg1/mod_5.py");
     // Then the file that uses it (reverse edges weigh double since the tuning).
     assert_eq!(map_a.files[1].path, "pkg0/mod_4.py");
+}
+
+#[test]
+fn a_skipped_file_is_remembered_and_not_read_again_while_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "ok.rs", "pub fn ok() {}\n");
+    write(root, "bin.c", b"int x;\0\0\0");
+    let first = scan(root, &Index::default(), None);
+    assert_eq!(first.skipped, [("bin.c".to_string(), SkipReason::Binary)]);
+    let index = indexed(first);
+    // Same size and time, other content: taken as it was, unread (still "binary").
+    let path = root.join("bin.c");
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, "int y;\n\n\n").unwrap();
+    fs::File::options()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let again = scan(root, &index, None);
+    assert_eq!(again.skipped, [("bin.c".to_string(), SkipReason::Binary)]);
+    assert!(again.parsed.is_empty());
+    // Changed: read again.
+    write(root, "bin.c", "int now_text(void);\n");
+    let f = fs::File::options()
+        .append(true)
+        .open(root.join("bin.c"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(11))
+        .unwrap();
+    let changed = scan(root, &index, None);
+    assert!(changed.skipped.is_empty());
+    assert_eq!(changed.parsed, ["bin.c"]);
 }

@@ -31,11 +31,12 @@ const CODEMAP_SHARE: usize = 4;
 /// The session-start hook's whole deadline is 2 s and the brief's other sections run after
 /// this one, so the bound leaves most of it to them.
 const BRIEF_CODEMAP_BOUND: std::time::Duration = std::time::Duration::from_millis(500);
-/// A repository with more mapped files than this gets a pointer instead of the map in the brief:
-/// every brief reads the stored parses back and ranks them (about 1.6 ms of CPU per file in a
-/// dev build on the loaded 2-core machine, `docs/codemap.md`), which must stay well inside the
-/// hook's deadline. `cairn codemap` and the MCP `code_map` tool map any size.
-const BRIEF_CODEMAP_MAX_FILES: usize = 400;
+/// A repository with more mapped files than this gets a pointer instead of the map in the brief.
+/// An unchanged tree asked with the same focus reads only the files' metadata and the cached
+/// map; a changed one reads the index and ranks (about 0.6 s of CPU at 5,000 files in a dev
+/// build, `docs/codemap.md`), which must stay well inside the hook's deadline. `cairn codemap`
+/// and the MCP `code_map` tool map any size.
+const BRIEF_CODEMAP_MAX_FILES: usize = 10_000;
 
 #[derive(Debug, Clone)]
 pub struct BriefRequest {
@@ -314,8 +315,8 @@ impl Engine {
         if git::repo_root(&self.context.cwd).is_none() {
             return Ok(Vec::new());
         }
-        // Reading and ranking every stored parse takes seconds in a repository of thousands of
-        // files (measured: docs/codemap.md); the hook must not lose the whole brief to it.
+        // Ranking a changed map of tens of thousands of files takes seconds (measured:
+        // docs/codemap.md); the hook must not lose the whole brief to it.
         let stored = self
             .store
             .reader()
@@ -339,9 +340,14 @@ impl Engine {
             .files
             .iter()
             .map(|file| {
-                let mut item = file.path.clone();
+                // Read from the repository's files: neutralized like any stored text.
+                let mut item = cairn_core::brief::neutralize(&file.path);
                 for symbol in &file.symbols {
-                    item.push_str(&format!("\n  {}: {}", symbol.line, symbol.signature));
+                    item.push_str(&format!(
+                        "\n  {}: {}",
+                        symbol.line,
+                        cairn_core::brief::neutralize(&symbol.signature)
+                    ));
                 }
                 item
             })

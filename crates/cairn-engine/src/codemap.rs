@@ -3,14 +3,14 @@
 //! focus gathered (the working tree's changes, the caller's paths, the files recent memories
 //! of the project mention), and the map ranked and cut to a budget by `cairn_codemap`.
 
+use crate::graph::CodeLinks;
 use crate::{Engine, EngineError, Result, git};
-use cairn_codemap::{Cut, MapFile, Parsed, RankOptions};
+use cairn_codemap::{Cut, Index, Lang, MapFile, Parsed, RankOptions};
 use cairn_core::graph::extract::{EntityKind, extract};
 use cairn_core::record::Status;
 use cairn_core::time::format_ts;
-use cairn_store::{CodeFileRow, CodeMapState, ListFilter};
+use cairn_store::{CodeFileRow, CodeIndexRow, CodeMapState, ListFilter};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,11 @@ pub const DEFAULT_REFRESH_BOUND: Duration = Duration::from_secs(20);
 const MEMORY_FOCUS_RECORDS: usize = 20;
 /// Parses no file points at any more that are kept (a branch switched back is not re-parsed).
 const ORPHAN_PARSES_KEPT: usize = 20_000;
+/// A mentioned file's entity is linked to the files it uses most, at most this many.
+const LINKS_PER_FILE: usize = 8;
+/// A mention naming more mapped files than this (`main.rs`, `mod.rs`) links none of them; an
+/// identifier defined in more files than this (`new`) links none.
+const LINK_MAX_MATCHES: usize = 3;
 
 /// What to map.
 #[derive(Debug, Clone)]
@@ -86,14 +91,20 @@ pub struct CodeMap {
     pub refresh: RefreshStats,
 }
 
-/// The repository's parses, refreshed: the root, the files sorted by path, the commit.
+/// The repository's parses, refreshed: the root, the index (files sorted by path), the commit.
 #[derive(Debug, Clone)]
 pub struct CodeIndex {
     pub root: PathBuf,
     pub rev: Option<String>,
-    pub files: Vec<Parsed>,
+    /// The files; with their parses when `full`, else only their metadata (nothing changed,
+    /// nothing was read: [`Engine::ensure_full_code_index`] reads the rest when needed).
+    pub index: Index,
+    pub full: bool,
     pub stale: bool,
     pub stats: RefreshStats,
+    /// Whether the stored index was used as it was (false: rebuilt from the stored parses,
+    /// because it was missing, of another format or did not match the stored files).
+    pub index_reused: bool,
 }
 
 /// The root a map covers: the git work tree containing `cwd`, else `cwd` itself.
@@ -140,13 +151,56 @@ fn relative_to_root(root: &Path, cwd: &Path, given: &Path) -> Result<String> {
     Ok(parts.join("/"))
 }
 
+/// The stored files' metadata as an index to compare the tree with, when the stored index is
+/// theirs (its key) and its skipped files read back; `None` otherwise.
+fn light_index(
+    metas: &[cairn_store::CodeFileMeta],
+    head: Option<&cairn_store::CodeIndexHead>,
+) -> Option<Index> {
+    let head = head?;
+    let files: Vec<cairn_codemap::FileMeta> = metas
+        .iter()
+        .map(|m| {
+            Some(cairn_codemap::FileMeta {
+                path: m.path.clone(),
+                lang: Lang::from_name(&m.lang)?,
+                hash: m.content_hash.clone(),
+                size: u64::try_from(m.size).ok()?,
+                mtime_ns: m.mtime_ns,
+            })
+        })
+        .collect::<Option<_>>()?;
+    let key = cairn_codemap::index_key(
+        files
+            .iter()
+            .map(|f| (f.path.as_str(), f.lang, f.hash.as_str())),
+    );
+    if key != head.key {
+        return None;
+    }
+    let skipped = Index::decode_skipped(&head.skipped).ok()?;
+    Some(Index::from_meta(files, skipped))
+}
+
+/// The key a rendered map is cached under: everything it depends on.
+fn map_key(index_key: &str, focus: &[String], budget: usize) -> String {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(format!(
+        "map {} {index_key} {budget}\n",
+        cairn_codemap::index::FORMAT
+    ));
+    for path in focus {
+        hasher.update(path.as_bytes());
+        hasher.update(b"\n");
+    }
+    hex::encode(hasher.finalize())
+}
+
 fn to_row(parsed: &Parsed) -> CodeFileRow {
     CodeFileRow {
         path: parsed.path.clone(),
-        lang: serde_json::to_value(parsed.lang)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        lang: parsed.lang.as_str().to_string(),
         content_hash: parsed.hash.clone(),
         size: i64::try_from(parsed.size).unwrap_or(i64::MAX),
         mtime_ns: parsed.mtime_ns,
@@ -156,7 +210,7 @@ fn to_row(parsed: &Parsed) -> CodeFileRow {
 
 fn from_row(row: CodeFileRow) -> Option<Parsed> {
     Some(Parsed {
-        lang: serde_json::from_value(serde_json::Value::String(row.lang)).ok()?,
+        lang: Lang::from_name(&row.lang)?,
         parse: serde_json::from_str(&row.parse).ok()?,
         path: row.path,
         hash: row.content_hash,
@@ -174,18 +228,22 @@ impl Engine {
     pub fn code_index(&mut self, bound: Duration) -> Result<CodeIndex> {
         let root = map_root(&self.context.cwd);
         let project = self.context.project.clone();
-        let previous: BTreeMap<String, Parsed> = self
-            .store
-            .reader()
-            .codemap_files(&project)?
-            .into_iter()
-            .filter_map(from_row)
-            .map(|p| (p.path.clone(), p))
-            .collect();
-        let state = self.store.reader().codemap_state(&project)?;
+        let reader = self.store.reader();
+        let metas = reader.codemap_file_meta(&project)?;
+        let head = reader.codemap_index_head(&project)?;
+        let state = reader.codemap_state(&project)?;
+        // What the tree is compared with: the stored files' metadata when the stored index is
+        // theirs (nothing else is read if nothing changed), else the index rebuilt.
+        let light = light_index(&metas, head.as_ref());
         let rev = git::head_commit(&root);
         let deadline = Instant::now() + bound;
-        let scan = cairn_codemap::scan(&root, &previous, Some(deadline));
+        let scan = match &light {
+            Some(light) => cairn_codemap::scan(&root, light, Some(deadline)),
+            None => {
+                let (full, _) = self.full_code_index(&project)?;
+                cairn_codemap::scan(&root, &full, Some(deadline))
+            }
+        };
         let stale = scan.deferred > 0;
         let stats = RefreshStats {
             files: scan.files.len(),
@@ -195,32 +253,75 @@ impl Engine {
             deferred: scan.deferred,
         };
         let root_text = root.display().to_string();
-        let changed =
-            !scan.parsed.is_empty() || !scan.touched.is_empty() || !scan.removed.is_empty();
         let state_changed = state
             .as_ref()
             .is_none_or(|s| s.rev != rev || s.stale != stale || s.root != root_text);
-        if !self.context.read_only && (changed || state_changed) {
-            let write: BTreeSet<&str> = scan
-                .parsed
-                .iter()
-                .chain(&scan.touched)
-                .map(String::as_str)
-                .collect();
-            let rows: Vec<CodeFileRow> = scan
-                .files
-                .iter()
-                .filter(|p| write.contains(p.path.as_str()))
-                .map(to_row)
-                .collect();
+        let links_synced = head.as_ref().and_then(|h| h.links_seq);
+        // 0: an empty edge log (so "synced with an empty log" is not "never synced").
+        let last_seq = self.store.reader().last_edge_seq()?.unwrap_or(0);
+        let (mut index, full, changed, index_reused) = match light {
+            Some(light) if !light.changed_by(&scan) => (light, false, false, true),
+            _ => {
+                let (mut full, reused) = self.full_code_index(&project)?;
+                let rows: Vec<CodeFileRow> = scan.fresh.iter().map(to_row).collect();
+                let touched: Vec<(String, i64, i64)> = scan
+                    .files
+                    .iter()
+                    .filter(|m| scan.touched.contains(&m.path))
+                    .map(|m| {
+                        (
+                            m.path.clone(),
+                            i64::try_from(m.size).unwrap_or(i64::MAX),
+                            m.mtime_ns,
+                        )
+                    })
+                    .collect();
+                let removed = scan.removed.clone();
+                let changed = full.apply(scan);
+                if !self.context.read_only && (changed || !reused) {
+                    let stored = CodeIndexRow {
+                        key: full.key(),
+                        data: full.encode(),
+                        skipped: full.encode_skipped(),
+                    };
+                    self.store.write(|tx| -> Result<()> {
+                        for row in &rows {
+                            tx.codemap_put_file(&project, row)?;
+                        }
+                        for (path, size, mtime_ns) in &touched {
+                            tx.codemap_touch_file(&project, path, *size, *mtime_ns)?;
+                        }
+                        for path in &removed {
+                            tx.codemap_remove_file(&project, path)?;
+                        }
+                        tx.codemap_put_index(&project, &stored)?;
+                        if !removed.is_empty() || !rows.is_empty() {
+                            tx.codemap_prune_parses(ORPHAN_PARSES_KEPT)?;
+                        }
+                        Ok(())
+                    })?;
+                }
+                (full, true, changed, reused)
+            }
+        };
+        // The code links follow the map and the memories: brought up to date when either
+        // changed since the last sync (the edge log's last entry tells the memories' side).
+        let links_stale = changed || !index_reused || links_synced != Some(last_seq);
+        let write_links = !self.context.read_only && links_stale;
+        if write_links && !full {
+            index = self.full_code_index(&project)?.0;
+        }
+        let full = full || write_links;
+        if !self.context.read_only && (state_changed || write_links) {
+            let links = if write_links {
+                let mentioned = self.store.reader().code_entities_mentioned(&project)?;
+                Some(code_links(&index, &mentioned))
+            } else {
+                None
+            };
             let built_at = format_ts(self.now());
+            let actor = self.context.actor.clone();
             self.store.write(|tx| -> Result<()> {
-                for row in &rows {
-                    tx.codemap_put_file(&project, row)?;
-                }
-                for path in &scan.removed {
-                    tx.codemap_remove_file(&project, path)?;
-                }
                 tx.codemap_set_state(
                     &project,
                     &CodeMapState {
@@ -230,8 +331,10 @@ impl Engine {
                         stale,
                     },
                 )?;
-                if !scan.removed.is_empty() || !scan.parsed.is_empty() {
-                    tx.codemap_prune_parses(ORPHAN_PARSES_KEPT)?;
+                if let Some(links) = &links {
+                    crate::graph::sync_code_links(tx, links, &built_at, &actor)?;
+                    let synced = tx.reader().last_edge_seq()?.unwrap_or(0);
+                    tx.codemap_set_links_seq(&project, Some(synced))?;
                 }
                 Ok(())
             })?;
@@ -239,10 +342,51 @@ impl Engine {
         Ok(CodeIndex {
             root,
             rev,
-            files: scan.files,
+            index,
+            full,
             stale,
             stats,
+            index_reused,
         })
+    }
+
+    /// Makes `code`'s index the full one (its parses read) when it is only the files'
+    /// metadata.
+    pub fn ensure_full_code_index(&self, code: &mut CodeIndex) -> Result<()> {
+        if !code.full {
+            code.index = self.full_code_index(&self.context.project)?.0;
+            code.full = true;
+        }
+        Ok(())
+    }
+
+    /// The project's stored index when it matches the stored files (their key), else the
+    /// index rebuilt from the stored parses (`false`: it must be written back).
+    fn full_code_index(&self, project: &str) -> Result<(Index, bool)> {
+        let reader = self.store.reader();
+        let meta = reader.codemap_file_meta(project)?;
+        let langs: Option<Vec<Lang>> = meta.iter().map(|m| Lang::from_name(&m.lang)).collect();
+        if let Some(langs) = langs
+            && let Some(stored) = reader.codemap_index(project)?
+        {
+            let key = cairn_codemap::index_key(
+                meta.iter()
+                    .zip(&langs)
+                    .map(|(m, &lang)| (m.path.as_str(), lang, m.content_hash.as_str())),
+            );
+            if stored.key == key
+                && let Ok(index) = Index::decode(&stored.data)
+                && index.key() == key
+            {
+                return Ok((index, true));
+            }
+        }
+        let parsed: Vec<Parsed> = reader
+            .codemap_files(project)?
+            .into_iter()
+            .filter_map(from_row)
+            .collect();
+        Ok((Index::from_parsed(parsed), false))
     }
 
     /// Resolves focus paths given by a user against the map's root (refused when outside).
@@ -261,7 +405,7 @@ impl Engine {
 
     /// The mapped files recent active memories of the project mention (by path, or by a path's
     /// tail: `src/main.rs` matches `crates/x/src/main.rs`), newest memory first.
-    fn memory_focus(&self, files: &[Parsed]) -> Result<Vec<String>> {
+    fn memory_focus(&self, index: &Index) -> Result<Vec<String>> {
         let projects = vec![Some(self.context.project.clone())];
         let records = self.store.reader().list(&ListFilter {
             projects: Some(&projects),
@@ -276,7 +420,7 @@ impl Engine {
                 if entity.kind != EntityKind::Path {
                     continue;
                 }
-                for path in mapped_paths_named(files, &entity.name) {
+                for path in mapped_paths_named(index, &entity.name) {
                     if !out.contains(&path) {
                         out.push(path);
                     }
@@ -307,17 +451,42 @@ impl Engine {
             }
         }
         if request.memories {
-            for path in self.memory_focus(&index.files)? {
+            for path in self.memory_focus(&index.index)? {
                 add(path, &mut focus);
             }
         }
         // Only mapped files take part in the ranking; the others are still reported as focus.
-        let rendered = cairn_codemap::build_map(
-            &index.files,
-            &focus,
-            request.budget,
-            &RankOptions::default(),
-        );
+        // The same index, focus and budget give the same map: the last one is kept.
+        let key = map_key(&index.index.key(), &focus, request.budget);
+        let project = self.context.project.clone();
+        let cached: Option<cairn_codemap::Rendered> = if index.stale {
+            None
+        } else {
+            self.store
+                .reader()
+                .codemap_cached_map(&project, &key)?
+                .and_then(|text| serde_json::from_str(&text).ok())
+        };
+        let mut index = index;
+        let rendered = match cached {
+            Some(rendered) => rendered,
+            None => {
+                self.ensure_full_code_index(&mut index)?;
+                let rendered = cairn_codemap::build_map(
+                    &index.index,
+                    &focus,
+                    request.budget,
+                    &RankOptions::default(),
+                );
+                if !self.context.read_only && !index.stale {
+                    let text = serde_json::to_string(&rendered)
+                        .map_err(|e| EngineError::Internal(e.to_string()))?;
+                    self.store
+                        .write(|tx| tx.codemap_put_map(&project, &key, &text))?;
+                }
+                rendered
+            }
+        };
         Ok(CodeMap {
             rev: index.rev,
             stale: index.stale,
@@ -350,14 +519,15 @@ impl Engine {
     /// map. A path is tried first (it must be inside the repository); else the target is a
     /// symbol name. Neither mapped → `Invalid` naming what was looked for.
     pub fn code_neighbors(&mut self, target: &str) -> Result<CodeNeighbors> {
-        let index = self.code_index(DEFAULT_REFRESH_BOUND)?;
-        let options = RankOptions::default();
+        let mut index = self.code_index(DEFAULT_REFRESH_BOUND)?;
+        self.ensure_full_code_index(&mut index)?;
+        let graph = cairn_codemap::rank::graph(&index.index, &RankOptions::default());
         let as_path = self
             .code_focus_paths(&[PathBuf::from(target)])
             .ok()
             .and_then(|p| p.into_iter().next());
         if let Some(path) = as_path
-            && let Some(found) = cairn_codemap::neighbours(&index.files, &path, &options)
+            && let Some(found) = cairn_codemap::neighbours(&index.index, &graph, &path)
         {
             return Ok(CodeNeighbors {
                 target: target.to_string(),
@@ -367,9 +537,9 @@ impl Engine {
                 stale: index.stale,
             });
         }
-        let files: Vec<cairn_codemap::Neighbours> = cairn_codemap::definers(&index.files, target)
+        let files: Vec<cairn_codemap::Neighbours> = cairn_codemap::definers(&index.index, target)
             .into_iter()
-            .filter_map(|path| cairn_codemap::neighbours(&index.files, path, &options))
+            .filter_map(|path| cairn_codemap::neighbours(&index.index, &graph, path))
             .map(|mut n| {
                 n.used_by
                     .retain(|u| u.names.iter().any(|name| name == target));
@@ -382,7 +552,7 @@ impl Engine {
         if files.is_empty() {
             return Err(EngineError::Invalid(format!(
                 "{target} is neither a mapped file nor a symbol defined in one ({} files mapped); nothing to show — give a source file's path or a defined name",
-                index.files.len()
+                index.index.len()
             )));
         }
         Ok(CodeNeighbors {
@@ -395,8 +565,54 @@ impl Engine {
     }
 }
 
+/// What the code map links (docs/codemap.md, "Linked to memory"): each `path` entity the
+/// project's memories mention that names 1–[`LINK_MAX_MATCHES`] mapped files gets `uses` edges
+/// to the files those use most ([`LINKS_PER_FILE`] each, heaviest first); each `code` entity
+/// (an identifier) defined in 1–[`LINK_MAX_MATCHES`] mapped files gets `defined_in` edges to
+/// them. Every mentioned entity is listed, so one whose links went away loses its edges.
+fn code_links(index: &Index, mentioned: &[(i64, String, String, String)]) -> Vec<CodeLinks> {
+    let graph = cairn_codemap::rank::graph(index, &RankOptions::default());
+    let files = index.files();
+    mentioned
+        .iter()
+        .map(|(id, kind, name, _key)| {
+            let mut targets: Vec<(&'static str, String)> = Vec::new();
+            if kind == "path" {
+                let named = mapped_paths_named(index, name);
+                if (1..=LINK_MAX_MATCHES).contains(&named.len()) {
+                    for path in &named {
+                        let Some(a) = index.position(path) else {
+                            continue;
+                        };
+                        let mut uses: Vec<&cairn_codemap::rank::Edge> =
+                            graph.uses[a].iter().collect();
+                        uses.sort_by(|x, y| y.weight.total_cmp(&x.weight).then(x.to.cmp(&y.to)));
+                        for edge in uses.into_iter().take(LINKS_PER_FILE) {
+                            targets
+                                .push((crate::graph::CODE_USES, files[edge.to].meta.path.clone()));
+                        }
+                    }
+                }
+            } else {
+                let bare = name.trim_matches('`').trim_end_matches("()");
+                let bare = bare.rsplit("::").next().unwrap_or(bare);
+                let defining = cairn_codemap::definers(index, bare);
+                if (1..=LINK_MAX_MATCHES).contains(&defining.len()) {
+                    for path in defining {
+                        targets.push((crate::graph::CODE_DEFINED_IN, path.to_string()));
+                    }
+                }
+            }
+            CodeLinks {
+                entity: *id,
+                targets,
+            }
+        })
+        .collect()
+}
+
 /// The mapped files a path mention names: the same path, or one ending in `/` + it.
-pub fn mapped_paths_named(files: &[Parsed], mention: &str) -> Vec<String> {
+pub fn mapped_paths_named(index: &Index, mention: &str) -> Vec<String> {
     let mention = mention
         .trim_start_matches("./")
         .split(':')
@@ -406,10 +622,12 @@ pub fn mapped_paths_named(files: &[Parsed], mention: &str) -> Vec<String> {
         return Vec::new();
     }
     let suffix = format!("/{mention}");
-    files
+    index
+        .files()
         .iter()
-        .filter(|p| p.path == mention || p.path.ends_with(&suffix))
-        .map(|p| p.path.clone())
+        .map(|f| &f.meta.path)
+        .filter(|path| *path == mention || path.ends_with(&suffix))
+        .cloned()
         .collect()
 }
 

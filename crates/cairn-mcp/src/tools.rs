@@ -1354,7 +1354,26 @@ fn code_map() -> ToolSpec {
                 ..cairn_engine::CodeMapRequest::default()
             })?;
             let structured = serde_json::to_value(&map).unwrap_or_default();
-            Ok(render::plain(map.text.clone(), structured))
+            let headline = format!(
+                "code map: {} files shown, {} cut; {} of {} tokens{}{}",
+                map.files.len(),
+                map.cut.files,
+                map.used,
+                map.budget,
+                map.rev
+                    .as_deref()
+                    .map(|r| format!("; at {}", &r[..r.len().min(12)]))
+                    .unwrap_or_default(),
+                if map.stale {
+                    "; stale: changed files were not parsed in time"
+                } else {
+                    ""
+                }
+            );
+            Ok(render::plain(
+                format!("{headline}\n{}", cairn_core::brief::fence_code(&map.text)),
+                structured,
+            ))
         },
     )
 }
@@ -1385,7 +1404,19 @@ fn code_neighbors() -> ToolSpec {
                 }
             }
             let structured = serde_json::to_value(&answer).unwrap_or_default();
-            Ok(render::plain(lines.join("\n"), structured))
+            let headline = format!(
+                "code neighbours of {} ({}): {} files",
+                cairn_core::brief::one_line(&answer.target, 200),
+                answer.kind,
+                answer.files.len()
+            );
+            Ok(render::plain(
+                format!(
+                    "{headline}\n{}",
+                    cairn_core::brief::fence_code(&lines.join("\n"))
+                ),
+                structured,
+            ))
         },
     )
 }

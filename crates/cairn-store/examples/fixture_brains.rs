@@ -27,6 +27,8 @@ const T0: &str = "2026-01-05T10:00:00Z";
 const T1: &str = "2026-01-06T10:00:00Z";
 const T2: &str = "2026-01-07T10:00:00Z";
 const COMMIT: &str = "abcdef1234567890abcdef1234567890abcdef12";
+/// The content hash of v13's mapped file.
+const CODEMAP_HASH: &str = "5f1d0c0e8d8cc1b0bd2d0b0e7c4f3a2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c";
 
 type Seed = fn(&Connection) -> rusqlite::Result<()>;
 
@@ -45,7 +47,38 @@ const SEEDS: &[Seed] = &[
     seed_service_tokens,
     seed_surfaced,
     seed_codemap,
+    seed_codemap_index,
 ];
+
+/// v14, `MIGRATION_CODEMAP_INDEX` (the code map kept between calls): the index of v13's one
+/// mapped file, encoded by the codemap crate and keyed by that file, as the v14 engine stores it.
+fn seed_codemap_index(conn: &Connection) -> rusqlite::Result<()> {
+    use cairn_codemap::{Def, FileParse, Index, Kind, Lang, Parsed};
+    let parse = FileParse {
+        defs: vec![Def {
+            name: "fire".into(),
+            kind: Kind::Function,
+            line: 1,
+            signature: "pub fn fire(cone: u8) -> u32 {".into(),
+            top_level: true,
+        }],
+        refs: [("cone".to_string(), 1)].into_iter().collect(),
+        errors: false,
+    };
+    let index = Index::from_parsed(vec![Parsed {
+        path: "src/kiln.rs".into(),
+        lang: Lang::Rust,
+        hash: CODEMAP_HASH.into(),
+        size: 42,
+        mtime_ns: 1_767_607_200_000_000_000,
+        parse,
+    }]);
+    conn.execute(
+        "INSERT INTO codemap_index (project, key, data, skipped) VALUES (?1, ?2, ?3, ?4)",
+        params![PROJECT, index.key(), index.encode(), index.encode_skipped()],
+    )?;
+    Ok(())
+}
 
 fn main() {
     let dir = std::env::args_os()
@@ -528,7 +561,7 @@ fn seed_codemap(conn: &Connection) -> rusqlite::Result<()> {
         "refs": {"cone": 1},
         "errors": false
     });
-    let hash = "5f1d0c0e8d8cc1b0bd2d0b0e7c4f3a2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c";
+    let hash = CODEMAP_HASH;
     conn.execute(
         "INSERT INTO codemap_parses (content_hash, lang, parse) VALUES (?1, 'rust', ?2)",
         params![hash, parse.to_string()],

@@ -1,8 +1,10 @@
-//! The code map's tables (migration `MIGRATION_CODEMAP`): per project, each mapped file's path,
-//! content hash, size and modification time; the parses keyed by content hash and language
-//! (so a file that comes back to a content seen before is not parsed again); and the state
-//! of the last build (the commit it was built at). Plain rows: what a parse holds is the
-//! codemap crate's business (stored as its JSON), when to refresh is the engine's.
+//! The code map's tables (migrations `MIGRATION_CODEMAP`, `MIGRATION_CODEMAP_INDEX`): per
+//! project, each mapped file's path, content hash, size and modification time; the parses
+//! keyed by content hash and language (so a file that comes back to a content seen before is
+//! not parsed again); the state of the last build (the commit it was built at); and the index
+//! a call reads instead of every parse (one blob per project, with the key of the files it
+//! holds). Plain rows: what a parse and the index hold is the codemap crate's business (its
+//! JSON, its binary form), when to refresh and whether an index is current is the engine's.
 
 use crate::{Reader, Result, StoreError, WriteTx};
 use rusqlite::{OptionalExtension, params};
@@ -16,6 +18,36 @@ pub struct CodeFileRow {
     pub size: i64,
     pub mtime_ns: i64,
     pub parse: String,
+}
+
+/// A mapped file's row without its parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeFileMeta {
+    pub path: String,
+    pub lang: String,
+    pub content_hash: String,
+    pub size: i64,
+    pub mtime_ns: i64,
+}
+
+/// A project's stored index: the key of the files it was built from, its bytes, and the
+/// skipped files it remembers (their own small encoding).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeIndexRow {
+    pub key: String,
+    pub data: Vec<u8>,
+    pub skipped: Vec<u8>,
+}
+
+/// The index's bookkeeping without its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeIndexHead {
+    pub key: String,
+    pub skipped: Vec<u8>,
+    /// The edge log's last entry after the last code-link sync (`None`: never synced).
+    pub links_seq: Option<i64>,
+    /// The key of the cached map (`None`: none).
+    pub map_key: Option<String>,
 }
 
 /// The last build of a project's map.
@@ -58,6 +90,79 @@ impl Reader<'_> {
             })
             .map_err(self.codemap_map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.codemap_map())
+    }
+
+    /// Every mapped file of `project` without its parse, sorted by path.
+    pub fn codemap_file_meta(&self, project: &str) -> Result<Vec<CodeFileMeta>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT path, lang, content_hash, size, mtime_ns FROM codemap_files \
+                 WHERE project = ?1 ORDER BY path",
+            )
+            .map_err(self.codemap_map())?;
+        let rows = statement
+            .query_map([project], |row| {
+                Ok(CodeFileMeta {
+                    path: row.get(0)?,
+                    lang: row.get(1)?,
+                    content_hash: row.get(2)?,
+                    size: row.get(3)?,
+                    mtime_ns: row.get(4)?,
+                })
+            })
+            .map_err(self.codemap_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.codemap_map())
+    }
+
+    /// `project`'s stored index, if any.
+    pub fn codemap_index(&self, project: &str) -> Result<Option<CodeIndexRow>> {
+        self.conn
+            .query_row(
+                "SELECT key, data, skipped FROM codemap_index WHERE project = ?1",
+                [project],
+                |row| {
+                    Ok(CodeIndexRow {
+                        key: row.get(0)?,
+                        data: row.get(1)?,
+                        skipped: row.get(2)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.codemap_map())
+    }
+
+    /// `project`'s index key and link bookkeeping, without reading the index.
+    pub fn codemap_index_head(&self, project: &str) -> Result<Option<CodeIndexHead>> {
+        self.conn
+            .query_row(
+                "SELECT key, skipped, links_seq, map_key FROM codemap_index WHERE project = ?1",
+                [project],
+                |row| {
+                    Ok(CodeIndexHead {
+                        key: row.get(0)?,
+                        skipped: row.get(1)?,
+                        links_seq: row.get(2)?,
+                        map_key: row.get(3)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.codemap_map())
+    }
+
+    /// `project`'s cached map when it was rendered under `map_key`.
+    pub fn codemap_cached_map(&self, project: &str, map_key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row(
+                "SELECT map FROM codemap_index WHERE project = ?1 AND map_key = ?2 AND map IS NOT NULL",
+                params![project, map_key],
+                |row| row.get(0),
+            )
+            .optional()
             .map_err(self.codemap_map())
     }
 
@@ -134,6 +239,58 @@ impl WriteTx<'_> {
                     row.size,
                     row.mtime_ns
                 ],
+            )
+            .map_err(self.codemap_map())?;
+        Ok(())
+    }
+
+    /// Records a file's new size and modification time (its content is unchanged).
+    pub fn codemap_touch_file(
+        &self,
+        project: &str,
+        path: &str,
+        size: i64,
+        mtime_ns: i64,
+    ) -> Result<()> {
+        self.tx
+            .execute(
+                "UPDATE codemap_files SET size = ?3, mtime_ns = ?4 WHERE project = ?1 AND path = ?2",
+                params![project, path, size, mtime_ns],
+            )
+            .map_err(self.codemap_map())?;
+        Ok(())
+    }
+
+    /// Stores `project`'s index (replacing the last one).
+    pub fn codemap_put_index(&self, project: &str, index: &CodeIndexRow) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO codemap_index (project, key, data, skipped) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (project) DO UPDATE SET key = excluded.key, data = excluded.data, \
+                   skipped = excluded.skipped, map_key = NULL, map = NULL",
+                params![project, index.key, index.data, index.skipped],
+            )
+            .map_err(self.codemap_map())?;
+        Ok(())
+    }
+
+    /// Records that `project`'s code links were synced when the edge log's last entry was `seq`.
+    pub fn codemap_set_links_seq(&self, project: &str, seq: Option<i64>) -> Result<()> {
+        self.tx
+            .execute(
+                "UPDATE codemap_index SET links_seq = ?2 WHERE project = ?1",
+                params![project, seq],
+            )
+            .map_err(self.codemap_map())?;
+        Ok(())
+    }
+
+    /// Caches `project`'s map rendered under `map_key` (the index row must exist).
+    pub fn codemap_put_map(&self, project: &str, map_key: &str, map: &str) -> Result<()> {
+        self.tx
+            .execute(
+                "UPDATE codemap_index SET map_key = ?2, map = ?3 WHERE project = ?1",
+                params![project, map_key, map],
             )
             .map_err(self.codemap_map())?;
         Ok(())
@@ -233,6 +390,45 @@ mod tests {
             Some("abc")
         );
         assert_eq!(store.reader().codemap_state("q").unwrap(), None);
+        let meta = store.reader().codemap_file_meta("p").unwrap();
+        assert_eq!(
+            meta.iter().map(|m| m.path.as_str()).collect::<Vec<_>>(),
+            ["a.rs", "b.rs"]
+        );
+        store
+            .write(|tx| tx.codemap_touch_file("p", "a.rs", 11, 6))
+            .unwrap();
+        let a = &store.reader().codemap_file_meta("p").unwrap()[0];
+        assert_eq!((a.size, a.mtime_ns, a.content_hash.as_str()), (11, 6, "h1"));
+        store
+            .write(|tx| tx.codemap_touch_file("p", "a.rs", 10, 5))
+            .unwrap();
+        assert_eq!(store.reader().codemap_index("p").unwrap(), None);
+        for data in [vec![1u8, 2, 3], vec![4u8; 70_000]] {
+            let index = CodeIndexRow {
+                key: format!("k{}", data.len()),
+                data,
+                skipped: vec![9],
+            };
+            store.write(|tx| tx.codemap_put_index("p", &index)).unwrap();
+            assert_eq!(store.reader().codemap_index("p").unwrap(), Some(index));
+        }
+        let head = |store: &Store| store.reader().codemap_index_head("p").unwrap().unwrap();
+        assert_eq!(head(&store).links_seq, None);
+        store
+            .write(|tx| tx.codemap_set_links_seq("p", Some(17)))
+            .unwrap();
+        assert_eq!(head(&store).links_seq, Some(17));
+        assert_eq!(head(&store).key, "k70000");
+        assert_eq!(head(&store).map_key, None);
+        store
+            .write(|tx| tx.codemap_put_map("p", "m1", "{}"))
+            .unwrap();
+        assert_eq!(head(&store).map_key.as_deref(), Some("m1"));
+        let cached = |key: &str| store.reader().codemap_cached_map("p", key).unwrap();
+        assert_eq!(cached("m1").as_deref(), Some("{}"));
+        assert_eq!(cached("m2"), None);
+        assert_eq!(store.reader().codemap_index("q").unwrap(), None);
         // a.rs changes content; b.rs goes away; the old parses stay (within `keep`) or go.
         store
             .write(|tx| {

@@ -447,6 +447,33 @@ impl Reader<'_> {
         )
     }
 
+    /// The `path` and `code` entities that open `mentions` edges from `project`'s active records
+    /// point at: (id, type, name, key), by id. What the code map links to the files it knows.
+    pub fn code_entities_mentioned(
+        &self,
+        project: &str,
+    ) -> Result<Vec<(i64, String, String, String)>> {
+        self.collect(
+            "SELECT DISTINCT n.id, n.type, n.name, n.key FROM edges e \
+             JOIN memories m ON m.id = e.src_id \
+             JOIN entities n ON n.id = e.dst_id \
+             WHERE e.src_kind = 'record' AND e.relation = 'mentions' AND e.dst_kind = 'entity' \
+               AND e.invalidate_seq IS NULL AND m.project = ?1 AND m.status = 'active' \
+               AND n.type IN ('path', 'code') \
+             ORDER BY n.id",
+            [project],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+        )
+    }
+
+    /// The edge log's newest entry (`None` before the first).
+    pub fn last_edge_seq(&self) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT max(seq) FROM edge_log")
+            .and_then(|mut s| s.query_row([], |row| row.get(0)))
+            .map_err(self.graph_map())
+    }
+
     /// How many open edges of `relation` point at the entity.
     pub fn open_in_degree(&self, node: Node, relation: &str) -> Result<i64> {
         self.conn

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -22,6 +22,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_SERVICE_TOKENS,
     MIGRATION_SURFACED,
     MIGRATION_CODEMAP,
+    MIGRATION_CODEMAP_INDEX,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -556,6 +557,28 @@ CREATE TABLE codemap_state (
     rev      TEXT,                -- HEAD when built; NULL outside git
     built_at TEXT NOT NULL,
     stale    INTEGER NOT NULL DEFAULT 0
+);
+"#;
+
+/// v14 (codemap index): what a code-map call reads instead of every stored parse — the
+/// project's parses with their identifiers interned, in the codemap crate's binary form — with
+/// the key of the files it holds (their paths, languages and content hashes), so an index that
+/// does not match `codemap_files` is never used; the files the content checks refused (so an
+/// unchanged one is not read again); and the last map rendered, under the key of everything it
+/// depends on (the index, the focus, the budget), so an up-to-date map asked again with the same
+/// focus reads neither the index nor the graph. `links_seq` is the edge log's last entry when the
+/// project's code links (memories' path and identifier entities tied to the files the map
+/// knows) were last brought up to date. Derived data: a missing or mismatched row is rebuilt
+/// from `codemap_parses`.
+const MIGRATION_CODEMAP_INDEX: &str = r#"
+CREATE TABLE codemap_index (
+    project   TEXT PRIMARY KEY,
+    key       TEXT NOT NULL,   -- the files' key (cairn_codemap::index_key), hex
+    data      BLOB NOT NULL,   -- cairn_codemap::Index::encode
+    skipped   BLOB NOT NULL,   -- cairn_codemap::Index::encode_skipped
+    links_seq INTEGER,         -- edge_log.seq after the last code-link sync; NULL: never
+    map_key   TEXT,            -- what the cached map was rendered from (hex); NULL: none
+    map       TEXT             -- the cached map (cairn_codemap::Rendered as JSON)
 );
 "#;
 

@@ -2,6 +2,7 @@
 //! library.
 
 pub mod agent;
+pub mod codemap;
 pub mod core;
 pub mod embed_ingest;
 pub mod graph;

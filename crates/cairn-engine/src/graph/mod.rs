@@ -16,9 +16,10 @@ pub use read::{
     EntitiesRequest, EntityView, GraphAnswer, GraphRequest, LogView, Neighbor, NeighborsAnswer,
     NeighborsRequest, PathNeighbourhood, RelationCount,
 };
+pub(crate) use write::sync_code_links;
 pub use write::{
-    COOCCURRENCE_WINDOW, EntityAdded, RelateOutcome, RelateRequest, RelateStatus, UnrelateOutcome,
-    UnrelateStatus,
+    CODE_DEFINED_IN, CODE_USES, COOCCURRENCE_WINDOW, CodeLinks, EntityAdded, RelateOutcome,
+    RelateRequest, RelateStatus, UnrelateOutcome, UnrelateStatus,
 };
 
 use crate::{EngineError, Result};

@@ -213,6 +213,95 @@ pub(crate) fn link_record(
     Ok(written)
 }
 
+/// The relation the code map writes from a file's entity to the files it uses (docs/codemap.md).
+pub const CODE_USES: &str = "uses";
+/// The relation the code map writes from an identifier's entity to the files defining it.
+pub const CODE_DEFINED_IN: &str = "defined_in";
+
+/// One entity the code map links: what its open `uses` / `defined_in` edges should point at
+/// (path entities, by the mapped file's path; created when new).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeLinks {
+    pub entity: i64,
+    /// (relation, mapped path).
+    pub targets: Vec<(&'static str, String)>,
+}
+
+/// Brings the code map's edges of each linked entity to what the map says, through the edge
+/// log (origin `codemap`): edges it no longer has are invalidated now, new ones asserted from
+/// now. The two relation types are declared on first use. Returns the log entries written.
+pub(crate) fn sync_code_links(
+    tx: &WriteTx<'_>,
+    links: &[CodeLinks],
+    now: &str,
+    actor: &str,
+) -> Result<usize> {
+    if links.iter().all(|l| l.targets.is_empty()) && tx.reader().relation_type(CODE_USES)?.is_none()
+    {
+        return Ok(0);
+    }
+    for (name, weight, description) in [
+        (
+            CODE_USES,
+            1.0,
+            "code: file A uses definitions of file B (written by the code map)",
+        ),
+        (
+            CODE_DEFINED_IN,
+            0.8,
+            "code: identifier A is defined in file B (written by the code map)",
+        ),
+    ] {
+        if tx.reader().relation_type(name)?.is_none() {
+            tx.declare_relation_type(name, weight, false, Some(description), now)?;
+        }
+    }
+    let writer = EdgeWriter::new(tx, now, actor)?;
+    let mut written = 0;
+    for link in links {
+        let src = Node::entity(link.entity);
+        for relation in [CODE_USES, CODE_DEFINED_IN] {
+            let mut wanted: Vec<Node> = Vec::new();
+            for (_, path) in link.targets.iter().filter(|(r, _)| *r == relation) {
+                let (id, _) = writer.entity_for(path, "path", &entity_key(path))?;
+                if id != link.entity && !wanted.contains(&Node::entity(id)) {
+                    wanted.push(Node::entity(id));
+                }
+            }
+            let current = tx.reader().open_targets(src, relation)?;
+            for (target, _) in &current {
+                if !wanted.contains(target) {
+                    let key = EdgeKey {
+                        src,
+                        relation: relation.into(),
+                        dst: *target,
+                    };
+                    writer.apply(EdgeOp::Invalidate, &key, now, 1.0, "codemap")?;
+                    written += 1;
+                }
+            }
+            for target in wanted {
+                if current.iter().any(|(t, _)| *t == target) {
+                    continue;
+                }
+                let key = EdgeKey {
+                    src,
+                    relation: relation.into(),
+                    dst: target,
+                };
+                if writer
+                    .apply(EdgeOp::Assert, &key, now, 1.0, "codemap")?
+                    .0
+                    .changed()
+                {
+                    written += 1;
+                }
+            }
+        }
+    }
+    Ok(written)
+}
+
 /// Links a stored record by id (import).
 pub(crate) fn link_record_id(
     tx: &WriteTx<'_>,
