@@ -74,6 +74,7 @@ impl Brain {
                 ..cairn_http::Limits::default()
             },
             grace: Duration::from_secs(1),
+            tls: None,
         };
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || {
