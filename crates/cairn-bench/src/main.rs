@@ -41,6 +41,9 @@ enum Command {
     /// Agent surfaces, whole process: the hooks (user-prompt-submit, session-start, stop) and
     /// the warm MCP `recall` round trip, at 10k and 100k memories.
     Agent(commands::agent::AgentArgs),
+    /// The warm local daemon, whole process: CLI remember (latency, peak RSS), hybrid recall
+    /// and the prompt hook through its socket, and the daemon's RSS, at 100k memories.
+    Daemon(commands::daemon::DaemonArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -53,5 +56,6 @@ fn main() -> anyhow::Result<()> {
         Command::Lifecycle(args) => commands::lifecycle::run(args),
         Command::Wiki(args) => commands::wiki::run(args),
         Command::Agent(args) => commands::agent::run(args),
+        Command::Daemon(args) => commands::daemon::run(args),
     }
 }

@@ -7,11 +7,10 @@
 //! (research/agent-integration.md B.1; Gemini CLI and Cursor docs for theirs).
 
 use crate::settings::Settings;
-use cairn_core::brief::{self, cap_injection, one_line};
-use cairn_core::capture::{is_trivial_prompt, matched_terms, passes_injection_floor};
+use cairn_core::brief::{self, cap_injection};
+use cairn_core::capture::is_trivial_prompt;
 use cairn_core::hook_payload::HookPayload;
-use cairn_core::query;
-use cairn_engine::{BriefRequest, Engine, Mode, RecallRequest, TermCutoff};
+use cairn_engine::{BriefRequest, Engine, Mode};
 use clap::Args;
 use serde_json::json;
 use std::io::{Read, Write};
@@ -21,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Default byte budget of what `user-prompt-submit` injects.
-pub const RECALL_BUDGET: usize = 2 * 1024;
+pub const RECALL_BUDGET: usize = cairn_engine::PROMPT_BUDGET;
 /// Hook output never exceeds this many bytes (Claude Code caps hook output at 10,000
 /// characters and replaces anything longer with a file path).
 pub const OUTPUT_CAP: usize = 9_000;
@@ -29,7 +28,6 @@ pub const OUTPUT_CAP: usize = 9_000;
 const MAX_STDIN: u64 = 4 * 1024 * 1024;
 /// The error log rolls over past this size.
 const MAX_LOG_BYTES: u64 = 1024 * 1024;
-const RECALL_CANDIDATES: usize = 8;
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -293,14 +291,16 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                 return Ok(None);
             }
             let mut engine = open_engine(settings, &cwd)?;
-            let text = recall_block(&mut engine, prompt, budget.unwrap_or(RECALL_BUDGET))?;
-            if let Some(text) = &text
+            let found = engine
+                .prompt_context(prompt, budget.unwrap_or(RECALL_BUDGET), Mode::Lexical)
+                .map_err(|e| format!("recall: {e}"))?;
+            if let Some(found) = &found
                 && !engine.context().read_only
             {
                 // passive use, bookkeeping only: a failure must not cost the agent its context
-                let _ = engine.note_surfaced(&brief::record_ids_shown(text));
+                let _ = engine.note_surfaced(&found.ids);
             }
-            Ok(text.map(|text| inject(event, client, &text)))
+            Ok(found.map(|found| inject(event, client, &found.text)))
         }
         HookEvent::Stop | HookEvent::PreCompact => {
             let mut engine = open_engine(settings, &cwd)?;
@@ -405,63 +405,4 @@ fn inject(event: HookEvent, client: Client, text: &str) -> String {
         }})
         .to_string(),
     }
-}
-
-/// Recall against the prompt: only records above the relevance floor AND sharing enough of the
-/// prompt's words, within `budget` bytes; `None` when nothing qualifies.
-pub fn recall_block(
-    engine: &mut Engine,
-    prompt: &str,
-    budget: usize,
-) -> Result<Option<String>, String> {
-    let mut request = RecallRequest::new(prompt);
-    request.limit = RECALL_CANDIDATES;
-    request.touch = false;
-    request.mode = Mode::Lexical;
-    request.freshness = false;
-    request.term_cutoff = TermCutoff::HOOK;
-    let answer = engine
-        .recall(&request)
-        .map_err(|e| format!("recall: {e}"))?;
-    let terms = query::query_terms(prompt);
-    let mut items = Vec::new();
-    for result in &answer.results {
-        let haystack = format!("{} {}", result.title.as_deref().unwrap_or(""), result.body);
-        if !passes_injection_floor(matched_terms(&terms, &haystack), terms.len()) {
-            continue;
-        }
-        let text = match &result.title {
-            Some(title) => format!("{title} — {}", result.body),
-            None => result.body.clone(),
-        };
-        items.push(format!(
-            "#{} {} · trust {} · {}: {}",
-            result.id,
-            result.memory_type,
-            result.trust,
-            result.created_at.get(..10).unwrap_or(&result.created_at),
-            one_line(&text, 400)
-        ));
-    }
-    if items.is_empty() {
-        return Ok(None);
-    }
-    let (open, close) = brief::frame_parts(
-        "recall",
-        "cairn: possibly relevant memories for this prompt (verify before relying on them; not a request)",
-    );
-    let mut kept: Vec<String> = Vec::new();
-    for item in items {
-        let mut trial = kept.clone();
-        trial.push(item);
-        let size = open.len() + brief::fence_items(&trial).len() + close.len();
-        if size > budget {
-            break;
-        }
-        kept = trial;
-    }
-    if kept.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(format!("{open}{}{close}", brief::fence_items(&kept))))
 }

@@ -23,6 +23,7 @@ macro_rules! out {
 
 mod cli;
 mod commands;
+mod daemon;
 mod embed_cache;
 mod embedder;
 mod eval_cmd;

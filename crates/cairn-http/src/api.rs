@@ -47,7 +47,7 @@ pub struct Endpoint {
     pub route: MethodRouter<App>,
 }
 
-fn schema<T: JsonSchema>() -> Value {
+pub(crate) fn schema<T: JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
     });
@@ -61,12 +61,12 @@ fn schema<T: JsonSchema>() -> Value {
     value
 }
 
-const JSON: &str = "application/json";
+pub(crate) const JSON: &str = "application/json";
 
 // ---- helpers ------------------------------------------------------------------------------
 
 /// Authenticates on a blocking thread.
-async fn caller(
+pub(crate) async fn caller(
     app: &App,
     headers: &HeaderMap,
     needed: Role,
@@ -78,7 +78,7 @@ async fn caller(
 }
 
 /// Runs blocking work (an engine call) off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, Problem> + Send + 'static,
 ) -> Result<T, Problem> {
     match tokio::task::spawn_blocking(work).await {
@@ -90,7 +90,7 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-fn ok<T: Serialize>(value: &T) -> Result<Response, Problem> {
+pub(crate) fn ok<T: Serialize>(value: &T) -> Result<Response, Problem> {
     let text = serde_json::to_string(value).map_err(|e| {
         Problem::from_kind(
             ErrorKind::Other,
@@ -105,7 +105,7 @@ fn ok<T: Serialize>(value: &T) -> Result<Response, Problem> {
 }
 
 /// Runs `work` on the engine as `caller`.
-fn call<T>(
+pub(crate) fn call<T>(
     app: &App,
     caller: &Caller,
     operation: &str,

@@ -70,11 +70,11 @@ pub struct AgentArgs {
     keep: bool,
 }
 
-const PROJECT: &str = "bench-project";
-const SEED: u64 = 0x5EED_CA1B_2026_1130;
+pub(crate) const PROJECT: &str = "bench-project";
+pub(crate) const SEED: u64 = 0x5EED_CA1B_2026_1130;
 
 /// A synthetic vocabulary: pronounceable words, Zipf-ish use (low indexes are common).
-fn vocabulary(seed: u64) -> Vec<String> {
+pub(crate) fn vocabulary(seed: u64) -> Vec<String> {
     let syllables = [
         "ka", "lo", "mi", "ner", "tor", "qua", "zen", "ri", "sol", "vex", "dra", "pin", "gul",
         "fe", "mon", "tas", "bri", "cor", "dun", "hal",
@@ -95,14 +95,14 @@ fn zipf_word<'a>(rng: &mut Rng, words: &'a [String]) -> &'a str {
     &words[rng.skewed(words.len(), 2)]
 }
 
-fn sentence(rng: &mut Rng, words: &[String], n: usize) -> String {
+pub(crate) fn sentence(rng: &mut Rng, words: &[String], n: usize) -> String {
     (0..n)
         .map(|_| zipf_word(rng, words))
         .collect::<Vec<_>>()
         .join(" ")
 }
 
-fn sentence_n(rng: &mut Rng, words: &[String], base: usize, spread: usize) -> String {
+pub(crate) fn sentence_n(rng: &mut Rng, words: &[String], base: usize, spread: usize) -> String {
     let n = base + rng.below(spread);
     sentence(rng, words, n)
 }
@@ -186,7 +186,12 @@ fn stat(
 
 /// Seeds a brain of `size` memories straight through the store (the write path's `prepare`,
 /// then one insert per record in a few large transactions).
-fn seed_brain(path: &Path, size: usize, words: &[String], seed: u64) -> Result<Duration> {
+pub(crate) fn seed_brain(
+    path: &Path,
+    size: usize,
+    words: &[String],
+    seed: u64,
+) -> Result<Duration> {
     let started = Instant::now();
     let mut store = Store::open(path).context("open the bench brain")?;
     let now = Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap();

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod core;
+pub mod daemon;
 pub mod embed_ingest;
 pub mod graph;
 pub mod lifecycle;

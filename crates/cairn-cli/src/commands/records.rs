@@ -348,7 +348,10 @@ fn run_remember(settings: &Settings, remember: &RememberArgs) -> Result<ExitCode
     request.external_id = remember.external_id.clone();
     request.at = remember.at.clone();
     request.personal = remember.personal;
-    let mut engine = settings.open("cli")?;
+    let mut engine = match crate::daemon::route(settings) {
+        crate::daemon::Route::Local { starting: true } => settings.open_without_model("cli")?,
+        _ => settings.open("cli")?,
+    };
     let outcome = engine.remember(&request)?;
     if settings.json {
         print_json(&outcome);

@@ -1,0 +1,403 @@
+//! The warm local daemon (`cairn serve --local`, docs/service.md): where its socket is, whether
+//! one is live, and starting it in the background on first need.
+//!
+//! **The socket's path** is the brain's path with `.sock` appended (`brain.db` →
+//! `brain.db.sock`, next to it). A Unix socket's path holds at most 107 bytes (`sun_path` is 108
+//! with its NUL); a longer one is `cairn/<hash>.sock` under `$XDG_RUNTIME_DIR`, or else
+//! `/tmp/cairn-<uid>/<hash>.sock`, where `<hash>` is the first 16 hex digits of the SHA-256 of the
+//! brain's absolute path; that directory is made mode 0700 and must belong to the user.
+//!
+//! **One start for many callers**: `<socket>.lock` is locked (flock) by whoever starts the
+//! daemon, and the daemon keeps it for its whole life (the locked file is its stdin), so eight
+//! CLIs arriving together start one daemon, and a dead daemon's lock is gone with it.
+
+use crate::settings::Settings;
+use sha2::{Digest as _, Sha256};
+use std::fs::File;
+use std::os::unix::fs::{DirBuilderExt as _, FileTypeExt as _, MetadataExt as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The longest socket path the kernel takes (`sun_path` is 108 bytes with its NUL).
+pub const SOCKET_PATH_MAX: usize = 107;
+/// The daemon's idle exit, unless `CAIRN_DAEMON_IDLE_SECS` says.
+pub const IDLE_SECS: u64 = 30 * 60;
+/// Set by the CLI on the daemon it starts: the start lock is the daemon's stdin.
+pub const LOCKED_ENV: &str = "CAIRN_DAEMON_LOCKED";
+/// The daemon's log rolls over (to `.1`) past this size, at a start.
+const MAX_LOG_BYTES: u64 = 1024 * 1024;
+
+/// The brain's path, absolute (its directory resolved when it exists), so one brain named two
+/// ways has one daemon.
+pub fn absolute_brain(db: &Path) -> PathBuf {
+    let joined = if db.is_absolute() {
+        db.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(db))
+            .unwrap_or_else(|_| db.to_path_buf())
+    };
+    match (joined.parent(), joined.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|dir| dir.join(name))
+            .unwrap_or(joined),
+        _ => joined,
+    }
+}
+
+/// Where the daemon of `db` listens (see the module doc). `create`: make the fallback directory
+/// when it is missing (the daemon and a starting CLI do; a mere look does not).
+pub fn socket_path(db: &Path, create: bool) -> Result<PathBuf, String> {
+    let db = absolute_brain(db);
+    let mut beside = db.clone().into_os_string();
+    beside.push(".sock");
+    let beside = PathBuf::from(beside);
+    if beside.as_os_str().len() <= SOCKET_PATH_MAX {
+        return Ok(beside);
+    }
+    let digest = Sha256::digest(db.as_os_str().as_encoded_bytes());
+    let name = format!("{}.sock", &hex_prefix(&digest, 8));
+    let dir = private_dir(create)?;
+    let path = dir.join(name);
+    if path.as_os_str().len() > SOCKET_PATH_MAX {
+        return Err(format!(
+            "no socket path short enough for {}: {} is over {SOCKET_PATH_MAX} bytes too; set XDG_RUNTIME_DIR to a short directory",
+            db.display(),
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
+fn hex_prefix(bytes: &[u8], count: usize) -> String {
+    bytes
+        .iter()
+        .take(count)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `$XDG_RUNTIME_DIR/cairn`, else `/tmp/cairn-<uid>`: mode 0700 and the user's own.
+fn private_dir(create: bool) -> Result<PathBuf, String> {
+    let uid = rustix::process::geteuid().as_raw();
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| Path::new(d).is_dir()) {
+        Some(runtime) => PathBuf::from(runtime).join("cairn"),
+        None => PathBuf::from(format!("/tmp/cairn-{uid}")),
+    };
+    if create && !dir.exists() {
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .or_else(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(|e| format!("cannot make the socket directory {}: {e}", dir.display()))?;
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(&dir) {
+        if !meta.is_dir() || meta.uid() != uid {
+            return Err(format!(
+                "the socket directory {} is not a directory of yours (it belongs to user {}); refused — remove it or set XDG_RUNTIME_DIR",
+                dir.display(),
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o077 != 0 {
+            return Err(format!(
+                "the socket directory {} is open to other users (mode {:o}); refused — `chmod 700` it",
+                dir.display(),
+                meta.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(dir)
+}
+
+/// What is at the socket's path.
+#[derive(Debug)]
+pub enum Probe {
+    /// A daemon answers there.
+    Live(PathBuf),
+    /// Nothing, or a stale socket file (a daemon that died).
+    NotRunning(PathBuf),
+    /// Something cairn must not talk to: another user's socket or directory, or no socket.
+    Refused(String),
+}
+
+/// Looks at `db`'s socket without starting anything.
+pub fn probe(db: &Path) -> Probe {
+    let path = match socket_path(db, false) {
+        Ok(path) => path,
+        Err(message) => return Probe::Refused(message),
+    };
+    let uid = rustix::process::geteuid().as_raw();
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(_) => return Probe::NotRunning(path),
+    };
+    if meta.uid() != uid {
+        return Probe::Refused(format!(
+            "the daemon socket {} belongs to user {}, not to you (user {uid}); it was not used — remove it",
+            path.display(),
+            meta.uid()
+        ));
+    }
+    if !meta.file_type().is_socket() {
+        return Probe::Refused(format!(
+            "{} is not a socket; it was not used — remove it",
+            path.display()
+        ));
+    }
+    if let Some(dir) = path.parent()
+        && let Ok(dir_meta) = std::fs::metadata(dir)
+        && dir_meta.uid() != uid
+    {
+        return Probe::Refused(format!(
+            "the daemon socket's directory {} belongs to user {}, not to you; the socket was not used",
+            dir.display(),
+            dir_meta.uid()
+        ));
+    }
+    match std::os::unix::net::UnixStream::connect(&path) {
+        Ok(_) => Probe::Live(path),
+        Err(_) => Probe::NotRunning(path),
+    }
+}
+
+/// How a hot command (remember, recall, the prompt hook) is answered.
+#[derive(Debug)]
+pub enum Route {
+    /// Through the live daemon at this socket.
+    Daemon(PathBuf),
+    /// From the file in this process. `starting`: the daemon is being started (by this call or
+    /// another), so a write leaves its embedding to the daemon's indexer.
+    Local { starting: bool },
+}
+
+/// Where a hot command goes: the live daemon, else this process — after starting the daemon in
+/// the background when none runs (never waited for). Problems are said on stderr, and the
+/// command is answered from the file.
+pub fn route(settings: &Settings) -> Route {
+    if !settings.daemon {
+        return Route::Local { starting: false };
+    }
+    match probe(&settings.db) {
+        Probe::Live(path) => Route::Daemon(path),
+        Probe::Refused(message) => {
+            eprintln!(
+                "cairn: {message}; answered from the file instead (CAIRN_DAEMON=off stops using the daemon)"
+            );
+            Route::Local { starting: false }
+        }
+        Probe::NotRunning(path) => match start(settings, &path) {
+            Ok(_) => Route::Local { starting: true },
+            Err(message) => {
+                eprintln!(
+                    "cairn: the daemon was not started ({message}); answered from the file instead (CAIRN_DAEMON=off stops trying)"
+                );
+                Route::Local { starting: false }
+            }
+        },
+    }
+}
+
+/// Like [`route`] for a hook: never waits, never prints (a hook's stderr reaches the agent);
+/// a problem comes back for hook-errors.log.
+pub fn route_quietly(settings: &Settings) -> (Route, Option<String>) {
+    if !settings.daemon {
+        return (Route::Local { starting: false }, None);
+    }
+    match probe(&settings.db) {
+        Probe::Live(path) => (Route::Daemon(path), None),
+        Probe::Refused(message) => (Route::Local { starting: false }, Some(message)),
+        Probe::NotRunning(path) => match start(settings, &path) {
+            Ok(_) => (Route::Local { starting: true }, None),
+            Err(message) => (
+                Route::Local { starting: false },
+                Some(format!("the daemon was not started: {message}")),
+            ),
+        },
+    }
+}
+
+/// The start lock's path for `socket`.
+pub fn lock_path(socket: &Path) -> PathBuf {
+    let mut path = socket.as_os_str().to_os_string();
+    path.push(".lock");
+    PathBuf::from(path)
+}
+
+/// The daemon's log: `<brain>.daemon.log`, next to the brain.
+pub fn log_path(db: &Path) -> PathBuf {
+    let mut path = absolute_brain(db).into_os_string();
+    path.push(".daemon.log");
+    PathBuf::from(path)
+}
+
+fn open_lock(socket: &Path) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = lock_path(socket);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| {
+            format!(
+                "cannot open the daemon's start lock {}: {e}",
+                path.display()
+            )
+        })
+}
+
+/// Whether a start was made.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Start {
+    /// This call started the daemon (it is loading; nobody waits for it).
+    Started,
+    /// Another process holds the start lock: a daemon is starting or running.
+    AlreadyStarting,
+}
+
+/// Starts `cairn serve --local` for the brain in the background — its own session, its output
+/// to [`log_path`], not waited for — unless another process holds the start lock.
+pub fn start(settings: &Settings, socket: &Path) -> Result<Start, String> {
+    if let Some(dir) = socket.parent()
+        && !dir.exists()
+    {
+        // The fallback directory, made 0700 (the brain's own directory exists).
+        socket_path(&settings.db, true)?;
+    }
+    let lock = open_lock(socket)?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(Start::AlreadyStarting),
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(format!("cannot take the daemon's start lock: {e}"));
+        }
+    }
+    let db = absolute_brain(&settings.db);
+    let log = open_log(&db)?;
+    let log_err = log
+        .try_clone()
+        .map_err(|e| format!("cannot share the daemon's log: {e}"))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the cairn binary to start the daemon: {e}"))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("--db")
+        .arg(&db)
+        .args(["serve", "--local"])
+        .env(LOCKED_ENV, "1")
+        // The daemon serves every project: each request names its own; and it writes.
+        .env_remove("CAIRN_PROJECT")
+        .env_remove("CAIRN_READ_ONLY")
+        .stdin(Stdio::from(lock))
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log_err));
+    if let Some(dir) = db.parent() {
+        command.current_dir(dir);
+    }
+    command
+        .spawn()
+        .map_err(|e| format!("cannot start the daemon: {e}"))?;
+    Ok(Start::Started)
+}
+
+fn open_log(db: &Path) -> Result<File, String> {
+    let path = log_path(db);
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_LOG_BYTES) {
+        let mut rolled = path.clone().into_os_string();
+        rolled.push(".1");
+        let _ = std::fs::rename(&path, rolled);
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| format!("cannot open the daemon's log {}: {e}", path.display()))
+}
+
+/// What the daemon itself holds while it runs: the start lock (taken here when nobody started
+/// it; inherited as stdin when a CLI did) and its own session (a terminal closing does not end
+/// it).
+#[derive(Debug)]
+pub struct DaemonLock {
+    _held: Option<File>,
+}
+
+pub fn take_lock(socket: &Path) -> Result<DaemonLock, String> {
+    if std::env::var_os(LOCKED_ENV).is_some_and(|v| v == "1") {
+        // Started by a CLI: our stdin is the locked file; leave its terminal's session.
+        let _ = rustix::process::setsid();
+        return Ok(DaemonLock { _held: None });
+    }
+    let lock = open_lock(socket)?;
+    match lock.try_lock() {
+        Ok(()) => Ok(DaemonLock { _held: Some(lock) }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "a daemon for this brain is already running or starting (it holds {}); nothing was started",
+            lock_path(socket).display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(format!("cannot take the daemon's start lock: {e}"))
+        }
+    }
+}
+
+/// `CAIRN_DAEMON_IDLE_SECS`, else [`IDLE_SECS`].
+pub fn idle_secs() -> Result<u64, String> {
+    match std::env::var("CAIRN_DAEMON_IDLE_SECS") {
+        Err(_) => Ok(IDLE_SECS),
+        Ok(value) => value
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|secs| *secs > 0)
+            .ok_or_else(|| {
+                format!(
+                    "CAIRN_DAEMON_IDLE_SECS={value:?} is not a whole number of seconds above 0; nothing was started"
+                )
+            }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_brain_path_has_its_socket_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("brain.db");
+        let socket = socket_path(&db, false).unwrap();
+        assert_eq!(
+            socket,
+            std::fs::canonicalize(dir.path())
+                .unwrap()
+                .join("brain.db.sock")
+        );
+    }
+
+    #[test]
+    fn a_long_brain_path_falls_back_to_a_short_private_directory_by_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("d".repeat(60)).join("e".repeat(60));
+        std::fs::create_dir_all(&deep).unwrap();
+        let db = deep.join("brain.db");
+        let socket = socket_path(&db, true).unwrap();
+        assert!(socket.as_os_str().len() <= SOCKET_PATH_MAX, "{socket:?}");
+        let name = socket.file_name().unwrap().to_str().unwrap();
+        assert_eq!(name.len(), "0123456789abcdef.sock".len(), "{name}");
+        assert_eq!(socket, socket_path(&db, false).unwrap(), "stable");
+        let other = socket_path(&deep.join("other.db"), false).unwrap();
+        assert_ne!(socket, other, "one socket per brain");
+        let meta = std::fs::metadata(socket.parent().unwrap()).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o700);
+    }
+}

@@ -1,0 +1,467 @@
+//! The warm local daemon end to end: the real binary, `cairn serve --local` on a real Unix
+//! socket, started by the CLI on first need, spoken to with `curl --unix-socket` and by the CLI
+//! and hooks themselves. Each test that lets a daemon start stops it at the end ([`Daemon`]).
+//!
+//! Waiting for a daemon the CLI started in the background is polling a condition (the socket
+//! answers, a vector exists) under a generous deadline the test sets: never a fixed sleep.
+
+mod common;
+
+use common::Brain;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The generous bound every wait here has (a loaded 2-core machine, a debug build).
+const PATIENCE: Duration = Duration::from_secs(90);
+
+fn socket_of(brain: &Brain) -> PathBuf {
+    let dir = std::fs::canonicalize(brain.dir.path()).unwrap();
+    dir.join("brain.db.sock")
+}
+
+fn log_of(brain: &Brain) -> PathBuf {
+    std::fs::canonicalize(brain.dir.path())
+        .unwrap()
+        .join("brain.db.daemon.log")
+}
+
+/// `cairn` with the daemon allowed (the workspace's cargo config turns it off for tests).
+fn cmd(brain: &Brain) -> assert_cmd::Command {
+    let mut cmd = brain.cmd();
+    cmd.env_remove("CAIRN_DAEMON").env_remove("CAIRN_URL");
+    cmd
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "gave up after {} s waiting for {what}",
+            PATIENCE.as_secs()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn live(socket: &Path) -> bool {
+    std::os::unix::net::UnixStream::connect(socket).is_ok()
+}
+
+/// `curl --unix-socket`: the status and the body as JSON.
+fn curl(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    headers: &[&str],
+) -> (u16, Value) {
+    let mut command = Command::new("curl");
+    command
+        .args(["-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket"])
+        .arg(socket)
+        .args(["-X", method]);
+    for header in headers {
+        command.args(["-H", header]);
+    }
+    if let Some(body) = body {
+        command.args([
+            "-H",
+            "content-type: application/json",
+            "--data-binary",
+            body,
+        ]);
+    }
+    let output = command
+        .arg(format!("http://localhost{path}"))
+        .output()
+        .expect("curl is installed");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (
+        status.trim().parse().unwrap_or(0),
+        serde_json::from_str(body).unwrap_or(Value::String(body.to_string())),
+    )
+}
+
+/// The child's first stderr line; the rest is read (and dropped) by a thread, so the daemon's
+/// later lines (its stop) never meet a closed pipe.
+fn first_line_then_drain(child: &mut Child) -> String {
+    let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while reader.read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
+    first
+}
+
+/// A daemon this test caused (started by hand or by the CLI): stopped with SIGTERM at the end.
+struct Daemon {
+    pid: u32,
+    child: Option<Child>,
+    first_line: String,
+}
+
+impl Daemon {
+    /// `cairn serve --local`, waiting for its "listening" line.
+    fn start(brain: &Brain, env: &[(&str, &str)]) -> Daemon {
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin("cairn"));
+        command
+            .args(["serve", "--local"])
+            .current_dir(brain.dir.path())
+            .env("CAIRN_DB", &brain.db)
+            .env_remove("CAIRN_PROJECT")
+            .env_remove("CAIRN_DAEMON")
+            .env("CAIRN_EMBEDDER", "none")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("cairn serve --local starts");
+        let first_line = first_line_then_drain(&mut child);
+        assert!(
+            first_line.contains("listening on unix:"),
+            "not listening: {first_line:?}"
+        );
+        Daemon {
+            pid: child.id(),
+            child: Some(child),
+            first_line,
+        }
+    }
+
+    /// The daemon the CLI started for `brain`: found by the pid in its log.
+    fn started_by_cli(brain: &Brain) -> Daemon {
+        let socket = socket_of(brain);
+        wait_for("the daemon the CLI started to answer", || live(&socket));
+        let log = std::fs::read_to_string(log_of(brain)).unwrap();
+        let line = log
+            .lines()
+            .find(|l| l.contains("listening on unix:"))
+            .unwrap_or_else(|| panic!("no listening line in the daemon's log: {log}"))
+            .to_string();
+        let pid = line
+            .rsplit_once("as pid ")
+            .and_then(|(_, pid)| pid.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {line:?}"));
+        Daemon {
+            pid,
+            child: None,
+            first_line: line,
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .args([signal, &self.pid.to_string()])
+            .status();
+    }
+
+    fn running(&self) -> bool {
+        Path::new(&format!("/proc/{}", self.pid)).exists()
+            && !std::fs::read_to_string(format!("/proc/{}/stat", self.pid))
+                .is_ok_and(|stat| stat.split_whitespace().nth(2) == Some("Z"))
+    }
+
+    /// SIGTERM, and waits until it is gone.
+    fn stop(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        self.signal("-TERM");
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        } else {
+            let started = Instant::now();
+            while self.running() && started.elapsed() < PATIENCE {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.child.is_some() || self.running() {
+            self.stop_now();
+        }
+    }
+}
+
+#[test]
+fn serve_local_listens_beside_the_brain_mode_0600_without_a_token() {
+    let brain = Brain::new();
+    let daemon = Daemon::start(&brain, &[]);
+    let socket = socket_of(&brain);
+    assert!(
+        daemon.first_line.contains(&socket.display().to_string()),
+        "{}",
+        daemon.first_line
+    );
+    let meta = std::fs::symlink_metadata(&socket).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o600, "the socket is the owner's only");
+    let (status, health) = curl(&socket, "GET", "/healthz", None, &[]);
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["local"], true);
+    // No token: the owner's rights; git is asked in the directory the client names.
+    let cwd = format!("cairn-cwd: {}", brain.dir.path().display());
+    let (status, stored) = curl(
+        &socket,
+        "POST",
+        "/v1/remember",
+        Some(r#"{"type":"note","body":"the daemon listens on a unix socket"}"#),
+        &[&cwd, "cairn-project: p1"],
+    );
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(stored["status"], "added");
+    let (status, found) = curl(
+        &socket,
+        "POST",
+        "/v1/recall",
+        Some(r#"{"query":"unix socket"}"#),
+        &[&cwd, "cairn-project: p1"],
+    );
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["results"][0]["id"], stored["id"]);
+    // Without the caller's directory the daemon cannot answer as the CLI would: a clear 400.
+    let (status, problem) = curl(
+        &socket,
+        "POST",
+        "/v1/recall",
+        Some(r#"{"query":"unix"}"#),
+        &[],
+    );
+    assert_eq!(status, 400, "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("cairn-cwd"),
+        "{problem}"
+    );
+    daemon.stop();
+    assert!(!socket.exists(), "the socket goes with the daemon");
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_a_live_daemon_is_refused() {
+    let brain = Brain::new();
+    let socket = socket_of(&brain);
+    // A daemon that died without cleaning up: the file is there, nobody listens.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists() && !live(&socket));
+    let daemon = Daemon::start(&brain, &[]);
+    assert!(live(&socket), "the stale file was replaced");
+    // A second daemon for the same brain stops before loading anything.
+    let second = cmd(&brain).args(["serve", "--local"]).output().unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("already running or starting"), "{stderr}");
+    // And a plain server on the live socket is refused too.
+    let third = cmd(&brain)
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .output()
+        .unwrap();
+    assert_eq!(third.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&third.stderr);
+    assert!(stderr.contains("socket of a running server"), "{stderr}");
+    assert!(live(&socket), "the running daemon kept its socket");
+    daemon.stop();
+}
+
+/// nobody's uid and gid (65534 on Debian).
+const NOBODY: &str = "65534:65534";
+
+#[test]
+fn a_socket_or_directory_of_another_user_is_refused() {
+    let brain = Brain::new();
+    let socket = socket_of(&brain);
+    // Another user's socket where ours would be.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(
+        Command::new("chown")
+            .arg(NOBODY)
+            .arg(&socket)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let refused = cmd(&brain).args(["serve", "--local"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("belongs to user 65534"), "{stderr}");
+    assert!(socket.exists(), "another user's file is left alone");
+    // The CLI does not talk to it either: it answers from the file and says why.
+    let output = cmd(&brain)
+        .args(["remember", "--type", "note", "--body", "kept in the file"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("belongs to user 65534") && stderr.contains("answered from the file"),
+        "{stderr}"
+    );
+    std::fs::remove_file(&socket).unwrap();
+
+    // A socket directory of another user.
+    let foreign = tempfile::tempdir().unwrap();
+    let db = foreign.path().join("brain.db");
+    assert!(
+        Command::new("chown")
+            .arg(NOBODY)
+            .arg(foreign.path())
+            .status()
+            .unwrap()
+            .success()
+    );
+    let refused = Command::new(assert_cmd::cargo::cargo_bin("cairn"))
+        .args(["serve", "--local"])
+        .env("CAIRN_DB", &db)
+        .env_remove("CAIRN_DAEMON")
+        .env("CAIRN_EMBEDDER", "none")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("belongs to user 65534, not to you"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_daemon_exits_after_its_idle_time_and_removes_its_socket() {
+    let brain = Brain::new();
+    let mut daemon = Daemon::start(&brain, &[("CAIRN_DAEMON_IDLE_SECS", "1")]);
+    let socket = socket_of(&brain);
+    let status = daemon.child.take().unwrap().wait().unwrap();
+    assert_eq!(status.code(), Some(0), "an idle exit is a clean exit");
+    assert!(!socket.exists(), "the socket went with it");
+    // A bad idle setting is refused before anything starts.
+    let output = cmd(&brain)
+        .args(["serve", "--local"])
+        .env("CAIRN_DAEMON_IDLE_SECS", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("CAIRN_DAEMON_IDLE_SECS"));
+}
+
+fn vectors(brain: &Brain) -> i64 {
+    brain.sql("SELECT count(*) FROM vectors").parse().unwrap()
+}
+
+#[test]
+fn the_first_remember_starts_the_daemon_and_leaves_the_embedding_to_it() {
+    let brain = Brain::new();
+    let output = cmd(&brain)
+        .env("CAIRN_EMBEDDER", "hash")
+        .args([
+            "remember",
+            "--type",
+            "note",
+            "--body",
+            "the cache listens on port 7000",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("stored as #1"));
+    // Answered at once, from the file, without loading the model: no vector yet ...
+    assert_eq!(vectors(&brain), 0, "the CLI did not embed");
+    // ... the daemon it started embeds it.
+    let daemon = Daemon::started_by_cli(&brain);
+    wait_for("the daemon's indexer to embed #1", || vectors(&brain) == 1);
+    daemon.stop();
+    assert!(!socket_of(&brain).exists());
+}
+
+#[test]
+fn eight_clis_at_once_start_one_daemon() {
+    let brain = Brain::new();
+    let binary = assert_cmd::cargo::cargo_bin("cairn");
+    let children: Vec<Child> = (0..8)
+        .map(|n| {
+            Command::new(&binary)
+                .args(["remember", "--type", "note", "--body"])
+                .arg(format!("concurrent note number {n} about the daemon"))
+                .current_dir(brain.dir.path())
+                .env("CAIRN_DB", &brain.db)
+                .env("CAIRN_PROJECT", "test-project")
+                .env("CAIRN_EMBEDDER", "none")
+                .env_remove("CAIRN_DAEMON")
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let daemon = Daemon::started_by_cli(&brain);
+    let log = std::fs::read_to_string(log_of(&brain)).unwrap();
+    assert_eq!(log.matches("listening on unix:").count(), 1, "{log}");
+    assert!(
+        !log.contains("already running"),
+        "no second daemon was even started: {log}"
+    );
+    daemon.stop();
+}
+
+#[test]
+fn cairn_daemon_off_starts_nothing() {
+    let brain = Brain::new();
+    cmd(&brain)
+        .env("CAIRN_DAEMON", "off")
+        .args(["remember", "--type", "note", "--body", "no daemon here"])
+        .assert()
+        .success();
+    cmd(&brain)
+        .env("CAIRN_DAEMON", "off")
+        .args(["recall", "daemon"])
+        .assert()
+        .success();
+    assert!(!socket_of(&brain).exists());
+    assert!(!log_of(&brain).exists(), "nothing was started");
+}
+
+#[test]
+fn a_long_brain_path_gets_a_short_private_socket() {
+    let brain = Brain::new();
+    let deep = brain.dir.path().join("d".repeat(70)).join("e".repeat(40));
+    std::fs::create_dir_all(&deep).unwrap();
+    let db = deep.join("brain.db");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("cairn"))
+        .args(["serve", "--local"])
+        .env("CAIRN_DB", &db)
+        .env_remove("CAIRN_DAEMON")
+        .env("CAIRN_EMBEDDER", "none")
+        .env("XDG_RUNTIME_DIR", brain.dir.path())
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = first_line_then_drain(&mut child);
+    let dir = brain.dir.path().join("cairn");
+    assert!(line.contains(&dir.display().to_string()), "{line}");
+    let meta = std::fs::metadata(&dir).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    assert!(child.wait().unwrap().success());
+}
