@@ -4,6 +4,7 @@
 use crate::commands::{
     agent, codemap, exchange, graph, install, lifecycle, maintenance, mcp, records, semantic, serve,
 };
+use crate::remote::commands::Route;
 use crate::settings::{GlobalArgs, Settings};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -61,7 +62,23 @@ pub enum Command {
     },
 }
 
-pub fn run(settings: &Settings, command: &Command) -> Result<ExitCode> {
+/// Runs `command` (`name`: its words, as `dream accept`, for messages). With `CAIRN_URL` set,
+/// the server answers every command it serves and every other brain command is refused
+/// (`remote::commands::route`).
+pub fn run(settings: &Settings, command: &Command, name: &str) -> Result<ExitCode> {
+    if let Some(remote) = &settings.remote {
+        match crate::remote::commands::route(command) {
+            Route::Server(handler) => {
+                return handler(&crate::remote::commands::configured(settings, remote)?);
+            }
+            Route::Missing => return Err(crate::remote::commands::no_endpoint(name, remote)),
+            Route::Here => {}
+        }
+    }
+    // The warm local daemon answers the hot commands when it runs (crate::daemon).
+    if let Some(answered) = crate::daemon::answer(settings, command) {
+        return answered;
+    }
     match command {
         Command::Records(command) => records::run(settings, command),
         Command::Exchange(command) => exchange::run(settings, command),

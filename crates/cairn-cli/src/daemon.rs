@@ -204,6 +204,85 @@ pub fn route(settings: &Settings) -> Route {
     }
 }
 
+/// The hot commands (`remember`, `recall`) when the daemon is on: through the live daemon, or
+/// from the file while it starts (a `remember` then without the model). `None`: not a hot
+/// command, or the daemon is off — the caller runs it as ever.
+pub fn answer(
+    settings: &Settings,
+    command: &crate::cli::Command,
+) -> Option<anyhow::Result<std::process::ExitCode>> {
+    use crate::cli::Command;
+    use crate::commands::records::RecordsCommand as R;
+    if !settings.daemon || !matches!(command, Command::Records(R::Remember(_) | R::Recall(_))) {
+        return None;
+    }
+    match route(settings) {
+        Route::Daemon(socket) => {
+            let crate::remote::commands::Route::Server(handler) =
+                crate::remote::commands::route(command)
+            else {
+                return None;
+            };
+            let remote = match local_remote(settings, &socket) {
+                Ok(remote) => remote,
+                Err(error) => return Some(Err(error)),
+            };
+            match handler(&remote) {
+                // Gone between the look and the call (an idle exit): nothing was sent, so the
+                // file answers.
+                Err(error)
+                    if error
+                        .downcast_ref::<crate::remote::RemoteError>()
+                        .is_some_and(crate::remote::RemoteError::unreachable) =>
+                {
+                    None
+                }
+                answered => Some(answered),
+            }
+        }
+        Route::Local { starting: true } => match command {
+            Command::Records(R::Remember(args)) => Some(crate::commands::records::run_remember(
+                settings, args, false,
+            )),
+            _ => None,
+        },
+        Route::Local { starting: false } => None,
+    }
+}
+
+/// The daemon as a server the remote commands talk to: no token, the caller's directory and
+/// actor sent along, timeouts of a local call.
+fn local_remote<'a>(
+    settings: &'a Settings,
+    socket: &Path,
+) -> anyhow::Result<crate::remote::commands::Remote<'a>> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| anyhow::anyhow!("cannot read the working directory: {e}"))?;
+    Ok(crate::remote::commands::Remote {
+        settings,
+        target: crate::remote::Target::Unix(socket.to_path_buf()),
+        options: local_options(settings, &cwd, "cli"),
+        local: true,
+    })
+}
+
+/// Client options for the daemon: no token, `Cairn-Cwd` and `Cairn-Actor`, the project when
+/// one was given.
+pub fn local_options(settings: &Settings, cwd: &Path, actor: &str) -> crate::remote::ClientOptions {
+    let mut options = crate::remote::ClientOptions::new(None);
+    options.project = settings.project.clone();
+    options.connect_timeout = std::time::Duration::from_secs(2);
+    options.headers.push((
+        cairn_http::auth::CWD_HEADER.to_string(),
+        cairn_http::auth::encode_path(cwd),
+    ));
+    options.headers.push((
+        cairn_http::auth::ACTOR_HEADER.to_string(),
+        actor.to_string(),
+    ));
+    options
+}
+
 /// Like [`route`] for a hook: never waits, never prints (a hook's stderr reaches the agent);
 /// a problem comes back for hook-errors.log.
 pub fn route_quietly(settings: &Settings) -> (Route, Option<String>) {

@@ -6,6 +6,7 @@
 //! The JSON shapes of each client's hook payloads live here and nowhere else
 //! (research/agent-integration.md B.1; Gemini CLI and Cursor docs for theirs).
 
+use crate::hook_server::HookServer;
 use crate::settings::Settings;
 use cairn_core::brief::{self, cap_injection};
 use cairn_core::capture::is_trivial_prompt;
@@ -183,8 +184,12 @@ pub fn run_hook(settings: &Settings, hook: &HookArgs) -> ExitCode {
             std::process::exit(0);
         }
     });
-    let outcome = std::panic::catch_unwind(|| handle(event, client, settings, hook.budget))
-        .unwrap_or_else(|_| Err("the hook panicked".to_string()));
+    let started = std::time::Instant::now();
+    let mut notes = Vec::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handle(event, client, settings, hook.budget, started, &mut notes)
+    }))
+    .unwrap_or_else(|_| Err("the hook panicked".to_string()));
     let mut finished = finished
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -199,6 +204,9 @@ pub fn run_hook(settings: &Settings, hook: &HookArgs) -> ExitCode {
         }
         Ok(None) => {}
         Err(error) => log_error(&log_path, &label, &error),
+    }
+    for note in &notes {
+        log_error(&log_path, &label, note);
     }
     std::process::exit(0)
 }
@@ -248,7 +256,23 @@ fn open_engine(settings: &Settings, cwd: &Path) -> Result<Engine, String> {
         .map_err(|e| format!("cannot open the brain: {e}"))
 }
 
-fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<usize>) -> Outcome {
+/// What is left of the hook's deadline, less a margin for printing and exiting.
+fn time_left(event: HookEvent, started: std::time::Instant) -> Duration {
+    event
+        .deadline()
+        .saturating_sub(started.elapsed())
+        .saturating_sub(Duration::from_millis(50))
+}
+
+/// The hook's work. `notes`: what went wrong without costing the agent anything (logged).
+fn handle(
+    event: HookEvent,
+    client: Client,
+    settings: &Settings,
+    budget: Option<usize>,
+    started: std::time::Instant,
+    notes: &mut Vec<String>,
+) -> Outcome {
     let payload = read_payload()?;
     let cwd = working_dir(&payload);
     let session = payload.session.as_deref().unwrap_or("unknown").to_string();
@@ -261,6 +285,12 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
         // An LLM call cairn started (e.g. `claude -p`) fires the client's hooks too: its turns
         // are cairn's own prompts, never captured, and its end starts no maintenance.
         return Ok(None);
+    }
+    // `CAIRN_URL`: the brain is the server's, for every hook.
+    if let Some(server) = HookServer::remote(settings, &cwd, time_left(event, started)) {
+        return remote_hook(
+            event, client, settings, &server?, &payload, &session, budget, notes,
+        );
     }
     match event {
         HookEvent::SessionStart => {
@@ -290,9 +320,26 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                 // Cursor's beforeSubmitPrompt cannot add context; its agent recalls over MCP.
                 return Ok(None);
             }
+            let budget = budget.unwrap_or(RECALL_BUDGET);
+            // The live daemon recalls hybrid (its model is resident); none running: it is
+            // started in the background (never waited for) and the file answers, lexically.
+            let (route, problem) = crate::daemon::route_quietly(settings);
+            notes.extend(problem);
+            if let crate::daemon::Route::Daemon(socket) = route {
+                // Half of what is left, so the file can still answer if the daemon does not.
+                let answered =
+                    HookServer::daemon(settings, &socket, &cwd, time_left(event, started) / 2)
+                        .and_then(|server| server.prompt(prompt, budget));
+                match answered {
+                    Ok(text) => return Ok(text.map(|text| inject(event, client, &text))),
+                    Err(error) => notes.push(format!(
+                        "the daemon did not answer ({error}); recalled from the file, lexically"
+                    )),
+                }
+            }
             let mut engine = open_engine(settings, &cwd)?;
             let found = engine
-                .prompt_context(prompt, budget.unwrap_or(RECALL_BUDGET), Mode::Lexical)
+                .prompt_context(prompt, budget, Mode::Lexical)
                 .map_err(|e| format!("recall: {e}"))?;
             if let Some(found) = &found
                 && !engine.context().read_only
@@ -357,6 +404,76 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                 crate::commands::lifecycle::spawn_after_session(settings, &engine, &session, &cwd)
                     .map_err(|e| format!("session end: cannot start the extraction: {e}"))?;
             }
+            Ok(None)
+        }
+    }
+}
+
+/// Every hook with `CAIRN_URL`: the server does the work (`/v1/hooks/…`); the transcript is
+/// read here and its new lines sent.
+#[allow(clippy::too_many_arguments)]
+fn remote_hook(
+    event: HookEvent,
+    client: Client,
+    settings: &Settings,
+    server: &HookServer,
+    payload: &HookPayload,
+    session: &str,
+    budget: Option<usize>,
+    notes: &mut Vec<String>,
+) -> Outcome {
+    let writes = || {
+        if settings.read_only {
+            Err("CAIRN_READ_ONLY is set: nothing was sent to the server".to_string())
+        } else {
+            Ok(())
+        }
+    };
+    match event {
+        HookEvent::SessionStart => {
+            let text = server.session_start(
+                budget.unwrap_or(cairn_engine::DEFAULT_BRIEF_BUDGET),
+                session,
+                payload.source.as_deref(),
+                client_name(client),
+            )?;
+            Ok(Some(inject(event, client, &text)))
+        }
+        HookEvent::UserPromptSubmit => {
+            let Some(prompt) = payload.prompt.as_deref() else {
+                return Ok(None);
+            };
+            if is_trivial_prompt(prompt) || client == Client::Cursor {
+                return Ok(None);
+            }
+            let text = server.prompt(prompt, budget.unwrap_or(RECALL_BUDGET))?;
+            Ok(text.map(|text| inject(event, client, &text)))
+        }
+        HookEvent::Stop | HookEvent::PreCompact => {
+            writes()?;
+            if let Some(response) = payload.response.as_deref() {
+                server.turn(session, payload.prompt.as_deref().unwrap_or(""), response)?;
+            } else if let Some(path) = payload.transcript_path.as_deref() {
+                server.capture(session, Path::new(path), event.backlog_budget())?;
+            }
+            Ok(None)
+        }
+        HookEvent::SessionEnd => {
+            writes()?;
+            let mut detail = json!({"session": session, "reason": payload.reason, "client": client_name(client)});
+            if let Some(path) = payload.transcript_path.as_deref()
+                && client == Client::ClaudeCode
+                && Path::new(path).exists()
+            {
+                let left = server.capture(session, Path::new(path), event.backlog_budget())?;
+                if left > 0 {
+                    detail["uncaptured_bytes"] = left.into();
+                }
+            }
+            server.session_end(&detail)?;
+            notes.push(format!(
+                "session {session} ended on a remote server: the fact extraction a local session end starts is not started remotely — run `cairn extract --session {session}` where the brain is"
+            ));
             Ok(None)
         }
     }

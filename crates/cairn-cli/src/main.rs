@@ -28,18 +28,21 @@ mod embed_cache;
 mod embedder;
 mod eval_cmd;
 mod hook;
+mod hook_server;
 mod ojson;
 mod output;
+mod remote;
 mod settings;
 mod values;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let matches = cli::Cli::command().get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let settings = settings::Settings::new(&cli.globals);
-    match cli::run(&settings, &cli.command) {
+    match cli::run(&settings, &cli.command, &command_name(&matches)) {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => ExitCode::from(output::BROKEN_PIPE),
         Err(error) => {
@@ -48,4 +51,15 @@ fn main() -> ExitCode {
             code
         }
     }
+}
+
+/// The words naming the command that runs (`recall`, `dream accept`), for messages.
+fn command_name(matches: &clap::ArgMatches) -> String {
+    let mut words = Vec::new();
+    let mut current = matches;
+    while let Some((name, inner)) = current.subcommand() {
+        words.push(name.to_string());
+        current = inner;
+    }
+    words.join(" ")
 }

@@ -1,5 +1,6 @@
 //! Printing: human text on a terminal, or the JSON contract with `--json`; errors and exit codes.
 
+use crate::remote::RemoteError;
 use cairn_engine::EngineError;
 use serde::Serialize;
 use std::io::{IsTerminal as _, Write as _};
@@ -50,6 +51,9 @@ pub fn print_json<T: Serialize>(value: &T) {
 /// The exit code of a failed command: the service layer's one table (`cairn_service::errors`),
 /// by the error's kind.
 pub fn exit_code(error: &anyhow::Error) -> ExitCode {
+    if let Some(remote) = error.downcast_ref::<RemoteError>() {
+        return ExitCode::from(remote.exit_code());
+    }
     match error.downcast_ref::<EngineError>() {
         Some(error) => ExitCode::from(cairn_service::errors::exit_code(error.kind())),
         None => ExitCode::from(1),
@@ -65,6 +69,17 @@ pub fn print_error(error: &anyhow::Error, json: bool) {
         }) = error.downcast_ref::<EngineError>()
         {
             value = serde_json::json!({"status": "refused", "error": message, "existing": existing, "ways_out": ways_out});
+        }
+        if let Some(remote) = error.downcast_ref::<RemoteError>()
+            && remote.kind == cairn_engine::ErrorKind::Refused
+        {
+            // The same answer as a local refusal: the server's problem carries both members.
+            let member = |key: &str| remote.member(key).cloned().unwrap_or_default();
+            let ways_out = match member("ways_out") {
+                serde_json::Value::Null => serde_json::json!([]),
+                ways => ways,
+            };
+            value = serde_json::json!({"status": "refused", "error": message, "existing": member("existing"), "ways_out": ways_out});
         }
         outln!("{value}");
     }

@@ -52,6 +52,19 @@ pub struct Settings {
     /// `CAIRN_DAEMON=off` (or `0`, `false`), `CAIRN_URL` names a server, or writes are refused
     /// (a read-only process must not start the daemon every later call would use).
     pub daemon: bool,
+    /// `CAIRN_URL` (and `CAIRN_TOKEN`): a cairn server every brain command talks to instead of
+    /// the file; `None` when unset or empty.
+    pub remote: Option<RemoteSettings>,
+}
+
+/// Where the server is and the credential to show it (`CAIRN_URL`, `CAIRN_TOKEN`).
+#[derive(Debug, Clone)]
+pub struct RemoteSettings {
+    /// The address as given (read by `remote::Target::parse` when a command runs, so a bad one
+    /// is reported like any other error).
+    pub url: String,
+    /// `CAIRN_TOKEN`; never printed (not even by `Debug`).
+    pub token: Option<crate::remote::Secret>,
 }
 
 impl Settings {
@@ -77,6 +90,10 @@ impl Settings {
             embedder: env_word("CAIRN_EMBEDDER").map(|v| v.to_ascii_lowercase()),
             model: env_word("CAIRN_MODEL"),
             daemon: false,
+            remote: env_word("CAIRN_URL").map(|url| RemoteSettings {
+                url,
+                token: env_word("CAIRN_TOKEN").map(crate::remote::Secret::new),
+            }),
         }
         .with_daemon()
     }
@@ -88,7 +105,7 @@ impl Settings {
                 "off" | "0" | "false" | "no"
             )
         });
-        self.daemon = !off && env_word("CAIRN_URL").is_none() && !self.read_only;
+        self.daemon = !off && self.remote.is_none() && !self.read_only;
         self
     }
 

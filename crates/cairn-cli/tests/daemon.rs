@@ -143,11 +143,17 @@ impl Daemon {
     /// The daemon the CLI started for `brain`: found by the pid in its log.
     fn started_by_cli(brain: &Brain) -> Daemon {
         let socket = socket_of(brain);
-        wait_for("the daemon the CLI started to answer", || live(&socket));
+        let listening = || {
+            std::fs::read_to_string(log_of(brain))
+                .is_ok_and(|log| log.contains("listening on unix:"))
+        };
+        wait_for("the daemon the CLI started to answer", || {
+            live(&socket) && listening()
+        });
         let log = std::fs::read_to_string(log_of(brain)).unwrap();
         let line = log
             .lines()
-            .find(|l| l.contains("listening on unix:"))
+            .rfind(|l| l.contains("listening on unix:"))
             .unwrap_or_else(|| panic!("no listening line in the daemon's log: {log}"))
             .to_string();
         let pid = line
@@ -362,8 +368,17 @@ fn vectors(brain: &Brain) -> i64 {
 }
 
 #[test]
-fn the_first_remember_starts_the_daemon_and_leaves_the_embedding_to_it() {
+fn a_remember_answered_while_the_daemon_starts_leaves_the_embedding_to_it() {
     let brain = Brain::new();
+    // Another process is starting the daemon (it holds the start lock): this CLI answers from
+    // the file at once, without the model — no daemon exists yet to embed anything.
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(format!("{}.lock", socket_of(&brain).display()))
+        .unwrap();
+    lock.try_lock().unwrap();
     let output = cmd(&brain)
         .env("CAIRN_EMBEDDER", "hash")
         .args([
@@ -380,10 +395,20 @@ fn the_first_remember_starts_the_daemon_and_leaves_the_embedding_to_it() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("stored as #1"));
-    // Answered at once, from the file, without loading the model: no vector yet ...
-    assert_eq!(vectors(&brain), 0, "the CLI did not embed");
-    // ... the daemon it started embeds it.
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "stored as #1"
+    );
+    assert_eq!(vectors(&brain), 0, "the CLI did not load the model");
+    assert!(!log_of(&brain).exists(), "nobody started a second daemon");
+    drop(lock);
+    // The next call starts the daemon (this one answered from the file too) ...
+    cmd(&brain)
+        .env("CAIRN_EMBEDDER", "hash")
+        .args(["recall", "cache port"])
+        .assert()
+        .success();
+    // ... whose indexer embeds the record as soon as its model is loaded.
     let daemon = Daemon::started_by_cli(&brain);
     wait_for("the daemon's indexer to embed #1", || vectors(&brain) == 1);
     daemon.stop();
@@ -464,4 +489,425 @@ fn a_long_brain_path_gets_a_short_private_socket() {
         .args(["-TERM", &child.id().to_string()])
         .status();
     assert!(child.wait().unwrap().success());
+}
+
+fn healthz(socket: &Path) -> Value {
+    let (status, health) = curl(socket, "GET", "/healthz", None, &[]);
+    assert_eq!(status, 200, "{health}");
+    health
+}
+
+/// A daemon with the test embedder, its model loaded (`/healthz` says `ready`).
+fn warm_daemon(brain: &Brain) -> Daemon {
+    let daemon = Daemon::start(brain, &[("CAIRN_EMBEDDER", "hash")]);
+    let socket = socket_of(brain);
+    wait_for("the daemon's model", || {
+        healthz(&socket)["model"] == "ready"
+    });
+    daemon
+}
+
+#[test]
+fn a_cli_with_a_live_daemon_goes_through_it_with_the_same_output() {
+    let brain = Brain::new();
+    let daemon = warm_daemon(&brain);
+    let socket = socket_of(&brain);
+    let before = healthz(&socket)["requests"].as_u64().unwrap();
+    // This CLI has no embedder of its own: a hybrid answer can only come from the daemon.
+    let stored = cmd(&brain)
+        .args([
+            "remember",
+            "--type",
+            "gotcha",
+            "--body",
+            "the staging queue stalls when the WAL grows",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        stored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stored.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&stored.stdout).trim(),
+        "stored as #1"
+    );
+    assert_eq!(vectors(&brain), 1, "the daemon embedded it as it stored it");
+    let answer: Value = serde_json::from_slice(
+        &cmd(&brain)
+            .args(["--json", "recall", "staging queue"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        answer["degraded"].is_null(),
+        "hybrid through the daemon: {answer}"
+    );
+    assert_eq!(answer["results"][0]["id"], 1);
+    assert!(
+        answer["results"][0]["why"]["vector_rank"].is_number(),
+        "{answer}"
+    );
+    // Two calls went to the daemon (and the two /healthz reads).
+    assert_eq!(healthz(&socket)["requests"].as_u64().unwrap(), before + 3);
+    // The same record and actor as a local remember would make.
+    let history = brain.json(&["show", "1", "--history"], 0);
+    assert_eq!(history["project"], "test-project");
+    // A refused near duplicate exits 3 through the daemon too, with the same message.
+    let body = "The billing service retries failed webhook deliveries five times with exponential backoff starting at two seconds and then gives up and writes the event to the dead letter queue for manual replay by the on call engineer";
+    cmd(&brain)
+        .args(["remember", "--type", "fact", "--body", body])
+        .assert()
+        .success();
+    let near = body.replace("on call engineer", "on call engineers");
+    let again = ["remember", "--type", "fact", "--body", near.as_str()];
+    let through = cmd(&brain).args(again).output().unwrap();
+    let local = cmd(&brain)
+        .env("CAIRN_DAEMON", "off")
+        .args(again)
+        .output()
+        .unwrap();
+    assert_eq!(
+        through.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&through.stderr)
+    );
+    assert_eq!(local.status.code(), Some(3));
+    assert_eq!(through.stdout, local.stdout);
+    // Text output is the local command's: the same lines but for the score (lexical-only
+    // here) and the why line.
+    let text = cmd(&brain)
+        .args(["recall", "staging queue"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.starts_with("#1 gotcha · global · test-project · score"),
+        "{text}"
+    );
+    assert!(text.contains("why: lexical #1 · vector #1"), "{text}");
+    daemon.stop();
+}
+
+#[test]
+fn a_daemon_killed_mid_write_loses_nothing_it_acknowledged() {
+    let brain = Brain::new();
+    let daemon = warm_daemon(&brain);
+    let acknowledged = brain.dir.path().join("acknowledged.txt");
+    // One writer after another through the daemon; each line it prints is an acknowledged write.
+    let script = "for n in $(seq 1 400); do \"$CAIRN_BIN\" remember --type note --body \"kill nine note $n of the test\" >/dev/null 2>&1 && echo \"$n\" >> \"$ACK\"; done";
+    let mut writer = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(brain.dir.path())
+        .env("CAIRN_BIN", assert_cmd::cargo::cargo_bin("cairn"))
+        .env("ACK", &acknowledged)
+        .env("CAIRN_DB", &brain.db)
+        .env("CAIRN_PROJECT", "test-project")
+        .env("CAIRN_EMBEDDER", "none")
+        // The daemons later calls start after the kill leave by themselves soon.
+        .env("CAIRN_DAEMON_IDLE_SECS", "3")
+        .env_remove("CAIRN_DAEMON")
+        .spawn()
+        .unwrap();
+    wait_for("20 acknowledged writes", || {
+        std::fs::read_to_string(&acknowledged).is_ok_and(|t| t.lines().count() >= 20)
+    });
+    daemon.signal("-KILL");
+    assert!(writer.wait().unwrap().success());
+    let acknowledged = std::fs::read_to_string(&acknowledged).unwrap();
+    let count = acknowledged.lines().count();
+    assert!(count >= 20, "{count}");
+    for n in acknowledged.lines() {
+        let stored = brain.sql(&format!(
+            "SELECT count(*) FROM memories WHERE body = 'kill nine note {n} of the test'"
+        ));
+        assert_eq!(stored, "1", "acknowledged write {n} is in the brain");
+    }
+    let integrity = brain.sql("PRAGMA integrity_check");
+    assert_eq!(integrity, "ok");
+    drop(daemon);
+}
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hooks")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn payload(name: &str, brain: &Brain, transcript: &Path, prompt: &str) -> String {
+    fixture(name)
+        .replace("TRANSCRIPT", &transcript.display().to_string())
+        .replace("CWD", &brain.dir.path().display().to_string())
+        .replace("PROMPT", prompt)
+}
+
+fn hook(brain: &Brain, event: &str, stdin: &str, env: &[(&str, &str)]) -> (String, Duration) {
+    let mut command = cmd(brain);
+    command.args(["hook", event]).write_stdin(stdin.to_string());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let started = Instant::now();
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "a hook always exits 0");
+    (
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        started.elapsed(),
+    )
+}
+
+fn hook_log(brain: &Brain) -> String {
+    std::fs::read_to_string(brain.dir.path().join("hook-errors.log")).unwrap_or_default()
+}
+
+#[test]
+fn the_prompt_hook_recalls_through_the_daemon_and_fails_open_without_it() {
+    let brain = Brain::new();
+    let daemon = warm_daemon(&brain);
+    let socket = socket_of(&brain);
+    cmd(&brain)
+        .args([
+            "remember",
+            "--type",
+            "gotcha",
+            "--body",
+            "pnpm install fails on an outdated lockfile in CI",
+        ])
+        .assert()
+        .success();
+    let prompt = payload(
+        "claude-user-prompt-submit.json",
+        &brain,
+        Path::new("/nonexistent"),
+        "why does pnpm install fail on the lockfile",
+    );
+    let before = healthz(&socket)["requests"].as_u64().unwrap();
+    let (through, _) = hook(&brain, "user-prompt-submit", &prompt, &[]);
+    assert!(through.contains("outdated lockfile"), "{through}");
+    assert_eq!(
+        healthz(&socket)["requests"].as_u64().unwrap(),
+        before + 2,
+        "the hook's recall was the daemon's"
+    );
+    assert_eq!(hook_log(&brain), "");
+    // The same injection the file gives (one record: no ranking to differ).
+    let (local, _) = hook(
+        &brain,
+        "user-prompt-submit",
+        &prompt,
+        &[("CAIRN_DAEMON", "off")],
+    );
+    assert_eq!(through, local);
+    // The daemon is killed: a dead socket. The hook answers from the file, starts a new
+    // daemon in the background without waiting for it, and exits 0.
+    daemon.signal("-KILL");
+    wait_for("the killed daemon to be gone", || !daemon.running());
+    assert!(socket.exists(), "a killed daemon leaves its socket file");
+    assert!(!live(&socket), "nobody answers on it");
+    let (answered, _) = hook(
+        &brain,
+        "user-prompt-submit",
+        &prompt,
+        &[("CAIRN_DAEMON_IDLE_SECS", "3")],
+    );
+    assert!(answered.contains("outdated lockfile"), "{answered}");
+    drop(daemon);
+}
+
+#[test]
+fn a_daemon_that_never_answers_costs_the_hook_at_most_its_deadline() {
+    let brain = Brain::new();
+    cmd(&brain)
+        .env("CAIRN_DAEMON", "off")
+        .args([
+            "remember",
+            "--type",
+            "gotcha",
+            "--body",
+            "pnpm install fails on an outdated lockfile in CI",
+        ])
+        .assert()
+        .success();
+    // A socket that accepts connections (the kernel's backlog) and never reads or answers.
+    let socket = socket_of(&brain);
+    let _silent = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let prompt = payload(
+        "claude-user-prompt-submit.json",
+        &brain,
+        Path::new("/nonexistent"),
+        "why does pnpm install fail on the lockfile",
+    );
+    let (answered, took) = hook(
+        &brain,
+        "user-prompt-submit",
+        &prompt,
+        &[("CAIRN_HOOK_DEADLINE_MS", "3000")],
+    );
+    // Half the deadline went to the daemon; the file answered in the other half.
+    assert!(answered.contains("outdated lockfile"), "{answered}");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    let log = hook_log(&brain);
+    assert!(
+        log.contains("the daemon did not answer") && log.contains("recalled from the file"),
+        "{log}"
+    );
+}
+
+/// `cairn serve` on a loopback port with a write token for `test-project`: (server, url, token).
+fn remote_server(brain: &Brain) -> (Child, String, String) {
+    let token = brain.json(
+        &[
+            "token",
+            "create",
+            "--name",
+            "laptop",
+            "--project",
+            "test-project",
+            "--role",
+            "write",
+        ],
+        0,
+    )["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("cairn"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(brain.dir.path())
+        .env("CAIRN_DB", &brain.db)
+        .env("CAIRN_EMBEDDER", "none")
+        .env_remove("CAIRN_PROJECT")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = first_line_then_drain(&mut child);
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_string();
+    (child, url, token)
+}
+
+#[test]
+fn with_cairn_url_every_hook_talks_to_the_server() {
+    let server_brain = Brain::new();
+    let (mut server, url, token) = remote_server(&server_brain);
+    // The client's side: its own directory, a transcript, and no brain file at all.
+    let client = Brain::new();
+    let remote = [("CAIRN_URL", url.as_str()), ("CAIRN_TOKEN", token.as_str())];
+    let transcript = client.dir.path().join("session.jsonl");
+    std::fs::write(&transcript, fixture("claude-transcript.jsonl")).unwrap();
+    let stop = payload("claude-stop.json", &client, &transcript, "");
+    let (out, _) = hook(&client, "stop", &stop, &remote);
+    assert_eq!(out, "");
+    assert_eq!(hook_log(&client), "");
+    let episodes = server_brain.sql("SELECT count(*) FROM memories WHERE type = 'episode'");
+    assert_eq!(
+        episodes, "2",
+        "the transcript's turns were captured on the server"
+    );
+    // Again: nothing new, nothing stored twice.
+    hook(&client, "stop", &stop, &remote);
+    assert_eq!(
+        server_brain.sql("SELECT count(*) FROM memories WHERE type = 'episode'"),
+        "2"
+    );
+    // The transcript grows: only the new turn goes.
+    let mut more = std::fs::read_to_string(&transcript).unwrap();
+    more.push_str(
+        &fixture("claude-transcript.jsonl")
+            .lines()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("7f3c2a10", "8a4d3b21"),
+    );
+    more.push('\n');
+    std::fs::write(&transcript, &more).unwrap();
+    hook(&client, "stop", &stop, &remote);
+    assert_eq!(hook_log(&client), "");
+    let offset = server_brain.sql("SELECT byte_offset FROM capture_offsets");
+    assert!(offset.parse::<usize>().unwrap() > 0, "{offset}");
+    // Prompt and session start are the server's brief and recall.
+    cmd(&server_brain)
+        .env("CAIRN_DAEMON", "off")
+        .args([
+            "remember",
+            "--type",
+            "gotcha",
+            "--body",
+            "the deploy key rotates every Monday",
+        ])
+        .assert()
+        .success();
+    let prompt = payload(
+        "claude-user-prompt-submit.json",
+        &client,
+        &transcript,
+        "when does the deploy key rotate",
+    );
+    let (injected, _) = hook(&client, "user-prompt-submit", &prompt, &remote);
+    assert!(
+        injected.contains("deploy key rotates every Monday"),
+        "{injected}"
+    );
+    let start = payload("claude-session-start.json", &client, &transcript, "");
+    let (brief, _) = hook(&client, "session-start", &start, &remote);
+    assert!(brief.contains("cairn brief for project"), "{brief}");
+    assert!(!client.db.exists(), "no local brain was opened");
+    // An offset that is not the stored one is refused (409) and nothing is captured.
+    let (status, problem) = curl_tcp(
+        &url,
+        &token,
+        "/v1/hooks/capture",
+        r#"{"session":"7f3c2a10-5b1e-4c8e-9f7a-2d4b6c8e0a11","transcript":"elsewhere","offset":7,"text":"{}\n"}"#,
+    );
+    assert_eq!(status, 409, "{problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("send it again from byte 0"),
+        "{problem}"
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    server.wait().unwrap();
+    // The server is down: every hook fails open within its deadline and says why in the log.
+    let (out, took) = hook(&client, "user-prompt-submit", &prompt, &remote);
+    assert_eq!(out, "");
+    assert!(took < Duration::from_secs(60));
+    let log = hook_log(&client);
+    assert!(log.contains("cannot reach the cairn server"), "{log}");
+    assert!(!log.contains(&token), "the token is never logged");
+}
+
+fn curl_tcp(url: &str, token: &str, path: &str, body: &str) -> (u16, Value) {
+    let output = Command::new("curl")
+        .args(["-s", "-o", "-", "-w", "\n%{http_code}", "-H"])
+        .arg(format!("authorization: Bearer {token}"))
+        .args([
+            "-H",
+            "content-type: application/json",
+            "--data-binary",
+            body,
+        ])
+        .arg(format!("{url}{path}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let (body, status) = text.rsplit_once('\n').unwrap();
+    (
+        status.trim().parse().unwrap(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
 }

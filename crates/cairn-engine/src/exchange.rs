@@ -24,7 +24,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Lines per write transaction during import.
 const IMPORT_BATCH: usize = 1000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LineStatus {
     Added,
@@ -35,17 +35,17 @@ pub enum LineStatus {
 }
 
 /// What happened to one input line.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LineOutcome {
     pub line: usize,
     pub status: LineStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ImportSummary {
     pub added: usize,
     pub updated: usize,
@@ -56,7 +56,7 @@ pub struct ImportSummary {
     pub history_versions: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ImportReport {
     pub summary: ImportSummary,
     pub lines: Vec<LineOutcome>,

@@ -6,7 +6,7 @@ use cairn_core::record::MemoryType;
 use cairn_core::scope::Scope;
 use cairn_core::time::format_ts;
 use cairn_store::{ScopeRow, Stats};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// `doctor --repair` runs `VACUUM` when more than this share of the file is free pages.
@@ -38,21 +38,21 @@ enum Disagreement {
 }
 
 /// One finding of `doctor`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Check {
     pub name: String,
     pub ok: bool,
     /// Not a failure but worth acting on (`ok` stays true, `doctor` exits 0): lag such as
     /// records still waiting for their vectors. Written only when true.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warning: bool,
     pub detail: String,
     /// What to run to fix it, when something is wrong.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DoctorReport {
     pub path: String,
     pub schema_version: i64,

@@ -14,7 +14,7 @@ use cairn_core::score::{self, Hit, ScoreParts};
 use cairn_core::time::{age_days, format_ts, parse_time};
 use cairn_store::{LexicalQuery, NewEvent};
 use chrono::{DateTime, Datelike, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 
@@ -159,7 +159,7 @@ impl RecallRequest {
 }
 
 /// Why a result is where it is.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Why {
     pub lexical_rank: Option<u32>,
     pub vector_rank: Option<u32>,
@@ -167,15 +167,15 @@ pub struct Why {
     pub recency: f64,
     pub stakes: f64,
     /// The speaker of this turn, when the query names them (relevance includes the boost).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speaker: Option<String>,
     /// The record is dated within a period the query names (relevance includes the boost).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub named_date: bool,
 }
 
 /// One answer (the JSON of docs/cli.md).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RecallResult {
     pub id: i64,
     pub external_id: Option<String>,
@@ -196,15 +196,15 @@ pub struct RecallResult {
     pub superseded_from: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RecallAnswer {
     pub query: String,
     pub degraded: Option<String>,
     pub results: Vec<RecallResult>,
     /// Plain words when nothing was found, or when the query had nothing searchable.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 

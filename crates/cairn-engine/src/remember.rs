@@ -13,7 +13,7 @@ use cairn_core::time::{format_ts, parse_time, parse_time_ahead};
 use cairn_core::{polarity, query, receipt, secrets, text};
 use cairn_store::{LexicalQuery, NewEvent, WriteTx};
 use chrono::{DateTime, Duration, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 
@@ -92,7 +92,7 @@ impl RememberRequest {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RememberStatus {
     Added,
@@ -103,7 +103,7 @@ pub enum RememberStatus {
 }
 
 /// What `remember` did (the JSON of docs/cli.md).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RememberOutcome {
     pub status: RememberStatus,
     pub id: Option<i64>,

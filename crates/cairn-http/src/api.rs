@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post};
 use cairn_core::brief::SectionKind;
 use cairn_core::memory::Memory;
-use cairn_core::record::{Confidence, MemoryType, Status, TrustZone};
+use cairn_core::record::{Confidence, MemoryType, Sensitivity, Status, TrustZone};
 use cairn_engine::exchange::ImportOptions;
 use cairn_engine::tokens::Role;
 use cairn_engine::{
@@ -198,6 +198,9 @@ pub struct RememberBody {
     pub pinned: bool,
     #[serde(default)]
     pub trust_zone: Option<String>,
+    /// public_safe, normal (default) or do_not_export.
+    #[serde(default)]
+    pub sensitivity: Option<String>,
     /// When to review it (date or RFC 3339); `no_review` for never.
     #[serde(default)]
     pub review: Option<String>,
@@ -237,6 +240,11 @@ impl RememberBody {
             .trust_zone
             .as_deref()
             .map(str::parse::<TrustZone>)
+            .transpose()?;
+        request.sensitivity = self
+            .sensitivity
+            .as_deref()
+            .map(str::parse::<Sensitivity>)
             .transpose()?;
         request.review = match (self.review, self.no_review) {
             (_, true) => Review::Never,

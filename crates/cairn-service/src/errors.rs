@@ -51,24 +51,48 @@ pub fn label(kind: ErrorKind) -> &'static str {
     }
 }
 
+/// Every kind, in the order of [`ErrorKind`].
+pub const KINDS: [ErrorKind; 12] = [
+    ErrorKind::Damaged,
+    ErrorKind::Missing,
+    ErrorKind::Locked,
+    ErrorKind::ReadOnly,
+    ErrorKind::Schema,
+    ErrorKind::DiskFull,
+    ErrorKind::NotFound,
+    ErrorKind::Refused,
+    ErrorKind::Invalid,
+    ErrorKind::Unauthorized,
+    ErrorKind::Forbidden,
+    ErrorKind::Other,
+];
+
+/// The kind a label names (the inverse of [`label`]): how a client reads a problem document's
+/// `type`. `None` for a label of the HTTP layer alone (`too-large`, `timeout`, `no-route`, …).
+pub fn kind_of_label(text: &str) -> Option<ErrorKind> {
+    KINDS.into_iter().find(|kind| label(*kind) == text)
+}
+
+/// The kind an error status stands for when the answer names none (a reverse proxy's page, or
+/// a label of the HTTP layer): a refused request is invalid, a busy server is locked.
+pub fn kind_of_status(status: u16) -> ErrorKind {
+    match status {
+        401 => ErrorKind::Unauthorized,
+        403 => ErrorKind::Forbidden,
+        404 => ErrorKind::NotFound,
+        409 => ErrorKind::Refused,
+        503 => ErrorKind::Locked,
+        507 => ErrorKind::DiskFull,
+        400..=499 => ErrorKind::Invalid,
+        _ => ErrorKind::Other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const ALL: [ErrorKind; 12] = [
-        ErrorKind::Damaged,
-        ErrorKind::Missing,
-        ErrorKind::Locked,
-        ErrorKind::ReadOnly,
-        ErrorKind::Schema,
-        ErrorKind::DiskFull,
-        ErrorKind::NotFound,
-        ErrorKind::Refused,
-        ErrorKind::Invalid,
-        ErrorKind::Unauthorized,
-        ErrorKind::Forbidden,
-        ErrorKind::Other,
-    ];
+    const ALL: [ErrorKind; 12] = KINDS;
 
     #[test]
     fn every_kind_has_an_error_status_and_a_distinct_label() {
@@ -81,5 +105,23 @@ mod tests {
             assert!(exit_code(kind) != 0, "{kind:?}");
         }
         assert_eq!(exit_code(ErrorKind::Refused), 3);
+    }
+
+    #[test]
+    fn a_label_reads_back_as_its_kind_and_a_status_as_the_kind_that_answers_it() {
+        for kind in ALL {
+            assert_eq!(kind_of_label(label(kind)), Some(kind), "{kind:?}");
+            // Where one kind alone answers a status, the status reads back as that kind.
+            let same_status: Vec<ErrorKind> = ALL
+                .into_iter()
+                .filter(|k| http_status(*k) == http_status(kind))
+                .collect();
+            if same_status.len() == 1 {
+                assert_eq!(kind_of_status(http_status(kind)), kind, "{kind:?}");
+            }
+        }
+        assert_eq!(kind_of_label("too-large"), None);
+        assert_eq!(kind_of_status(413), ErrorKind::Invalid);
+        assert_eq!(kind_of_status(502), ErrorKind::Other);
     }
 }

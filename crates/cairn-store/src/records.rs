@@ -5,7 +5,7 @@ use crate::{Reader, Result, StoreError, WriteTx, history};
 use cairn_core::memory::Memory;
 use cairn_core::minhash::Signature;
 use rusqlite::{OptionalExtension, Row, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const MEMORY_COLUMNS: &str = "id, project, scope, type, title, body, summary, tags, importance, confidence, trust, \
      trust_zone, sensitivity, source, commit_rev, review_at, expires_at, pinned, status, supersedes, \
@@ -184,7 +184,7 @@ fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
 }
 
 /// One earlier version of a record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HistoryRow {
     pub version: i64,
     pub at: String,
@@ -215,7 +215,7 @@ pub struct NewEvent<'a> {
     pub detail: &'a serde_json::Value,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConflictRow {
     pub id: i64,
     pub memory_id: i64,
@@ -234,7 +234,7 @@ pub struct ScopeRow {
     pub records: i64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Stats {
     pub records: i64,
     pub by_status: Vec<(String, i64)>,

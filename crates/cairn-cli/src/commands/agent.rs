@@ -175,9 +175,14 @@ fn run_brief(settings: &Settings, brief: &BriefArgs) -> Result<ExitCode> {
     if settings.json {
         print_json(&brief);
     } else {
-        out!("{}", brief.assembled.text);
+        print_brief_text(&brief.assembled.text);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The brief as text: the assembled text as it is.
+pub(crate) fn print_brief_text(text: &str) {
+    out!("{text}");
 }
 
 fn run_review(settings: &Settings, stale_days: u32) -> Result<ExitCode> {

@@ -54,38 +54,11 @@ pub fn run(settings: &Settings, command: &MaintenanceCommand) -> Result<ExitCode
         MaintenanceCommand::Stats => {
             let engine = settings.open("cli")?;
             let stats = engine.stats()?;
-            if settings.json {
-                print_json(&stats);
-            } else {
-                outln!("brain      {}", engine.store().path().display());
-                outln!("records    {} ({} projects)", stats.records, stats.projects);
-                for (status, count) in &stats.by_status {
-                    outln!("  {status:<10} {count}");
-                }
-                for (memory_type, count) in &stats.by_type {
-                    outln!("  {memory_type:<10} {count}");
-                }
-                outln!("history    {} earlier versions", stats.history_versions);
-                outln!("events     {}", stats.events);
-                outln!("conflicts  {} open", stats.open_conflicts);
-                if !stats.capture_skipped.is_empty() {
-                    let skipped: Vec<String> = stats
-                        .capture_skipped
-                        .iter()
-                        .map(|(reason, count)| format!("{count} {reason}"))
-                        .collect();
-                    outln!(
-                        "skipped    {} captured turns: {}",
-                        stats.capture_skipped.iter().map(|(_, c)| c).sum::<i64>(),
-                        skipped.join(", ")
-                    );
-                }
-                outln!(
-                    "size       {:.1} MB file, {:.1} MB of text",
-                    stats.file_bytes as f64 / 1e6,
-                    stats.body_bytes as f64 / 1e6
-                );
-            }
+            print_stats(
+                settings,
+                &engine.store().path().display().to_string(),
+                &stats,
+            );
             Ok(ExitCode::SUCCESS)
         }
         MaintenanceCommand::Scope { command } => {
@@ -210,8 +183,49 @@ fn run_doctor(settings: &Settings, repair: bool) -> Result<ExitCode> {
         }
     };
     let report = engine.doctor(repair)?;
+    Ok(print_doctor(settings, &report))
+}
+
+/// Prints the counts and sizes of `brain` (its file, or the server that answered).
+pub(crate) fn print_stats(settings: &Settings, brain: &str, stats: &cairn_store::Stats) {
     if settings.json {
-        print_json(&report);
+        print_json(stats);
+        return;
+    }
+    outln!("brain      {brain}");
+    outln!("records    {} ({} projects)", stats.records, stats.projects);
+    for (status, count) in &stats.by_status {
+        outln!("  {status:<10} {count}");
+    }
+    for (memory_type, count) in &stats.by_type {
+        outln!("  {memory_type:<10} {count}");
+    }
+    outln!("history    {} earlier versions", stats.history_versions);
+    outln!("events     {}", stats.events);
+    outln!("conflicts  {} open", stats.open_conflicts);
+    if !stats.capture_skipped.is_empty() {
+        let skipped: Vec<String> = stats
+            .capture_skipped
+            .iter()
+            .map(|(reason, count)| format!("{count} {reason}"))
+            .collect();
+        outln!(
+            "skipped    {} captured turns: {}",
+            stats.capture_skipped.iter().map(|(_, c)| c).sum::<i64>(),
+            skipped.join(", ")
+        );
+    }
+    outln!(
+        "size       {:.1} MB file, {:.1} MB of text",
+        stats.file_bytes as f64 / 1e6,
+        stats.body_bytes as f64 / 1e6
+    );
+}
+
+/// Prints a doctor report; exit 1 when a check failed.
+pub(crate) fn print_doctor(settings: &Settings, report: &cairn_engine::DoctorReport) -> ExitCode {
+    if settings.json {
+        print_json(report);
     } else {
         outln!("brain {} (schema {})", report.path, report.schema_version);
         for check in &report.checks {
@@ -233,11 +247,11 @@ fn run_doctor(settings: &Settings, repair: bool) -> Result<ExitCode> {
             outln!("  repaired: {repaired}");
         }
     }
-    Ok(if report.ok {
+    if report.ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
 }
 
 /// A brain SQLite cannot read as a database: what doctor says instead of a report (exit 1).

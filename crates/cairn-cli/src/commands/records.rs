@@ -8,7 +8,8 @@ use crate::values;
 use anyhow::{Context as _, Result};
 use cairn_core::record::{Confidence, MemoryType, Sensitivity, Status, TrustZone};
 use cairn_engine::{
-    EngineError, ListRequest, RememberRequest, RememberStatus, Review, UpdateRequest,
+    EngineError, ListRequest, RememberOutcome, RememberRequest, RememberStatus, Review,
+    UpdateRequest,
 };
 use clap::{Args, Subcommand};
 use std::ffi::OsString;
@@ -51,152 +52,105 @@ pub enum RecordsCommand {
 #[derive(Debug, Args)]
 pub struct RememberArgs {
     #[arg(long = "type", value_name = "TYPE", value_parser = values::memory_type())]
-    memory_type: MemoryType,
+    pub(crate) memory_type: MemoryType,
     #[arg(long)]
-    title: Option<String>,
+    pub(crate) title: Option<String>,
     /// The text; `-` reads stdin.
     #[arg(long, value_parser = clap::value_parser!(OsString), conflicts_with = "body_file")]
-    body: Option<OsString>,
+    pub(crate) body: Option<OsString>,
     #[arg(long, value_name = "FILE")]
-    body_file: Option<PathBuf>,
+    pub(crate) body_file: Option<PathBuf>,
     #[arg(long)]
-    summary: Option<String>,
+    pub(crate) summary: Option<String>,
     #[arg(long)]
-    scope: Option<String>,
+    pub(crate) scope: Option<String>,
     #[arg(long, value_delimiter = ',')]
-    tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     #[arg(long)]
-    importance: Option<u8>,
+    pub(crate) importance: Option<u8>,
     #[arg(long, value_parser = values::confidence())]
-    confidence: Option<Confidence>,
+    pub(crate) confidence: Option<Confidence>,
     #[arg(long)]
-    source: Option<String>,
+    pub(crate) source: Option<String>,
     #[arg(long, value_name = "ID")]
-    supersedes: Option<i64>,
+    pub(crate) supersedes: Option<i64>,
     #[arg(long)]
-    fork_ok: bool,
+    pub(crate) fork_ok: bool,
     #[arg(long)]
-    allow_duplicate: bool,
+    pub(crate) allow_duplicate: bool,
     #[arg(long)]
-    pin: bool,
+    pub(crate) pin: bool,
     #[arg(long, value_parser = values::trust_zone())]
-    trust_zone: Option<TrustZone>,
+    pub(crate) trust_zone: Option<TrustZone>,
     #[arg(long, value_parser = values::sensitivity())]
-    sensitivity: Option<Sensitivity>,
+    pub(crate) sensitivity: Option<Sensitivity>,
     #[arg(long, value_name = "DATE", conflicts_with = "no_review")]
-    review: Option<String>,
+    pub(crate) review: Option<String>,
     #[arg(long)]
-    no_review: bool,
+    pub(crate) no_review: bool,
     #[arg(long, value_name = "DATE")]
-    expires: Option<String>,
+    pub(crate) expires: Option<String>,
     #[arg(long)]
-    external_id: Option<String>,
+    pub(crate) external_id: Option<String>,
     /// When it happened (RFC 3339); now by default.
     #[arg(long, value_name = "RFC3339")]
-    at: Option<String>,
+    pub(crate) at: Option<String>,
     /// File under no project: visible from every project.
     #[arg(long)]
-    personal: bool,
+    pub(crate) personal: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
-    id: i64,
+    pub(crate) id: i64,
     #[arg(long)]
-    title: Option<String>,
+    pub(crate) title: Option<String>,
     #[arg(long, value_parser = clap::value_parser!(OsString))]
-    body: Option<OsString>,
+    pub(crate) body: Option<OsString>,
     #[arg(long)]
-    summary: Option<String>,
+    pub(crate) summary: Option<String>,
     #[arg(long, value_delimiter = ',')]
-    tags: Option<Vec<String>>,
+    pub(crate) tags: Option<Vec<String>>,
     #[arg(long)]
-    importance: Option<u8>,
+    pub(crate) importance: Option<u8>,
     #[arg(long, value_parser = values::confidence())]
-    confidence: Option<Confidence>,
+    pub(crate) confidence: Option<Confidence>,
     #[arg(long)]
-    source: Option<String>,
+    pub(crate) source: Option<String>,
     #[arg(long = "type", value_name = "TYPE", value_parser = values::memory_type())]
-    memory_type: Option<MemoryType>,
+    pub(crate) memory_type: Option<MemoryType>,
     #[arg(long)]
-    pin: bool,
+    pub(crate) pin: bool,
     #[arg(long, conflicts_with = "pin")]
-    unpin: bool,
+    pub(crate) unpin: bool,
     #[arg(long, value_name = "DATE")]
-    review: Option<String>,
+    pub(crate) review: Option<String>,
     #[arg(long, value_name = "DATE")]
-    expires: Option<String>,
+    pub(crate) expires: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
     #[arg(long = "type", value_name = "TYPE", value_delimiter = ',', value_parser = values::memory_type())]
-    types: Vec<MemoryType>,
+    pub(crate) types: Vec<MemoryType>,
     #[arg(long)]
-    scope: Option<String>,
+    pub(crate) scope: Option<String>,
     #[arg(long, value_parser = values::status())]
-    status: Option<Status>,
+    pub(crate) status: Option<Status>,
     #[arg(long, default_value_t = 50)]
-    limit: usize,
+    pub(crate) limit: usize,
     /// Every project, not only this one and personal.
     #[arg(long)]
-    all_projects: bool,
+    pub(crate) all_projects: bool,
 }
 
 pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
     match command {
-        RecordsCommand::Remember(remember) => run_remember(settings, remember),
+        RecordsCommand::Remember(remember) => run_remember(settings, remember, true),
         RecordsCommand::Recall(args) => recall::run(settings, args),
         RecordsCommand::Show { id, history } => {
             let engine = settings.open("cli")?;
-            if settings.json {
-                print_json(&engine.show_document(*id, *history)?);
-            } else {
-                let memory = engine.get(*id)?;
-                let versions = if *history {
-                    engine.history(*id)?
-                } else {
-                    Vec::new()
-                };
-                let conflicts = engine.conflicts_of(*id)?;
-                let merged_into = engine.merged_into(*id)?;
-                let surfaced_at = engine.surfaced_at(*id)?;
-                print_memory(&memory);
-                if let Some(survivor) = merged_into {
-                    outln!("  merged into #{survivor} by a dream (`cairn restore {id}` undoes it)");
-                }
-                if let Some(at) = &surfaced_at {
-                    outln!("  surfaced to an agent {at} (brief or prompt hook)");
-                }
-                for conflict in &conflicts {
-                    let other = if conflict.memory_id == memory.id {
-                        conflict.other_id
-                    } else {
-                        conflict.memory_id
-                    };
-                    outln!("  conflict with #{other}: {}", conflict.reason);
-                }
-                if *history {
-                    if versions.is_empty() {
-                        outln!("  history: no earlier versions");
-                    }
-                    for version in &versions {
-                        let body = version
-                            .snapshot
-                            .get("body")
-                            .and_then(|b| b.as_str())
-                            .unwrap_or("");
-                        outln!(
-                            "  v{} {} {} by {}: {}",
-                            version.version,
-                            version.at,
-                            version.op,
-                            version.actor,
-                            snippet(body, 80)
-                        );
-                    }
-                }
-            }
+            print_show(settings, &engine.show_document(*id, *history)?, *history)?;
             Ok(ExitCode::SUCCESS)
         }
         RecordsCommand::Update(update) => {
@@ -225,67 +179,37 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
                 redacted,
                 warnings,
             } = engine.update_with_warnings(update.id, &request)?;
-            if settings.json {
-                print_json(
-                    &serde_json::json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory, "warnings": warnings}),
-                );
-            } else {
-                outln!("updated #{}", memory.id);
-                if !redacted.is_empty() {
-                    outln!("  redacted secrets: {}", redacted.join(", "));
-                }
-                for warning in &warnings {
-                    outln!("  note: {warning}");
-                }
-            }
+            print_updated(
+                settings,
+                &serde_json::json!({"status": "updated", "id": memory.id, "redacted": redacted, "record": memory, "warnings": warnings}),
+            );
             Ok(ExitCode::SUCCESS)
         }
         RecordsCommand::Forget { id, hard } => {
             let mut engine = settings.open("cli")?;
             let memory = engine.forget(*id, *hard)?;
-            if settings.json {
-                print_json(
-                    &serde_json::json!({"status": if *hard { "deleted" } else { "archived" }, "id": memory.id}),
-                );
-            } else if *hard {
-                outln!(
-                    "deleted #{} for good (its history keeps the last version)",
-                    memory.id
-                );
-            } else {
-                outln!(
-                    "archived #{}; `cairn restore {}` brings it back",
-                    memory.id,
-                    memory.id
-                );
-            }
+            print_forgotten(
+                settings,
+                &serde_json::json!({"status": if *hard { "deleted" } else { "archived" }, "id": memory.id}),
+            );
             Ok(ExitCode::SUCCESS)
         }
         RecordsCommand::Restore { id } => {
             let mut engine = settings.open("cli")?;
             let memory = engine.restore(*id)?;
-            if settings.json {
-                print_json(
-                    &serde_json::json!({"status": "restored", "id": memory.id, "record_status": memory.status}),
-                );
-            } else {
-                outln!("restored #{} ({})", memory.id, memory.status);
-            }
+            print_restored(
+                settings,
+                &serde_json::json!({"status": "restored", "id": memory.id, "record_status": memory.status}),
+            );
             Ok(ExitCode::SUCCESS)
         }
         RecordsCommand::Verify { id, source } => {
             let mut engine = settings.open("cli")?;
             let memory = engine.verify(*id, source)?;
-            if settings.json {
-                print_json(
-                    &serde_json::json!({"status": "verified", "id": memory.id, "review_at": memory.review_at}),
-                );
-            } else {
-                match &memory.review_at {
-                    Some(at) => outln!("verified #{}; next review {}", memory.id, &at[..10]),
-                    None => outln!("verified #{}", memory.id),
-                }
-            }
+            print_verified(
+                settings,
+                &serde_json::json!({"status": "verified", "id": memory.id, "review_at": memory.review_at}),
+            );
             Ok(ExitCode::SUCCESS)
         }
         RecordsCommand::List(list) => {
@@ -297,28 +221,19 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
                 limit: list.limit,
                 all_projects: list.all_projects,
             })?;
-            if settings.json {
-                print_json(&memories);
-            } else if memories.is_empty() {
-                outln!("no records");
-            } else {
-                for memory in &memories {
-                    outln!(
-                        "#{:<6} {:<10} {:<10} {:<16} {}",
-                        memory.id,
-                        memory.memory_type.as_str(),
-                        memory.status.as_str(),
-                        snippet(&memory.scope, 16),
-                        snippet(memory.title.as_deref().unwrap_or(&memory.body), 60)
-                    );
-                }
-            }
+            print_list(settings, &memories);
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-fn run_remember(settings: &Settings, remember: &RememberArgs) -> Result<ExitCode> {
+/// `remember` on the file; `load_model`: embed the new record now (else it waits for the
+/// daemon's indexer: `crate::daemon`).
+pub(crate) fn run_remember(
+    settings: &Settings,
+    remember: &RememberArgs,
+    load_model: bool,
+) -> Result<ExitCode> {
     let body =
         read_text(remember.body.as_ref(), remember.body_file.as_deref())?.ok_or_else(|| {
             EngineError::Invalid(
@@ -348,28 +263,190 @@ fn run_remember(settings: &Settings, remember: &RememberArgs) -> Result<ExitCode
     request.external_id = remember.external_id.clone();
     request.at = remember.at.clone();
     request.personal = remember.personal;
-    let mut engine = match crate::daemon::route(settings) {
-        crate::daemon::Route::Local { starting: true } => settings.open_without_model("cli")?,
-        _ => settings.open("cli")?,
+    let mut engine = if load_model {
+        settings.open("cli")?
+    } else {
+        settings.open_without_model("cli")?
     };
     let outcome = engine.remember(&request)?;
+    Ok(print_remember(settings, &outcome))
+}
+
+/// Prints what `remember` did; exit 3 when it was refused.
+pub(crate) fn print_remember(settings: &Settings, outcome: &RememberOutcome) -> ExitCode {
     if settings.json {
-        print_json(&outcome);
+        print_json(outcome);
     } else {
         outln!("{}", outcome.message);
         for warning in &outcome.warnings {
             outln!("  note: {warning}");
         }
     }
-    Ok(if outcome.status == RememberStatus::Refused {
+    if outcome.status == RememberStatus::Refused {
         ExitCode::from(REFUSED)
     } else {
         ExitCode::SUCCESS
-    })
+    }
+}
+
+/// `show`'s document (`Engine::show_document`, `GET /v1/records/{id}`) read back for text.
+#[derive(Debug, serde::Deserialize)]
+struct ShowDocument {
+    #[serde(flatten)]
+    memory: cairn_core::memory::Memory,
+    #[serde(default)]
+    merged_into: Option<i64>,
+    #[serde(default)]
+    surfaced_at: Option<String>,
+    #[serde(default)]
+    history: Vec<cairn_store::HistoryRow>,
+    #[serde(default)]
+    conflicts: Vec<cairn_store::ConflictRow>,
+}
+
+/// Prints one record: its document as JSON, or as text.
+pub(crate) fn print_show(
+    settings: &Settings,
+    document: &serde_json::Value,
+    history: bool,
+) -> Result<()> {
+    if settings.json {
+        print_json(document);
+        return Ok(());
+    }
+    let shown: ShowDocument = serde_json::from_value(document.clone())
+        .context("the record's document does not read back as a record")?;
+    let memory = &shown.memory;
+    let id = memory.id;
+    print_memory(memory);
+    if let Some(survivor) = shown.merged_into {
+        outln!("  merged into #{survivor} by a dream (`cairn restore {id}` undoes it)");
+    }
+    if let Some(at) = &shown.surfaced_at {
+        outln!("  surfaced to an agent {at} (brief or prompt hook)");
+    }
+    for conflict in &shown.conflicts {
+        let other = if conflict.memory_id == memory.id {
+            conflict.other_id
+        } else {
+            conflict.memory_id
+        };
+        outln!("  conflict with #{other}: {}", conflict.reason);
+    }
+    if history {
+        if shown.history.is_empty() {
+            outln!("  history: no earlier versions");
+        }
+        for version in &shown.history {
+            let body = version
+                .snapshot
+                .get("body")
+                .and_then(|b| b.as_str())
+                .unwrap_or("");
+            outln!(
+                "  v{} {} {} by {}: {}",
+                version.version,
+                version.at,
+                version.op,
+                version.actor,
+                snippet(body, 80)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The text of a field of an answer (`id`, `status`, …).
+fn field<'a>(answer: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
+    answer.get(key).unwrap_or(&serde_json::Value::Null)
+}
+
+/// Prints `update`'s answer (`{"status": "updated", "id", "redacted", "record", "warnings"}`).
+pub(crate) fn print_updated(settings: &Settings, answer: &serde_json::Value) {
+    if settings.json {
+        print_json(answer);
+        return;
+    }
+    outln!("updated #{}", field(answer, "id"));
+    let strings = |key: &str| -> Vec<String> {
+        field(answer, key)
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let redacted = strings("redacted");
+    if !redacted.is_empty() {
+        outln!("  redacted secrets: {}", redacted.join(", "));
+    }
+    for warning in strings("warnings") {
+        outln!("  note: {warning}");
+    }
+}
+
+/// Prints `forget`'s answer (`{"status": "archived"|"deleted", "id"}`).
+pub(crate) fn print_forgotten(settings: &Settings, answer: &serde_json::Value) {
+    if settings.json {
+        print_json(answer);
+        return;
+    }
+    let id = field(answer, "id");
+    if field(answer, "status") == "deleted" {
+        outln!("deleted #{id} for good (its history keeps the last version)");
+    } else {
+        outln!("archived #{id}; `cairn restore {id}` brings it back");
+    }
+}
+
+/// Prints `restore`'s answer (`{"status": "restored", "id", "record_status"}`).
+pub(crate) fn print_restored(settings: &Settings, answer: &serde_json::Value) {
+    if settings.json {
+        print_json(answer);
+        return;
+    }
+    let status = field(answer, "record_status").as_str().unwrap_or("");
+    outln!("restored #{} ({status})", field(answer, "id"));
+}
+
+/// Prints `verify`'s answer (`{"status": "verified", "id", "review_at"}`).
+pub(crate) fn print_verified(settings: &Settings, answer: &serde_json::Value) {
+    if settings.json {
+        print_json(answer);
+        return;
+    }
+    let id = field(answer, "id");
+    match field(answer, "review_at").as_str() {
+        Some(at) => outln!("verified #{id}; next review {}", at.get(..10).unwrap_or(at)),
+        None => outln!("verified #{id}"),
+    }
+}
+
+/// Prints `list`'s records, newest first.
+pub(crate) fn print_list(settings: &Settings, memories: &[cairn_core::memory::Memory]) {
+    if settings.json {
+        print_json(&memories);
+    } else if memories.is_empty() {
+        outln!("no records");
+    } else {
+        for memory in memories {
+            outln!(
+                "#{:<6} {:<10} {:<10} {:<16} {}",
+                memory.id,
+                memory.memory_type.as_str(),
+                memory.status.as_str(),
+                snippet(&memory.scope, 16),
+                snippet(memory.title.as_deref().unwrap_or(&memory.body), 60)
+            );
+        }
+    }
 }
 
 /// Text from an argument, a file or stdin, checked for UTF-8 and NUL before anything else.
-fn read_text(value: Option<&OsString>, file: Option<&Path>) -> Result<Option<String>> {
+pub(crate) fn read_text(value: Option<&OsString>, file: Option<&Path>) -> Result<Option<String>> {
     let bytes = match (value, file) {
         (Some(v), _) if v == "-" => {
             let mut bytes = Vec::new();

@@ -42,25 +42,46 @@ pub fn run(settings: &Settings, export: &ExportArgs) -> Result<ExitCode> {
         return wiki::export(settings, target);
     }
     let engine = settings.open("cli")?;
-    let lines = if file == "-" {
+    let lines = write_export(file, |out| Ok(engine.export_jsonl(out)?))?;
+    print_exported(settings, file, lines);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes an export to `file` (`-`: stdout) through `write`, which answers the lines written: a
+/// file goes to a temporary name first and is renamed when complete, so an interrupted export
+/// never leaves a partial file under the name asked for.
+pub(crate) fn write_export(
+    file: &str,
+    write: impl FnOnce(&mut dyn Write) -> Result<usize>,
+) -> Result<usize> {
+    if file == "-" {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
-        let lines = engine.export_jsonl(&mut out)?;
+        let lines = write(&mut out)?;
         out.flush()?;
-        lines
-    } else {
-        let temporary = PathBuf::from(format!("{file}.tmp-{}", std::process::id()));
-        let mut out = std::io::BufWriter::new(
-            std::fs::File::create(&temporary)
-                .with_context(|| format!("cannot write {}", temporary.display()))?,
-        );
-        let lines = engine.export_jsonl(&mut out)?;
-        out.flush()?;
-        drop(out);
-        std::fs::rename(&temporary, file)
-            .with_context(|| format!("cannot move the export into {file}"))?;
-        lines
+        return Ok(lines);
+    }
+    let temporary = PathBuf::from(format!("{file}.tmp-{}", std::process::id()));
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(&temporary)
+            .with_context(|| format!("cannot write {}", temporary.display()))?,
+    );
+    let lines = match write(&mut out).and_then(|lines| Ok(out.flush().map(|()| lines)?)) {
+        Ok(lines) => lines,
+        Err(error) => {
+            drop(out);
+            let _ = std::fs::remove_file(&temporary);
+            return Err(error);
+        }
     };
+    drop(out);
+    std::fs::rename(&temporary, file)
+        .with_context(|| format!("cannot move the export into {file}"))?;
+    Ok(lines)
+}
+
+/// What `export FILE` says when it is done (nothing after an export to stdout).
+pub(crate) fn print_exported(settings: &Settings, file: &str, lines: usize) {
     if file != "-" {
         if settings.json {
             print_json(&serde_json::json!({"status": "exported", "lines": lines, "file": file}));
@@ -68,5 +89,4 @@ pub fn run(settings: &Settings, export: &ExportArgs) -> Result<ExitCode> {
             outln!("exported {lines} lines to {file}");
         }
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -67,19 +67,33 @@ pub fn run(settings: &Settings, import: &ImportArgs) -> Result<ExitCode> {
     };
     let ExchangeFormat::Jsonl = import.format;
     let mut engine = settings.open("import")?;
-    let mut input: Box<dyn BufRead> = if file == "-" {
+    let mut input = open_input(file)?;
+    let report = engine.import_jsonl(&mut input, &ImportOptions::default())?;
+    let embedding = embed_after_import(&mut engine);
+    Ok(print_import(settings, &report, embedding.as_ref()))
+}
+
+/// The JSONL to import: `file`, or stdin for `-`.
+pub(crate) fn open_input(file: &str) -> Result<Box<dyn BufRead>> {
+    Ok(if file == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         Box::new(BufReader::new(
             std::fs::File::open(file).with_context(|| format!("cannot read {file}"))?,
         ))
-    };
-    let report = engine.import_jsonl(&mut input, &ImportOptions::default())?;
-    let embedding = embed_after_import(&mut engine);
-    let indexing = embedding.as_ref().and_then(EmbeddingOutcome::note);
+    })
+}
+
+/// Prints an import's report (and what embedding after it did); exit 1 when a line failed.
+pub(crate) fn print_import(
+    settings: &Settings,
+    report: &cairn_engine::exchange::ImportReport,
+    embedding: Option<&EmbeddingOutcome>,
+) -> ExitCode {
+    let indexing = embedding.and_then(EmbeddingOutcome::note);
     if settings.json {
-        let mut value = serde_json::to_value(&report).expect("the import report serializes");
-        value["embedding"] = serde_json::to_value(&embedding).expect("the outcome serializes");
+        let mut value = serde_json::to_value(report).expect("the import report serializes");
+        value["embedding"] = serde_json::to_value(embedding).expect("the outcome serializes");
         print_json(&value);
     } else {
         let s = &report.summary;
@@ -108,7 +122,7 @@ pub fn run(settings: &Settings, import: &ImportArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(lines_failed(&report.summary))
+    lines_failed(&report.summary)
 }
 
 /// Exit 1 when any line was not stored (an error or a refusal): the others are stored and the

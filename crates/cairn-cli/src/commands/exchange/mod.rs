@@ -1,8 +1,8 @@
 //! Moving memories in and out: `export` (JSONL, or a Markdown wiki), `import` (JSONL, a wiki,
 //! another tool's memory, a share envelope) and `share`.
 
-mod export;
-mod import;
+pub(crate) mod export;
+pub(crate) mod import;
 mod share;
 mod wiki;
 
