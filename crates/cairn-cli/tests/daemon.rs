@@ -707,9 +707,11 @@ fn the_prompt_hook_recalls_through_the_daemon_and_fails_open_without_it() {
     // The daemon is killed: a dead socket. The hook answers from the file, starts a new
     // daemon in the background without waiting for it, and exits 0.
     daemon.signal("-KILL");
-    wait_for("the killed daemon to be gone", || !daemon.running());
+    // (The last of its threads closes the listener, maybe after the process shows as a zombie.)
+    wait_for("the killed daemon's socket to stop answering", || {
+        !live(&socket)
+    });
     assert!(socket.exists(), "a killed daemon leaves its socket file");
-    assert!(!live(&socket), "nobody answers on it");
     let (answered, _) = hook(
         &brain,
         "user-prompt-submit",

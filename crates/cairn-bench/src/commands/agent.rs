@@ -248,6 +248,8 @@ fn cairn_command(cairn: &Path, db: &Path, cwd: &Path) -> Command {
         // No embedder, whatever model is installed: the hooks never embed, and a `cairn mcp`
         // that finds a model embeds every seeded record in the background while it is timed.
         .env("CAIRN_EMBEDDER", "none")
+        // The file's own latency: no warm daemon (`cairn-bench daemon` measures that).
+        .env("CAIRN_DAEMON", "off")
         .env_remove("CAIRN_READ_ONLY")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
