@@ -839,7 +839,8 @@ fn a_read_only_process_writes_nothing_through_a_server_that_would_let_it() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    // refused, exit 3, as a local read-only brain refuses it
+    assert_eq!(output.status.code(), Some(3));
     assert!(
         stderr(&output).contains("read-only") && stderr(&output).contains("remember was refused"),
         "{}",

@@ -749,7 +749,8 @@ mod tests {
             r#"{"type":"urn:cairn:problem:read-only","title":"Conflict","status":409,"detail":"read-only"}"#,
         );
         assert_eq!(read_only.kind, ErrorKind::ReadOnly);
-        assert_eq!(read_only.exit_code(), 1);
+        // a refusal, as locally (docs/cli.md: a write to a read-only brain exits 3)
+        assert_eq!(read_only.exit_code(), 3);
 
         let too_large = RemoteError::from_answer(
             &target,
