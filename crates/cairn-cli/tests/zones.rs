@@ -245,8 +245,8 @@ fn envelopes_honor_zones_and_never_carry_do_not_export() {
     assert_eq!(by_ids["withheld"], 1);
 }
 
-#[test]
-fn an_envelope_imports_with_trust_imported_idempotently_and_a_wrong_hash_is_refused() {
+/// The zoned brain and the file of its envelope for a trusted collaborator, with content.
+fn shared_envelope() -> (Brain, std::path::PathBuf) {
     let (brain, _) = zoned();
     let file = brain.dir.path().join("envelope.json");
     brain
@@ -261,6 +261,12 @@ fn an_envelope_imports_with_trust_imported_idempotently_and_a_wrong_hash_is_refu
         ])
         .assert()
         .success();
+    (brain, file)
+}
+
+#[test]
+fn an_envelope_imports_with_trust_imported_idempotently_and_a_wrong_hash_is_refused() {
+    let (brain, file) = shared_envelope();
     let receiver = Brain::new();
     let report = receiver.json(&["import", "envelope", file.to_str().unwrap()], 0);
     assert_eq!(report["import"]["summary"]["added"], 6, "{report}");
@@ -325,20 +331,7 @@ fn an_envelope_imports_with_trust_imported_idempotently_and_a_wrong_hash_is_refu
 
 #[test]
 fn an_envelope_with_a_record_the_write_path_refuses_stores_the_rest_and_exits_1() {
-    let (brain, _) = zoned();
-    let file = brain.dir.path().join("envelope.json");
-    brain
-        .cmd()
-        .args([
-            "share",
-            "--zone",
-            "trusted_collaborator",
-            "--include-content",
-            "--out",
-            file.to_str().unwrap(),
-        ])
-        .assert()
-        .success();
+    let (_brain, file) = shared_envelope(); // the brain keeps the file's directory
     // one record's title made longer than the write path takes (titles are outside the content
     // hash), the payload hash made to match again: the envelope is genuine, but that one record
     // cannot be stored
