@@ -434,6 +434,130 @@ fn story(backend: &Backend) -> Vec<String> {
     printed
 }
 
+/// The agent's own tables (tasks, measures, identity, awareness, the inbox, review, the log),
+/// through every subcommand: the text and the `--json` of each step.
+fn agent_story(backend: &Backend) -> Vec<String> {
+    let inbox = concat!(
+        r#"{"kind": "inbox", "row": {"id": 1, "project": "test-project", "kind": "fact", "suggested_type": "fact", "body": "The release train leaves every second Tuesday", "content_hash": "h1", "source": "session:s1", "trust": "observed", "created_at": "2026-05-30T10:00:00Z", "resolved_at": null, "resolution": null}}"#,
+        "\n",
+        r#"{"kind": "inbox", "row": {"id": 2, "project": "test-project", "kind": "fact", "suggested_type": "note", "body": "Someone mentioned the coffee machine", "content_hash": "h2", "source": "session:s1", "trust": "observed", "created_at": "2026-05-30T10:01:00Z", "resolved_at": null, "resolution": null}}"#,
+        "\n",
+    );
+    let steps: Vec<(Vec<&str>, Option<&str>)> = vec![
+        (vec!["task", "list"], None),
+        (
+            vec![
+                "task",
+                "add",
+                "Rotate the staging keys",
+                "--due",
+                "2026-06-10",
+            ],
+            None,
+        ),
+        (
+            vec![
+                "--json",
+                "task",
+                "add",
+                "Renew the certificate",
+                "--personal",
+            ],
+            None,
+        ),
+        (vec!["task", "done", "1"], None),
+        (vec!["task", "list"], None),
+        (vec!["--json", "task", "list", "--all"], None),
+        (vec!["measure", "show"], None),
+        (
+            vec!["measure", "record", "suite-seconds", "120", "--unit", "s"],
+            None,
+        ),
+        (
+            vec![
+                "--json",
+                "measure",
+                "record",
+                "suite-seconds",
+                "95.5",
+                "--unit",
+                "s",
+                "--note",
+                "cached",
+            ],
+            None,
+        ),
+        (vec!["measure", "show", "suite-seconds"], None),
+        (vec!["--json", "measure", "show"], None),
+        (vec!["identity", "show"], None),
+        (
+            vec!["identity", "set", "I am the billing team's coding agent"],
+            None,
+        ),
+        (
+            vec!["--json", "identity", "set", "-"],
+            Some("I keep the queue healthy"),
+        ),
+        (vec!["--json", "identity", "show"], None),
+        (
+            vec![
+                "awareness",
+                "add",
+                "deploy freeze until Friday",
+                "--expires",
+                "2d",
+            ],
+            None,
+        ),
+        (vec!["--json", "awareness", "add", "pairing with Ana"], None),
+        (vec!["awareness", "list"], None),
+        (vec!["--json", "awareness", "drop", "1"], None),
+        (vec!["awareness", "drop", "1"], None),
+        (vec!["--json", "awareness", "list"], None),
+        (vec!["inbox"], None),
+        (vec!["import", "-"], Some(inbox)),
+        (vec!["inbox", "list"], None),
+        (
+            vec!["--json", "inbox", "accept", "1", "--type", "decision"],
+            None,
+        ),
+        (vec!["inbox", "dismiss", "2"], None),
+        (vec!["--json", "inbox", "list", "--all"], None),
+        (vec!["review"], None),
+        (vec!["--json", "review", "--stale-days", "0"], None),
+        (vec!["log", "--limit", "5"], None),
+        (vec!["--json", "log", "--limit", "3"], None),
+    ];
+    let printed = steps
+        .iter()
+        .map(|(args, stdin)| {
+            let output = without_embedding(args, backend.run(args, *stdin));
+            redact_location(&transcript(args, &output), backend)
+        })
+        .collect();
+    backend.assert_file_untouched();
+    printed
+}
+
+#[test]
+fn the_agents_tables_print_the_same_against_a_file_and_a_server() {
+    let local = agent_story(&Backend::file());
+    let remote = agent_story(&Backend::server(false));
+    let all = local.concat();
+    assert!(
+        all.contains("task 1 done: Rotate the staging keys"),
+        "{all}"
+    );
+    assert!(all.contains("suite-seconds: 95.5s"), "{all}");
+    assert!(all.contains("I keep the queue healthy"), "{all}");
+    assert!(all.contains("\"dropped\": true"), "{all}");
+    assert!(all.contains("no live awareness item 1"), "{all}");
+    assert!(all.contains("dismissed inbox item 2"), "{all}");
+    assert!(all.contains("\"status\": \"added\""), "{all}");
+    let differ = differences(&local, &remote, "server");
+    assert!(differ.is_empty(), "the outputs differ:\n{differ}");
+}
+
 /// Every step whose output differs, both versions in full.
 fn differences(local: &[String], remote: &[String], label: &str) -> String {
     assert_eq!(local.len(), remote.len());

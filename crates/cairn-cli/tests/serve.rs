@@ -354,6 +354,54 @@ fn a_project_token_remembers_recalls_and_shows_in_its_project_as_itself() {
     assert_eq!(brief.body["project"], "alpha");
 }
 
+/// `POST /v1/brief` hands the brief to an agent as `cairn brief` and MCP's `brief` do: what it
+/// shows is marked surfaced (`surfaced_at`, never `use_count`) — except for a read-only token,
+/// whose calls write nothing.
+#[test]
+fn the_http_brief_marks_what_it_shows_as_surfaced_unless_the_token_only_reads() {
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "ci-bot", "--project", "alpha", "--role", "write"],
+    );
+    let reader = token(
+        &brain,
+        &["--name", "viewer", "--project", "alpha", "--role", "read"],
+    );
+    let stored = brain.json(
+        &[
+            "--project",
+            "alpha",
+            "remember",
+            "--type",
+            "preference",
+            "--pin",
+            "--body",
+            "answers use metric units and ISO dates throughout",
+        ],
+        0,
+    );
+    let id = stored["id"].as_i64().unwrap();
+    let show = || brain.json(&["--project", "alpha", "show", &id.to_string()], 0);
+    assert!(show()["surfaced_at"].is_null());
+    let server = Server::start(&brain, &[], &[]);
+
+    let read = send(&server, "POST", "/v1/brief", Some(&reader), "{}");
+    assert_eq!(read.status, 200, "{}", read.text);
+    assert!(read.text.contains(&format!("#{id}")), "{}", read.text);
+    assert!(
+        show()["surfaced_at"].is_null(),
+        "a read-only token's brief marks nothing"
+    );
+
+    let written = send(&server, "POST", "/v1/brief", Some(&writer), "{}");
+    assert_eq!(written.status, 200, "{}", written.text);
+    assert!(written.text.contains(&format!("#{id}")), "{}", written.text);
+    let record = show();
+    assert!(record["surfaced_at"].is_string(), "{record}");
+    assert_eq!(record["use_count"], 0, "{record}");
+}
+
 #[test]
 fn missing_wrong_revoked_and_expired_tokens_all_get_the_same_401() {
     let brain = Brain::new();

@@ -15,7 +15,7 @@ use cairn_store::{
     WriteTx,
 };
 use chrono::Duration;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// At most this many live awareness items per project (docs/design.md §9).
@@ -72,7 +72,7 @@ pub(crate) fn append_event(
 }
 
 /// A measure's last value and trend.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MeasureSummary {
     pub name: String,
     pub unit: Option<String>,
@@ -90,16 +90,16 @@ pub struct MeasureSummary {
 pub const REVIEW_STALE_LIMIT: usize = 100;
 
 /// `review`: what needs a person's attention.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReviewReport {
     /// Active records past their review date.
     pub due: Vec<Memory>,
     /// Open contradictions between records.
     pub conflicts: Vec<ConflictRow>,
     /// Tier A/B records nobody re-checked (`verify`) in `stale_days` days, oldest first.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_days: Option<u32>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stale: Vec<Memory>,
 }
 

@@ -646,6 +646,9 @@ pub(crate) fn record_line(
         })) => {
             format!("{table} has no column {column:?} (its columns: {known}); the line was skipped")
         }
+        Err(EngineError::Store(cairn_store::StoreError::MissingColumn { table, column })) => {
+            format!("{table} needs a value for {column:?}; the line was skipped")
+        }
         Err(EngineError::Store(error)) => return Err(EngineError::Store(error)),
         Err(other) => other.to_string(),
     };

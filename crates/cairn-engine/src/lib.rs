@@ -158,7 +158,9 @@ impl EngineError {
                 StoreError::Io { .. }
                 | StoreError::Sqlite { .. }
                 | StoreError::Malformed { .. } => ErrorKind::Other,
-                StoreError::UnknownColumn { .. } => ErrorKind::Invalid,
+                StoreError::UnknownColumn { .. } | StoreError::MissingColumn { .. } => {
+                    ErrorKind::Invalid
+                }
             },
             EngineError::ReadOnly { .. } => ErrorKind::ReadOnly,
             EngineError::NotFound { .. } => ErrorKind::NotFound,

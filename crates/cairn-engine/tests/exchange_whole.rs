@@ -404,3 +404,33 @@ fn a_state_line_naming_an_unknown_column_is_an_error_for_that_line_only() {
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0].title, "Keep me");
 }
+
+/// A state line without a column its table requires is an error that names the column — never
+/// "already stored" (an `INSERT OR IGNORE` would skip such a row in silence).
+#[test]
+fn a_state_line_missing_a_required_column_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine_at(dir.path(), test_now());
+    let text = [
+        r#"{"kind":"inbox","row":{"id":1,"project":"p","kind":"fact","suggested_type":"fact","body":"No hash here","source":"s","trust":"observed","created_at":"2026-11-30T12:00:00Z","resolved_at":null,"resolution":null}}"#,
+        r#"{"kind":"inbox","row":{"id":2,"project":"p","kind":"fact","suggested_type":"fact","body":"Hashed","content_hash":"h","source":"s","trust":"observed","created_at":"2026-11-30T12:00:00Z","resolved_at":null,"resolution":null}}"#,
+        r#"{"kind":"task","row":{"id":3,"project":"p","title":null,"status":"open","created_at":"2026-11-30T12:00:00Z"}}"#,
+    ]
+    .join("\n");
+    let report = engine
+        .import_jsonl(&mut text.as_bytes(), &ImportOptions::default())
+        .unwrap();
+    let status = |line: usize| {
+        let line = report.lines.iter().find(|l| l.line == line).unwrap();
+        (
+            format!("{:?}", line.status),
+            line.message.clone().unwrap_or_default(),
+        )
+    };
+    assert_eq!(status(1).0, "Error", "{:?}", status(1));
+    assert!(status(1).1.contains("content_hash"), "{:?}", status(1));
+    assert_eq!(status(2).0, "Added", "{:?}", status(2));
+    assert_eq!(status(3).0, "Error", "{:?}", status(3));
+    assert!(status(3).1.contains("title"), "{:?}", status(3));
+    assert_eq!(report.summary.error, 2, "{:?}", report.summary);
+}

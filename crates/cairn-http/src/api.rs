@@ -1076,7 +1076,17 @@ async fn brief(
             budget: args.budget.unwrap_or(cairn_engine::DEFAULT_BRIEF_BUDGET),
             sections,
         };
-        let brief = on_engine(&app, &caller, "brief", |engine| Ok(engine.brief(&request)?))?;
+        // What the brief shows is handed to an agent: marked surfaced, as `cairn brief` and
+        // MCP's `brief` mark it — except for a read-only token, whose calls write nothing
+        // (MCP over HTTP makes the same cut).
+        let marks = caller.grant.role.allows(Role::Write);
+        let brief = on_engine(&app, &caller, "brief", |engine| {
+            Ok(if marks {
+                engine.brief_for_agent(&request)?
+            } else {
+                engine.brief(&request)?
+            })
+        })?;
         ok(&brief)
     })
     .await

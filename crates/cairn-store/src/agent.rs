@@ -7,9 +7,9 @@
 
 use crate::{Reader, Result, StoreError, WriteTx};
 use rusqlite::{OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskRow {
     pub id: i64,
     pub project: Option<String>,
@@ -21,7 +21,7 @@ pub struct TaskRow {
     pub done_at: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MeasureRow {
     pub id: i64,
     pub project: Option<String>,
@@ -32,13 +32,13 @@ pub struct MeasureRow {
     pub at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdentityRow {
     pub body: String,
     pub updated_at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AwarenessRow {
     pub id: i64,
     pub project: Option<String>,
@@ -47,7 +47,7 @@ pub struct AwarenessRow {
     pub expires_at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InboxRow {
     pub id: i64,
     pub project: Option<String>,

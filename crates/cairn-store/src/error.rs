@@ -59,6 +59,8 @@ pub enum StoreError {
         column: String,
         known: String,
     },
+    #[error("the table {table} needs a value for {column:?}; the row was not written")]
+    MissingColumn { table: &'static str, column: String },
 }
 
 impl StoreError {

@@ -92,6 +92,24 @@ impl Reader<'_> {
         Ok(names)
     }
 
+    /// The columns a row of `table` must give: `NOT NULL`, no default, not the integer key.
+    fn required_columns(&self, table: ExchangeTable) -> Result<Vec<String>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut statement = self
+            .conn
+            .prepare(&format!(
+                "SELECT name FROM pragma_table_info('{}') WHERE \"notnull\" = 1 AND dflt_value IS NULL AND pk = 0",
+                table.name()
+            ))
+            .map_err(map)?;
+        let names = statement
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(map)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(map)?;
+        Ok(names)
+    }
+
     /// Every row of `table`, each as `{column: value}`, in the table's stable order; with
     /// `filter` (a column and a value) only the rows where that column holds the value.
     pub fn exchange_rows(
@@ -202,6 +220,16 @@ impl WriteTx<'_> {
         row: &Map<String, Value>,
     ) -> Result<bool> {
         let (columns, values) = self.reader().checked(table, row)?;
+        // Said before the insert: `OR IGNORE` would also skip a row that breaks `NOT NULL`,
+        // and the import would call a line it dropped "already there".
+        for column in self.reader().required_columns(table)? {
+            if row.get(&column).is_none_or(Value::is_null) {
+                return Err(StoreError::MissingColumn {
+                    table: table.name(),
+                    column,
+                });
+            }
+        }
         let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
         let sql = format!(
             "INSERT OR IGNORE INTO {} ({}) VALUES ({})",

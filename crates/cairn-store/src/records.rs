@@ -194,7 +194,7 @@ pub struct HistoryRow {
 }
 
 /// One entry of the activity log.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventRow {
     pub id: i64,
     pub at: String,

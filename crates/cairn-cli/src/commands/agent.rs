@@ -7,8 +7,12 @@ use crate::settings::Settings;
 use crate::values;
 use anyhow::Result;
 use cairn_core::brief::SectionKind;
+use cairn_core::memory::Memory;
 use cairn_core::record::MemoryType;
-use cairn_engine::{BriefRequest, RememberStatus, event_line};
+use cairn_engine::{
+    BriefRequest, MeasureSummary, RememberOutcome, RememberStatus, ReviewReport, event_line,
+};
+use cairn_store::{AwarenessRow, EventRow, IdentityRow, InboxRow, TaskRow};
 use clap::{Args, Subcommand};
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -193,9 +197,15 @@ fn run_review(settings: &Settings, stale_days: u32) -> Result<ExitCode> {
     } else {
         engine.review_stale(stale_days)?
     };
+    print_review(settings, &report);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn review`'s answer, printed (here and by the remote client).
+pub(crate) fn print_review(settings: &Settings, report: &ReviewReport) {
     if settings.json {
-        print_json(&report);
-        return Ok(ExitCode::SUCCESS);
+        print_json(report);
+        return;
     }
     if report.due.is_empty() && report.conflicts.is_empty() && report.stale.is_empty() {
         outln!("nothing to review: no record is past its review date and no conflict is open");
@@ -229,7 +239,6 @@ fn run_review(settings: &Settings, stale_days: u32) -> Result<ExitCode> {
             memory.id
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn run_task(settings: &Settings, command: &TaskCommand) -> Result<ExitCode> {
@@ -242,64 +251,75 @@ fn run_task(settings: &Settings, command: &TaskCommand) -> Result<ExitCode> {
             personal,
         } => {
             let task = engine.task_add(title, detail.as_deref(), due.as_deref(), *personal)?;
-            if settings.json {
-                print_json(&task);
-            } else {
-                outln!("task {} added: {}", task.id, task.title);
-            }
+            print_task(settings, &task, "added");
         }
-        TaskCommand::List { all } => {
-            let tasks = engine.tasks(*all)?;
-            if settings.json {
-                print_json(&tasks);
-            } else if tasks.is_empty() {
-                outln!("no open tasks");
-            } else {
-                for task in &tasks {
-                    let due = task
-                        .due_at
-                        .as_deref()
-                        .map(|d| format!(" (due {})", d.get(..10).unwrap_or(d)))
-                        .unwrap_or_default();
-                    let mark = if task.status == "done" { "x" } else { " " };
-                    outln!("[{mark}] {:>4} {}{due}", task.id, task.title);
-                }
-            }
-        }
-        TaskCommand::Done { id } => {
-            let task = engine.task_done(*id)?;
-            if settings.json {
-                print_json(&task);
-            } else {
-                outln!("task {} done: {}", task.id, task.title);
-            }
-        }
+        TaskCommand::List { all } => print_tasks(settings, &engine.tasks(*all)?),
+        TaskCommand::Done { id } => print_task(settings, &engine.task_done(*id)?, "done"),
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// One task after `task add` (`what`: added) or `task done` (done).
+pub(crate) fn print_task(settings: &Settings, task: &TaskRow, what: &str) {
+    if settings.json {
+        print_json(task);
+    } else {
+        outln!("task {} {what}: {}", task.id, task.title);
+    }
+}
+
+/// `cairn task list`'s answer.
+pub(crate) fn print_tasks(settings: &Settings, tasks: &[TaskRow]) {
+    if settings.json {
+        print_json(&tasks);
+    } else if tasks.is_empty() {
+        outln!("no open tasks");
+    } else {
+        for task in tasks {
+            let due = task
+                .due_at
+                .as_deref()
+                .map(|d| format!(" (due {})", d.get(..10).unwrap_or(d)))
+                .unwrap_or_default();
+            let mark = if task.status == "done" { "x" } else { " " };
+            outln!("[{mark}] {:>4} {}{due}", task.id, task.title);
+        }
+    }
+}
+
 fn run_measure(settings: &Settings, command: &MeasureCommand) -> Result<ExitCode> {
     let mut engine = settings.open("cli")?;
-    let summaries = match command {
+    match command {
         MeasureCommand::Record {
             name,
             value,
             unit,
             note,
-        } => vec![engine.measure_record(name, *value, unit.as_deref(), note.as_deref())?],
-        MeasureCommand::Show { name } => engine.measures(name.as_deref())?,
-    };
-    if settings.json {
-        match command {
-            MeasureCommand::Record { .. } => print_json(&summaries[0]),
-            MeasureCommand::Show { .. } => print_json(&summaries),
+        } => {
+            let summary = engine.measure_record(name, *value, unit.as_deref(), note.as_deref())?;
+            print_measures(settings, std::slice::from_ref(&summary), true);
         }
-        return Ok(ExitCode::SUCCESS);
+        MeasureCommand::Show { name } => {
+            print_measures(settings, &engine.measures(name.as_deref())?, false);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Measures' summaries: after `measure record` (`recorded`: the one just recorded, printed as
+/// one object in JSON) or `measure show`.
+pub(crate) fn print_measures(settings: &Settings, summaries: &[MeasureSummary], recorded: bool) {
+    if settings.json {
+        match (recorded, summaries.first()) {
+            (true, Some(summary)) => print_json(summary),
+            _ => print_json(&summaries),
+        }
+        return;
     }
     if summaries.is_empty() {
         outln!("no readings yet: `cairn measure record NAME VALUE`");
     }
-    for summary in &summaries {
+    for summary in summaries {
         let unit = summary.unit.as_deref().unwrap_or("");
         let previous = summary
             .previous
@@ -314,46 +334,63 @@ fn run_measure(settings: &Settings, command: &MeasureCommand) -> Result<ExitCode
             summary.readings
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn run_log(settings: &Settings, log: &LogArgs) -> Result<ExitCode> {
     let engine = settings.open("cli")?;
     let events = engine.activity(log.limit, log.last_session)?;
+    print_log(settings, &events, |id| engine.get(id).ok());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn log`'s answer; `record` reads the record an event is about (for its label in text).
+pub(crate) fn print_log(
+    settings: &Settings,
+    events: &[EventRow],
+    record: impl Fn(i64) -> Option<Memory>,
+) {
     if settings.json {
         print_json(&events);
-        return Ok(ExitCode::SUCCESS);
+        return;
     }
     if events.is_empty() {
         outln!("no activity yet");
     }
-    let ids: Vec<i64> = events.iter().filter_map(|e| e.memory_id).collect();
-    let records: HashMap<i64, cairn_core::memory::Memory> = ids
-        .iter()
-        .filter_map(|id| engine.get(*id).ok())
-        .map(|m| (m.id, m))
-        .collect();
-    for event in &events {
+    let mut records: HashMap<i64, Memory> = HashMap::new();
+    for id in events.iter().filter_map(|e| e.memory_id) {
+        if !records.contains_key(&id)
+            && let Some(memory) = record(id)
+        {
+            records.insert(memory.id, memory);
+        }
+    }
+    for event in events {
         outln!("{}", event_line(event, &records));
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn run_identity(settings: &Settings, command: &IdentityCommand) -> Result<ExitCode> {
     let mut engine = settings.open("cli")?;
     let identity = match command {
         IdentityCommand::Show => engine.identity()?,
-        IdentityCommand::Set { text } => {
-            let body = if text == "-" {
-                let mut body = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut body)?;
-                body
-            } else {
-                text.clone()
-            };
-            Some(engine.set_identity(&body)?)
-        }
+        IdentityCommand::Set { text } => Some(engine.set_identity(&identity_text(text)?)?),
     };
+    print_identity(settings, identity.as_ref());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `identity set`'s text: the argument, or standard input for `-`.
+pub(crate) fn identity_text(text: &str) -> Result<String> {
+    if text != "-" {
+        return Ok(text.to_string());
+    }
+    let mut body = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut body)?;
+    Ok(body)
+}
+
+/// The identity after `identity show` or `identity set`.
+pub(crate) fn print_identity(settings: &Settings, identity: Option<&IdentityRow>) {
     if settings.json {
         print_json(&identity);
     } else {
@@ -362,7 +399,6 @@ fn run_identity(settings: &Settings, command: &IdentityCommand) -> Result<ExitCo
             None => outln!("no identity set: `cairn identity set \"…\"`"),
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn run_awareness(settings: &Settings, command: &AwarenessCommand) -> Result<ExitCode> {
@@ -370,95 +406,119 @@ fn run_awareness(settings: &Settings, command: &AwarenessCommand) -> Result<Exit
     match command {
         AwarenessCommand::Add { text, expires } => {
             let (row, dropped) = engine.aware(text, expires.as_deref())?;
-            if settings.json {
-                print_json(&serde_json::json!({"item": row, "dropped": dropped}));
-            } else {
-                outln!(
-                    "awareness {} until {}: {}",
-                    row.id,
-                    row.expires_at,
-                    row.body
-                );
-                if let Some(dropped) = dropped {
-                    outln!(
-                        "  note: {} items is the most; dropped {} ({})",
-                        cairn_engine::MAX_AWARENESS,
-                        dropped.id,
-                        snippet(&dropped.body, 60)
-                    );
-                }
-            }
+            print_aware(settings, &row, dropped.as_ref());
         }
-        AwarenessCommand::List => {
-            let rows = engine.awareness()?;
-            if settings.json {
-                print_json(&rows);
-            } else if rows.is_empty() {
-                outln!("nothing in awareness");
-            } else {
-                for row in &rows {
-                    outln!("{:>4} until {}: {}", row.id, row.expires_at, row.body);
-                }
-            }
-        }
+        AwarenessCommand::List => print_awareness(settings, &engine.awareness()?),
         AwarenessCommand::Drop { id } => {
-            let dropped = engine.awareness_drop(*id)?;
-            if settings.json {
-                print_json(&serde_json::json!({"dropped": dropped, "id": id}));
-            } else if dropped {
-                outln!("dropped awareness {id}");
-            } else {
-                outln!("no live awareness item {id}");
-            }
+            print_awareness_dropped(settings, *id, engine.awareness_drop(*id)?);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `awareness add`'s answer: the item, and the oldest one dropped to make room.
+pub(crate) fn print_aware(settings: &Settings, row: &AwarenessRow, dropped: Option<&AwarenessRow>) {
+    if settings.json {
+        print_json(&serde_json::json!({"item": row, "dropped": dropped}));
+        return;
+    }
+    outln!(
+        "awareness {} until {}: {}",
+        row.id,
+        row.expires_at,
+        row.body
+    );
+    if let Some(dropped) = dropped {
+        outln!(
+            "  note: {} items is the most; dropped {} ({})",
+            cairn_engine::MAX_AWARENESS,
+            dropped.id,
+            snippet(&dropped.body, 60)
+        );
+    }
+}
+
+/// `awareness list`'s answer.
+pub(crate) fn print_awareness(settings: &Settings, rows: &[AwarenessRow]) {
+    if settings.json {
+        print_json(&rows);
+    } else if rows.is_empty() {
+        outln!("nothing in awareness");
+    } else {
+        for row in rows {
+            outln!("{:>4} until {}: {}", row.id, row.expires_at, row.body);
+        }
+    }
+}
+
+/// `awareness drop`'s answer (`dropped`: false when there was no such live item).
+pub(crate) fn print_awareness_dropped(settings: &Settings, id: i64, dropped: bool) {
+    if settings.json {
+        print_json(&serde_json::json!({"dropped": dropped, "id": id}));
+    } else if dropped {
+        outln!("dropped awareness {id}");
+    } else {
+        outln!("no live awareness item {id}");
+    }
 }
 
 fn run_inbox(settings: &Settings, command: Option<&InboxCommand>) -> Result<ExitCode> {
     let mut engine = settings.open("cli")?;
     match command.unwrap_or(&InboxCommand::List { all: false }) {
         InboxCommand::List { all } => {
-            let rows = engine.inbox(*all)?;
-            if settings.json {
-                print_json(&rows);
-            } else if rows.is_empty() {
-                outln!("the inbox is empty");
-            } else {
-                for row in &rows {
-                    let state = row.resolution.as_deref().unwrap_or("open");
-                    outln!(
-                        "{:>4} {} ({}, {state}): {}",
-                        row.id,
-                        row.suggested_type,
-                        row.kind,
-                        row.body
-                    );
-                }
-            }
+            print_inbox(settings, &engine.inbox(*all)?);
             Ok(ExitCode::SUCCESS)
         }
-        InboxCommand::Accept { id, memory_type } => {
-            let outcome = engine.inbox_accept(*id, *memory_type)?;
-            if settings.json {
-                print_json(&outcome);
-            } else {
-                outln!("{}", outcome.message);
-            }
-            Ok(if outcome.status == RememberStatus::Refused {
-                ExitCode::from(crate::output::REFUSED)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        InboxCommand::Accept { id, memory_type } => Ok(print_inbox_accepted(
+            settings,
+            &engine.inbox_accept(*id, *memory_type)?,
+        )),
         InboxCommand::Dismiss { id } => {
-            let row = engine.inbox_dismiss(*id)?;
-            if settings.json {
-                print_json(&row);
-            } else {
-                outln!("dismissed inbox item {}", row.id);
-            }
+            print_inbox_dismissed(settings, &engine.inbox_dismiss(*id)?);
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// `inbox list`'s answer.
+pub(crate) fn print_inbox(settings: &Settings, rows: &[InboxRow]) {
+    if settings.json {
+        print_json(&rows);
+    } else if rows.is_empty() {
+        outln!("the inbox is empty");
+    } else {
+        for row in rows {
+            let state = row.resolution.as_deref().unwrap_or("open");
+            outln!(
+                "{:>4} {} ({}, {state}): {}",
+                row.id,
+                row.suggested_type,
+                row.kind,
+                row.body
+            );
+        }
+    }
+}
+
+/// `inbox accept`'s outcome; a refused write (a near duplicate) exits 3.
+pub(crate) fn print_inbox_accepted(settings: &Settings, outcome: &RememberOutcome) -> ExitCode {
+    if settings.json {
+        print_json(outcome);
+    } else {
+        outln!("{}", outcome.message);
+    }
+    if outcome.status == RememberStatus::Refused {
+        ExitCode::from(crate::output::REFUSED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `inbox dismiss`'s answer.
+pub(crate) fn print_inbox_dismissed(settings: &Settings, row: &InboxRow) {
+    if settings.json {
+        print_json(row);
+    } else {
+        outln!("dismissed inbox item {}", row.id);
     }
 }

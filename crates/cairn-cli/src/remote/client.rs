@@ -434,6 +434,11 @@ impl Client {
         self.json(Method::PATCH, path, Some(body))
     }
 
+    /// `PUT path` with a JSON body (what the path names, replaced), the JSON answer.
+    pub fn put(&self, path: &str, body: &Value) -> Result<Value, RemoteError> {
+        self.json(Method::PUT, path, Some(body))
+    }
+
     /// `POST path` without a body (an action on what the path names), the JSON answer.
     pub fn post_empty(&self, path: &str) -> Result<Value, RemoteError> {
         self.json(Method::POST, path, None)

@@ -8,7 +8,7 @@
 //! `--project`/`CAIRN_PROJECT` names one), the commit a write is stamped with (`Cairn-Commit`,
 //! the client's HEAD: one `git rev-parse`, for writes only) and, for `brief`, the working tree.
 
-use super::{Client, ClientOptions, RemoteError, Target};
+use super::{Client, ClientOptions, RemoteError, Target, agent};
 use crate::cli::Command;
 use crate::commands::agent::{AgentCommand, BriefArgs, print_brief_text};
 use crate::commands::exchange::ExchangeCommand;
@@ -83,6 +83,13 @@ pub fn route(command: &Command) -> Route<'_> {
         Command::Records(R::Verify { id, source }) => server(move |r| verify(r, *id, source)),
         Command::Records(R::List(args)) => server(move |r| list(r, args)),
         Command::Agent(A::Brief(args)) => server(move |r| brief(r, args)),
+        Command::Agent(A::Review { stale_days }) => server(move |r| agent::review(r, *stale_days)),
+        Command::Agent(A::Inbox { command }) => server(move |r| agent::inbox(r, command.as_ref())),
+        Command::Agent(A::Task { command }) => server(move |r| agent::task(r, command)),
+        Command::Agent(A::Measure { command }) => server(move |r| agent::measure(r, command)),
+        Command::Agent(A::Log(args)) => server(move |r| agent::log(r, args)),
+        Command::Agent(A::Identity { command }) => server(move |r| agent::identity(r, command)),
+        Command::Agent(A::Awareness { command }) => server(move |r| agent::awareness(r, command)),
         Command::Maintenance(M::Stats) => server(stats),
         Command::Maintenance(M::Doctor {
             repair,
@@ -133,7 +140,7 @@ pub fn no_endpoint(name: &str, remote: &RemoteSettings) -> anyhow::Error {
 }
 
 /// `path?query` (nothing after `?` when every pair is empty).
-fn with_query(path: &str, pairs: &[(&str, String)]) -> String {
+pub(super) fn with_query(path: &str, pairs: &[(&str, String)]) -> String {
     let pairs: Vec<&(&str, String)> = pairs.iter().filter(|(_, v)| !v.is_empty()).collect();
     if pairs.is_empty() {
         return path.to_string();
@@ -148,7 +155,11 @@ fn spelled<T: serde::Serialize>(value: &T) -> Value {
 }
 
 /// An answer read back as the struct the local command prints.
-fn read<T: serde::de::DeserializeOwned>(client: &Client, answer: Value, what: &str) -> Result<T> {
+pub(super) fn read<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    answer: Value,
+    what: &str,
+) -> Result<T> {
     serde_json::from_value(answer).with_context(|| {
         format!(
             "the answer of the server at {} is not {what} as this cairn reads it (a server of another version?)",
@@ -160,7 +171,7 @@ fn read<T: serde::de::DeserializeOwned>(client: &Client, answer: Value, what: &s
 /// Refuses a write before anything is sent when this process is read-only (`CAIRN_READ_ONLY`,
 /// or inside an LLM call cairn started): the token may allow it, this process does not. The
 /// error is the one a local brain gives.
-fn writable(remote: &Remote<'_>, operation: &'static str) -> Result<()> {
+pub(super) fn writable(remote: &Remote<'_>, operation: &'static str) -> Result<()> {
     if remote.settings.read_only {
         return Err(EngineError::ReadOnly { operation }.into());
     }
