@@ -558,6 +558,116 @@ fn the_agents_tables_print_the_same_against_a_file_and_a_server() {
     assert!(differ.is_empty(), "the outputs differ:\n{differ}");
 }
 
+/// The knowledge graph and the lifecycle (decay, dreams), through every served subcommand; the
+/// dream's id (a hash of what it proposes) is read from its own answer for the steps after.
+fn graph_story(backend: &Backend) -> Vec<String> {
+    let run = |args: &[&str]| {
+        let output = backend.run(args, None);
+        redact_location(&transcript(args, &output), backend)
+    };
+    let mut printed: Vec<String> = [
+        &[
+            "remember",
+            "--type",
+            "decision",
+            "--body",
+            "The billing worker in src/billing/worker.rs reads jobs from Redis",
+        ][..],
+        &[
+            "remember",
+            "--type",
+            "gotcha",
+            "--body",
+            "Redis evicts keys under memory pressure unless maxmemory-policy is noeviction",
+        ],
+        &[
+            "remember",
+            "--type",
+            "gotcha",
+            "--allow-duplicate",
+            "--body",
+            "Redis evicts keys under memory pressure unless the maxmemory-policy is noeviction",
+        ],
+        &["relate", "#1", "requires", "#2"],
+        &[
+            "--json",
+            "relate",
+            "#1",
+            "affects",
+            "src/billing/worker.rs",
+            "--allow-dangling",
+        ],
+        &["graph"],
+        &["--json", "graph", "--limit", "2"],
+        &["edges", "#1"],
+        &["--json", "edges", "#1", "--history"],
+        &["neighbors", "#2", "--direction", "in"],
+        &["--json", "neighbors", "#1", "--depth", "1"],
+        &["entities"],
+        &["--json", "entities", "--limit", "3"],
+        &[
+            "entity", "add", "Kiln", "--type", "tool", "--alias", "kiln-box",
+        ],
+        &["--json", "entity", "add", "Glaze"],
+        &["clusters", "--min-size", "2"],
+        &["--json", "clusters", "--min-size", "2"],
+        &["unrelate", "#1", "requires", "#2"],
+        &["--json", "unrelate", "#1", "requires", "#2"],
+        &["decay", "--dry-run"],
+        &["--json", "decay"],
+        &["decay", "--explain", "2"],
+        &["--json", "decay", "--explain", "#1"],
+        &["dream", "list"],
+        &["--json", "dream", "--no-llm"],
+        &["dream", "list"],
+    ]
+    .iter()
+    .map(|args| run(args))
+    .collect();
+    let listed = backend.run(&["--json", "dream", "list"], None);
+    let answer: Value = serde_json::from_slice(&listed.stdout).expect("dream list --json");
+    let id = answer["dreams"][0]["id"]
+        .as_str()
+        .expect("the dream made a proposal set")
+        .to_string();
+    for args in [
+        &["dream", "show", &id][..],
+        &["--json", "dream", "show", &id],
+        &["--json", "dream", "accept", &id, "--only", "merge"],
+        &["dream", "accept", &id],
+        &["--json", "dream", "--no-llm"],
+    ] {
+        printed.push(run(args));
+    }
+    // An unknown dream: exit 1 on both, each naming the id (a server says it in its own words).
+    let unknown = backend.run(&["dream", "reject", "no-such-dream"], None);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("no dream \"no-such-dream\""),
+        "{}",
+        String::from_utf8_lossy(&unknown.stderr)
+    );
+    backend.assert_file_untouched();
+    // How long the dream took is the machine's, not the brain's.
+    printed
+        .into_iter()
+        .map(|text| regex_lite(&text, "\"duration_ms\": ", ","))
+        .collect()
+}
+
+#[test]
+fn the_graph_and_the_lifecycle_print_the_same_against_a_file_and_a_server() {
+    let local = graph_story(&Backend::file());
+    let remote = graph_story(&Backend::server(false));
+    let all = local.concat();
+    assert!(all.contains("related: "), "{all}");
+    assert!(all.contains("unrelated: "), "{all}");
+    assert!(all.contains("\"status\": \"added\""), "{all}");
+    assert!(all.contains("proposals"), "{all}");
+    let differ = differences(&local, &remote, "server");
+    assert!(differ.is_empty(), "the outputs differ:\n{differ}");
+}
+
 /// Every step whose output differs, both versions in full.
 fn differences(local: &[String], remote: &[String], label: &str) -> String {
     assert_eq!(local.len(), remote.len());
@@ -757,8 +867,8 @@ fn a_command_without_an_endpoint_is_refused_and_never_opens_a_file() {
     let server = Server::start(&[], false);
     let token = server.token("laptop", "test-project", "write");
     for (args, name) in [
-        (&["graph"][..], "graph"),
-        (&["dream", "list"], "dream list"),
+        (&["entity", "relink"][..], "entity relink"),
+        (&["relation-type", "list"], "relation-type list"),
         (&["token", "list"], "token list"),
         (&["export", "wiki", "out"], "export wiki"),
     ] {
@@ -781,6 +891,16 @@ fn a_command_without_an_endpoint_is_refused_and_never_opens_a_file() {
         assert!(message.contains("unset CAIRN_URL"), "{message}");
         assert!(!brain.db.exists(), "{args:?} opened the local file");
     }
+    // An unattended dream runs where the brain is, never through a server.
+    let (brain, mut cmd) = client(&server.url, &token);
+    let output = cmd.args(["dream", "--unattended"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("`cairn dream --unattended` is not served by a cairn server"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!brain.db.exists());
     // A bad address is said before anything is sent.
     let (_client, mut cmd) = client("ftp://example.com", &token);
     let output = cmd.args(["list"]).output().unwrap();

@@ -6,17 +6,19 @@ use crate::{Reader, Result, StoreError, WriteTx};
 use cairn_core::graph::fold::{EdgeOp, Interval};
 use cairn_core::graph::{Node, NodeKind};
 use rusqlite::{OptionalExtension, Row, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An edge's identity: source, relation, destination.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct EdgeKey {
     pub src: Node,
     pub relation: String,
     pub dst: Node,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntityRow {
     pub id: i64,
     pub name: String,
@@ -26,7 +28,7 @@ pub struct EntityRow {
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RelationTypeRow {
     pub name: String,
     pub weight: f64,
@@ -37,7 +39,7 @@ pub struct RelationTypeRow {
 }
 
 /// One entry of the edge log.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LogRow {
     pub seq: i64,
     pub op: String,
@@ -51,7 +53,7 @@ pub struct LogRow {
 }
 
 /// One validity interval of an edge (a row of the derived `edges` table).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntervalRow {
     pub id: i64,
     pub key: EdgeKey,
@@ -72,7 +74,7 @@ pub struct AdjacentRow {
     pub outgoing: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuarantineRow {
     pub id: i64,
     pub src: String,

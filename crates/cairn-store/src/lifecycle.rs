@@ -6,12 +6,12 @@
 use crate::{Reader, Result, Store, StoreError, WriteTx};
 use cairn_core::minhash::Signature;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
 
 /// One stored dream proposal set.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DreamRunRow {
     pub id: String,
     pub created_at: String,
@@ -26,7 +26,7 @@ pub struct DreamRunRow {
 }
 
 /// One proposal of a set.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProposalRow {
     pub seq: i64,
     /// `decay`, `merge`, `forget`, `summary`, `reflection`.
@@ -123,7 +123,7 @@ impl Orphans {
 }
 
 /// One table's share of a recovery.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecoveredTable {
     pub table: String,
     pub rows: i64,

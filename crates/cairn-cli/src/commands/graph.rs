@@ -7,8 +7,9 @@ use crate::settings::Settings;
 use crate::values;
 use anyhow::Result;
 use cairn_engine::graph::{
-    ClustersRequest, Direction, EntitiesRequest, GraphRequest, NeighborsRequest, RelateRequest,
-    RelateStatus, UnrelateStatus,
+    ClustersAnswer, ClustersRequest, Direction, EdgesAnswer, EntitiesRequest, EntityAdded,
+    EntityView, GraphAnswer, GraphRequest, NeighborsAnswer, NeighborsRequest, RelateOutcome,
+    RelateRequest, RelateStatus, UnrelateOutcome, UnrelateStatus,
 };
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -45,81 +46,81 @@ pub enum GraphCommand {
 #[derive(Debug, Args)]
 pub struct RelateArgs {
     /// Source: #42 / 42 (a record) or an entity name.
-    src: String,
+    pub(crate) src: String,
     /// Relation type: requires, affects, part_of, supersedes, relates, mentions, or a declared one.
-    relation: String,
+    pub(crate) relation: String,
     /// Destination: #42 / 42 (a record) or an entity name.
-    dst: String,
+    pub(crate) dst: String,
     /// Valid from (default now): RFC 3339, a date, or an age like 7d.
     #[arg(long, value_name = "TIME")]
-    from: Option<String>,
+    pub(crate) from: Option<String>,
     /// Valid until (exclusive).
     #[arg(long, value_name = "TIME")]
-    to: Option<String>,
+    pub(crate) to: Option<String>,
     /// Keep the edge in quarantine when an end does not resolve yet, instead of refusing it.
     #[arg(long)]
-    allow_dangling: bool,
+    pub(crate) allow_dangling: bool,
     /// 0..1 (default 1).
     #[arg(long)]
-    confidence: Option<f64>,
+    pub(crate) confidence: Option<f64>,
 }
 
 #[derive(Debug, Args)]
 pub struct UnrelateArgs {
-    src: String,
-    relation: String,
-    dst: String,
+    pub(crate) src: String,
+    pub(crate) relation: String,
+    pub(crate) dst: String,
     /// When it stopped holding (default now).
     #[arg(long, value_name = "TIME")]
-    at: Option<String>,
+    pub(crate) at: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     /// The graph as it was then (default now).
     #[arg(long, value_name = "TIME")]
-    as_of: Option<String>,
+    pub(crate) as_of: Option<String>,
     /// Only this relation type.
     #[arg(long)]
-    relation: Option<String>,
+    pub(crate) relation: Option<String>,
     /// Edges listed (0 = all; counts always cover every edge).
     #[arg(long, default_value_t = 50)]
-    limit: usize,
+    pub(crate) limit: usize,
 }
 
 #[derive(Debug, Args)]
 pub struct EdgesArgs {
-    node: String,
+    pub(crate) node: String,
     /// Every validity interval and every log entry, closed ones too.
     #[arg(long)]
-    history: bool,
+    pub(crate) history: bool,
     #[arg(long, value_name = "TIME")]
-    as_of: Option<String>,
+    pub(crate) as_of: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct NeighborsArgs {
-    node: String,
+    pub(crate) node: String,
     /// in: what depends on X (breaks if it changes); out: what X depends on; both.
     #[arg(long, default_value = "both", value_parser = values::direction())]
-    direction: Direction,
+    pub(crate) direction: Direction,
     #[arg(long, default_value_t = 2)]
-    depth: u32,
+    pub(crate) depth: u32,
     #[arg(long, value_name = "TIME")]
-    as_of: Option<String>,
+    pub(crate) as_of: Option<String>,
     /// Neighbours shown (0 = all reached).
     #[arg(long, default_value_t = 20)]
-    limit: usize,
+    pub(crate) limit: usize,
 }
 
 #[derive(Debug, Args)]
 pub struct EntitiesArgs {
     /// Only this type (path, url, code, tag, handle, name, or one you gave).
     #[arg(long = "type")]
-    entity_type: Option<String>,
+    pub(crate) entity_type: Option<String>,
     /// 0 = all.
     #[arg(long, default_value_t = 100)]
-    limit: usize,
+    pub(crate) limit: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -142,10 +143,10 @@ pub enum EntityCommand {
 pub struct ClustersArgs {
     /// Smallest cluster shown.
     #[arg(long, default_value_t = 4)]
-    min_size: usize,
+    pub(crate) min_size: usize,
     /// Most clusters shown, largest first.
     #[arg(long, default_value_t = 8)]
-    max: usize,
+    pub(crate) max: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -179,16 +180,7 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                 allow_dangling: relate.allow_dangling,
                 confidence: relate.confidence,
             })?;
-            if settings.json {
-                print_json(&outcome);
-            } else {
-                match outcome.status {
-                    RelateStatus::Asserted => outln!("related: {}", outcome.message),
-                    RelateStatus::AlreadyAsserted | RelateStatus::Quarantined => {
-                        outln!("{}", outcome.message)
-                    }
-                }
-            }
+            print_related(settings, &outcome);
         }
         GraphCommand::Unrelate(unrelate) => {
             let mut engine = settings.open("cli")?;
@@ -198,14 +190,7 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                 &unrelate.dst,
                 unrelate.at.as_deref(),
             )?;
-            if settings.json {
-                print_json(&outcome);
-            } else {
-                match outcome.status {
-                    UnrelateStatus::Invalidated => outln!("unrelated: {}", outcome.message),
-                    UnrelateStatus::NothingOpen => outln!("{}", outcome.message),
-                }
-            }
+            print_unrelated(settings, &outcome);
         }
         GraphCommand::Graph(graph) => {
             let engine = settings.open("cli")?;
@@ -214,80 +199,12 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                 limit: graph.limit,
                 relation: graph.relation.clone(),
             })?;
-            if settings.json {
-                print_json(&answer);
-            } else {
-                outln!(
-                    "graph as of {}: {} edges between {} records and {} entities",
-                    answer.as_of,
-                    answer.edges,
-                    answer.records,
-                    answer.entities
-                );
-                for count in &answer.by_relation {
-                    outln!("  {:<14} {}", count.relation, count.edges);
-                }
-                if let Some(note) = &answer.note {
-                    outln!("{note}");
-                }
-                if !answer.listed.is_empty() {
-                    if answer.listed.len() < answer.edges {
-                        outln!(
-                            "first {} of {} edges (--limit 0 lists all):",
-                            answer.listed.len(),
-                            answer.edges
-                        );
-                    } else {
-                        outln!("edges:");
-                    }
-                    for edge in &answer.listed {
-                        outln!("  {}", edge.line());
-                    }
-                }
-            }
+            print_graph(settings, &answer);
         }
         GraphCommand::Edges(edges) => {
             let engine = settings.open("cli")?;
             let answer = engine.edges(&edges.node, edges.history, edges.as_of.as_deref())?;
-            if settings.json {
-                print_json(&answer);
-            } else {
-                outln!(
-                    "{}: {} edge(s) valid as of {}",
-                    answer.node.describe(),
-                    answer.edges.len(),
-                    answer.as_of
-                );
-                for edge in &answer.edges {
-                    outln!("  {}", edge.line());
-                }
-                if let Some(intervals) = &answer.intervals {
-                    outln!("every interval ({}):", intervals.len());
-                    for edge in intervals {
-                        outln!("  {}", edge.line());
-                    }
-                }
-                if let Some(history) = &answer.history {
-                    outln!("edge log ({} entries, in fold order):", history.len());
-                    for entry in history {
-                        let when = match (&entry.valid_from, &entry.valid_to) {
-                            (Some(from), _) => format!("valid from {from}"),
-                            (_, Some(to)) => format!("valid until {to}"),
-                            _ => String::new(),
-                        };
-                        outln!(
-                            "  #{:<5} {} {:<10} {} {} {}  {when} ({})",
-                            entry.seq,
-                            entry.recorded_at,
-                            entry.op,
-                            entry.src.name,
-                            entry.relation,
-                            entry.dst.name,
-                            entry.origin
-                        );
-                    }
-                }
-            }
+            print_edges(settings, &answer);
         }
         GraphCommand::Neighbors(neighbors) => {
             let engine = settings.open("cli")?;
@@ -296,51 +213,7 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
             request.depth = neighbors.depth;
             request.as_of = neighbors.as_of.clone();
             request.limit = neighbors.limit;
-            let answer = engine.neighbors(&request)?;
-            if settings.json {
-                print_json(&answer);
-            } else {
-                let direction = match answer.direction {
-                    Direction::In => "incoming edges: what depends on it",
-                    Direction::Out => "outgoing edges: what it depends on",
-                    Direction::Both => "both directions",
-                };
-                outln!(
-                    "{} — {direction}, depth {}, as of {}: {} reached{}",
-                    answer.origin.describe(),
-                    answer.depth,
-                    answer.as_of,
-                    answer.reached,
-                    if answer.truncated {
-                        " (walk cut at the node budget)"
-                    } else {
-                        ""
-                    }
-                );
-                for n in &answer.neighbors {
-                    let edge = if n.edge == "out" {
-                        format!("{} {} {}", n.via.name, n.relation, n.node.name)
-                    } else {
-                        format!("{} {} {}", n.node.name, n.relation, n.via.name)
-                    };
-                    outln!(
-                        "  {:.3}  hop {}  {}   via: {}",
-                        n.score,
-                        n.hop,
-                        n.node.describe(),
-                        edge
-                    );
-                }
-                if answer.neighbors.len() < answer.reached {
-                    outln!(
-                        "  … {} more (--limit 0 shows all)",
-                        answer.reached - answer.neighbors.len()
-                    );
-                }
-                if let Some(note) = &answer.note {
-                    outln!("{note}");
-                }
-            }
+            print_neighbors(settings, &engine.neighbors(&request)?);
         }
         GraphCommand::Entities(entities) => {
             let engine = settings.open("cli")?;
@@ -348,27 +221,7 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                 entity_type: entities.entity_type.clone(),
                 limit: entities.limit,
             })?;
-            if settings.json {
-                print_json(&list);
-            } else if list.is_empty() {
-                outln!(
-                    "no entities yet (they are extracted from what you remember, or added with `cairn entity add`)"
-                );
-            } else {
-                for entity in &list {
-                    let aliases = if entity.aliases.is_empty() {
-                        String::new()
-                    } else {
-                        format!("  aliases: {}", entity.aliases.join(", "))
-                    };
-                    outln!(
-                        "{:>6} mentions  {:<8} {}{aliases}",
-                        entity.mentions,
-                        entity.entity_type,
-                        snippet(&entity.name, 80)
-                    );
-                }
-            }
+            print_entities(settings, &list);
         }
         GraphCommand::Entity { command } => match command {
             EntityCommand::Relink => {
@@ -390,12 +243,7 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                 aliases,
             } => {
                 let mut engine = settings.open("cli")?;
-                let added = engine.add_entity(name, entity_type, aliases)?;
-                if settings.json {
-                    print_json(&added);
-                } else {
-                    outln!("{}", added.message);
-                }
+                print_entity_added(settings, &engine.add_entity(name, entity_type, aliases)?);
             }
         },
         GraphCommand::Clusters(clusters) => {
@@ -404,39 +252,7 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                 min_size: clusters.min_size,
                 max: clusters.max,
             })?;
-            if settings.json {
-                print_json(&answer);
-            } else {
-                outln!(
-                    "{} cluster(s) of {}+ records among {} records (label propagation {} after {} round(s))",
-                    answer.found,
-                    clusters.min_size,
-                    answer.records,
-                    if answer.converged {
-                        "converged"
-                    } else {
-                        "stopped at the round limit"
-                    },
-                    answer.rounds
-                );
-                for cluster in &answer.clusters {
-                    outln!(
-                        "cluster #{} · {} records · member_hash {}",
-                        cluster.id,
-                        cluster.size,
-                        &cluster.member_hash[..16]
-                    );
-                    for member in &cluster.members {
-                        outln!("  #{:<6} {}", member.id, snippet(&member.title, 80));
-                    }
-                }
-                if answer.found > answer.clusters.len() {
-                    outln!(
-                        "… {} more (--max shows more)",
-                        answer.found - answer.clusters.len()
-                    );
-                }
-            }
+            print_clusters(settings, &answer, clusters.min_size);
         }
         GraphCommand::RelationType { command } => match command {
             RelationTypeCommand::Declare {
@@ -490,4 +306,225 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
         },
     }
     Ok(ExitCode::SUCCESS)
+}
+
+// The printers, shared with the remote client (`remote::graph`): one answer, one way to print.
+
+pub(crate) fn print_related(settings: &Settings, outcome: &RelateOutcome) {
+    if settings.json {
+        print_json(outcome);
+        return;
+    }
+    match outcome.status {
+        RelateStatus::Asserted => outln!("related: {}", outcome.message),
+        RelateStatus::AlreadyAsserted | RelateStatus::Quarantined => {
+            outln!("{}", outcome.message)
+        }
+    }
+}
+
+pub(crate) fn print_unrelated(settings: &Settings, outcome: &UnrelateOutcome) {
+    if settings.json {
+        print_json(outcome);
+        return;
+    }
+    match outcome.status {
+        UnrelateStatus::Invalidated => outln!("unrelated: {}", outcome.message),
+        UnrelateStatus::NothingOpen => outln!("{}", outcome.message),
+    }
+}
+
+pub(crate) fn print_graph(settings: &Settings, answer: &GraphAnswer) {
+    if settings.json {
+        print_json(answer);
+        return;
+    }
+    outln!(
+        "graph as of {}: {} edges between {} records and {} entities",
+        answer.as_of,
+        answer.edges,
+        answer.records,
+        answer.entities
+    );
+    for count in &answer.by_relation {
+        outln!("  {:<14} {}", count.relation, count.edges);
+    }
+    if let Some(note) = &answer.note {
+        outln!("{note}");
+    }
+    if !answer.listed.is_empty() {
+        if answer.listed.len() < answer.edges {
+            outln!(
+                "first {} of {} edges (--limit 0 lists all):",
+                answer.listed.len(),
+                answer.edges
+            );
+        } else {
+            outln!("edges:");
+        }
+        for edge in &answer.listed {
+            outln!("  {}", edge.line());
+        }
+    }
+}
+
+pub(crate) fn print_edges(settings: &Settings, answer: &EdgesAnswer) {
+    if settings.json {
+        print_json(answer);
+        return;
+    }
+    outln!(
+        "{}: {} edge(s) valid as of {}",
+        answer.node.describe(),
+        answer.edges.len(),
+        answer.as_of
+    );
+    for edge in &answer.edges {
+        outln!("  {}", edge.line());
+    }
+    if let Some(intervals) = &answer.intervals {
+        outln!("every interval ({}):", intervals.len());
+        for edge in intervals {
+            outln!("  {}", edge.line());
+        }
+    }
+    if let Some(history) = &answer.history {
+        outln!("edge log ({} entries, in fold order):", history.len());
+        for entry in history {
+            let when = match (&entry.valid_from, &entry.valid_to) {
+                (Some(from), _) => format!("valid from {from}"),
+                (_, Some(to)) => format!("valid until {to}"),
+                _ => String::new(),
+            };
+            outln!(
+                "  #{:<5} {} {:<10} {} {} {}  {when} ({})",
+                entry.seq,
+                entry.recorded_at,
+                entry.op,
+                entry.src.name,
+                entry.relation,
+                entry.dst.name,
+                entry.origin
+            );
+        }
+    }
+}
+
+pub(crate) fn print_neighbors(settings: &Settings, answer: &NeighborsAnswer) {
+    if settings.json {
+        print_json(answer);
+        return;
+    }
+    let direction = match answer.direction {
+        Direction::In => "incoming edges: what depends on it",
+        Direction::Out => "outgoing edges: what it depends on",
+        Direction::Both => "both directions",
+    };
+    outln!(
+        "{} — {direction}, depth {}, as of {}: {} reached{}",
+        answer.origin.describe(),
+        answer.depth,
+        answer.as_of,
+        answer.reached,
+        if answer.truncated {
+            " (walk cut at the node budget)"
+        } else {
+            ""
+        }
+    );
+    for n in &answer.neighbors {
+        let edge = if n.edge == "out" {
+            format!("{} {} {}", n.via.name, n.relation, n.node.name)
+        } else {
+            format!("{} {} {}", n.node.name, n.relation, n.via.name)
+        };
+        outln!(
+            "  {:.3}  hop {}  {}   via: {}",
+            n.score,
+            n.hop,
+            n.node.describe(),
+            edge
+        );
+    }
+    if answer.neighbors.len() < answer.reached {
+        outln!(
+            "  … {} more (--limit 0 shows all)",
+            answer.reached - answer.neighbors.len()
+        );
+    }
+    if let Some(note) = &answer.note {
+        outln!("{note}");
+    }
+}
+
+pub(crate) fn print_entities(settings: &Settings, list: &[EntityView]) {
+    if settings.json {
+        print_json(&list);
+    } else if list.is_empty() {
+        outln!(
+            "no entities yet (they are extracted from what you remember, or added with `cairn entity add`)"
+        );
+    } else {
+        for entity in list {
+            let aliases = if entity.aliases.is_empty() {
+                String::new()
+            } else {
+                format!("  aliases: {}", entity.aliases.join(", "))
+            };
+            outln!(
+                "{:>6} mentions  {:<8} {}{aliases}",
+                entity.mentions,
+                entity.entity_type,
+                snippet(&entity.name, 80)
+            );
+        }
+    }
+}
+
+pub(crate) fn print_entity_added(settings: &Settings, added: &EntityAdded) {
+    if settings.json {
+        print_json(added);
+    } else {
+        outln!("{}", added.message);
+    }
+}
+
+/// `clusters`' answer (`min_size`: the size asked for, said in the text's first line).
+pub(crate) fn print_clusters(settings: &Settings, answer: &ClustersAnswer, min_size: usize) {
+    if settings.json {
+        print_json(answer);
+        return;
+    }
+    outln!(
+        "{} cluster(s) of {}+ records among {} records (label propagation {} after {} round(s))",
+        answer.found,
+        min_size,
+        answer.records,
+        if answer.converged {
+            "converged"
+        } else {
+            "stopped at the round limit"
+        },
+        answer.rounds
+    );
+    for cluster in &answer.clusters {
+        outln!(
+            "cluster #{} · {} records · member_hash {}",
+            cluster.id,
+            cluster.size,
+            cluster
+                .member_hash
+                .get(..16)
+                .unwrap_or(&cluster.member_hash)
+        );
+        for member in &cluster.members {
+            outln!("  #{:<6} {}", member.id, snippet(&member.title, 80));
+        }
+    }
+    if answer.found > answer.clusters.len() {
+        outln!(
+            "… {} more (--max shows more)",
+            answer.found - answer.clusters.len()
+        );
+    }
 }

@@ -9,7 +9,8 @@ use anyhow::{Result, bail};
 use cairn_engine::Engine;
 use cairn_engine::lifecycle::config::parse_every;
 use cairn_engine::lifecycle::{
-    AutoAccept, DreamOptions, DreamOutcome, DreamView, LlmConfig, MaintainOptions,
+    AcceptReport, AutoAccept, DecayExplanation, DecayReport, DreamOptions, DreamOutcome, DreamView,
+    LlmConfig, MaintainOptions,
 };
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -276,25 +277,25 @@ pub fn extract_options(
 pub struct DecayArgs {
     /// List what would change without changing anything.
     #[arg(long)]
-    dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Say what decay did to one record and why, and what it would do now.
     #[arg(long, value_name = "ID", conflicts_with = "dry_run")]
-    explain: Option<String>,
+    pub(crate) explain: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct DreamArgs {
     #[command(subcommand)]
-    command: Option<DreamCommand>,
+    pub(crate) command: Option<DreamCommand>,
     /// Run by a scheduler: proposes, and accepts only when `dream.auto_accept` is true.
     #[arg(long)]
-    unattended: bool,
+    pub(crate) unattended: bool,
     /// Apply the proposals right away (refused for unattended runs unless configured).
     #[arg(long)]
-    accept: bool,
+    pub(crate) accept: bool,
     /// Skip the LLM phases even when an LLM is configured.
     #[arg(long)]
-    no_llm: bool,
+    pub(crate) no_llm: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -338,7 +339,7 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-fn parse_id(given: &str) -> Result<i64> {
+pub(crate) fn parse_id(given: &str) -> Result<i64> {
     let trimmed = given.trim().trim_start_matches('#');
     trimmed
         .parse::<i64>()
@@ -353,57 +354,66 @@ pub fn llm_config(engine: &Engine) -> Result<Option<LlmConfig>> {
 fn run_decay(settings: &Settings, decay: &DecayArgs) -> Result<ExitCode> {
     if let Some(id) = &decay.explain {
         let engine = settings.open("cli")?;
-        let explanation = engine.decay_explain(parse_id(id)?)?;
-        if settings.json {
-            print_json(&explanation);
-            return Ok(ExitCode::SUCCESS);
-        }
-        outln!(
-            "{} ({}, {}, confidence {})",
-            explanation.label,
-            explanation.memory_type,
-            explanation.status,
-            explanation.confidence
-        );
-        match explanation.half_life_days {
-            Some(days) => {
-                outln!("  decays with a half-life of {days:.0} days when nobody accesses it")
-            }
-            None => outln!("  never decays"),
-        }
-        outln!("  now: {} — {}", explanation.verdict, explanation.reason);
-        if explanation.events.is_empty() {
-            outln!("  decay never changed it");
-        }
-        for event in &explanation.events {
-            let reason = event.detail["extra"]["reason"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_default();
-            let by = event.detail["extra"]["by"].as_str().unwrap_or("");
-            outln!(
-                "  {} {}{}{}",
-                event.at,
-                event.op,
-                if reason.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {reason}")
-                },
-                if by.is_empty() || by == event.op {
-                    String::new()
-                } else {
-                    format!(" (by {by})")
-                }
-            );
-        }
+        print_decay_explanation(settings, &engine.decay_explain(parse_id(id)?)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut engine = settings.open("decay")?;
-    let report = engine.decay(decay.dry_run)?;
+    print_decay(settings, &engine.decay(decay.dry_run)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `decay --explain ID`'s answer (here and from a server).
+pub(crate) fn print_decay_explanation(settings: &Settings, explanation: &DecayExplanation) {
     if settings.json {
-        print_json(&report);
-        return Ok(ExitCode::SUCCESS);
+        print_json(explanation);
+        return;
+    }
+    outln!(
+        "{} ({}, {}, confidence {})",
+        explanation.label,
+        explanation.memory_type,
+        explanation.status,
+        explanation.confidence
+    );
+    match explanation.half_life_days {
+        Some(days) => {
+            outln!("  decays with a half-life of {days:.0} days when nobody accesses it")
+        }
+        None => outln!("  never decays"),
+    }
+    outln!("  now: {} — {}", explanation.verdict, explanation.reason);
+    if explanation.events.is_empty() {
+        outln!("  decay never changed it");
+    }
+    for event in &explanation.events {
+        let reason = event.detail["extra"]["reason"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_default();
+        let by = event.detail["extra"]["by"].as_str().unwrap_or("");
+        outln!(
+            "  {} {}{}{}",
+            event.at,
+            event.op,
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {reason}")
+            },
+            if by.is_empty() || by == event.op {
+                String::new()
+            } else {
+                format!(" (by {by})")
+            }
+        );
+    }
+}
+
+/// `decay`'s report (a dry run says what it would do).
+pub(crate) fn print_decay(settings: &Settings, report: &DecayReport) {
+    if settings.json {
+        print_json(report);
+        return;
     }
     let verb = if report.dry_run { "would " } else { "" };
     if report.changes.is_empty() {
@@ -438,7 +448,6 @@ fn run_decay(settings: &Settings, decay: &DecayArgs) -> Result<ExitCode> {
             report.changes.len()
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn print_dream(view: &DreamView) {
@@ -549,72 +558,19 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
     match &dream.command {
         Some(DreamCommand::Show { id }) => {
             let engine = settings.open("cli")?;
-            let view = engine.dream_show(id)?;
-            if settings.json {
-                print_json(&view);
-            } else {
-                print_dream(&view);
-            }
+            print_dream_view(settings, &engine.dream_show(id)?);
         }
         Some(DreamCommand::List { limit }) => {
             let engine = settings.open("cli")?;
-            let runs = engine.dream_list(*limit)?;
-            if settings.json {
-                print_json(&serde_json::json!({"dreams": runs}));
-            } else if runs.is_empty() {
-                outln!("no dreams yet: `cairn dream` makes a proposal set");
-            } else {
-                for run in &runs {
-                    outln!(
-                        "{} {} {} proposals {}{}",
-                        run.id,
-                        run.created_at,
-                        run.status,
-                        run.report["proposals"],
-                        if run.pruned.is_some() {
-                            " (details pruned)"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-            }
+            print_dreams(settings, &engine.dream_list(*limit)?);
         }
         Some(DreamCommand::Reject { id }) => {
             let mut engine = settings.open("dream")?;
-            let view = engine.dream_reject(id)?;
-            if settings.json {
-                print_json(&serde_json::json!({"status": "rejected", "id": view.id}));
-            } else {
-                outln!("rejected dream {}; nothing in the brain changed", view.id);
-            }
+            print_dream_rejected(settings, &engine.dream_reject(id)?.id);
         }
         Some(DreamCommand::Accept { id, only }) => {
             let mut engine = settings.open("dream")?;
-            let report = engine.dream_accept(id, only)?;
-            if settings.json {
-                print_json(&report);
-            } else {
-                outln!(
-                    "dream {}: {} applied, {} skipped ({})",
-                    report.id,
-                    report.applied.len(),
-                    report.skipped.len(),
-                    report.status
-                );
-                for outcome in report.applied.iter().chain(&report.skipped) {
-                    outln!(
-                        "  {:>3}. {:<10} {}: {}",
-                        outcome.seq,
-                        outcome.kind,
-                        outcome.outcome,
-                        outcome.detail
-                    );
-                }
-                if let Some(compacted) = &report.compacted {
-                    outln!("{compacted}");
-                }
-            }
+            print_dream_accepted(settings, &engine.dream_accept(id, only)?);
         }
         None => {
             let mut engine = settings.open("dream")?;
@@ -643,15 +599,89 @@ fn run_dream(settings: &Settings, dream: &DreamArgs) -> Result<ExitCode> {
                 accept_safe: dream.unattended && safe_only && !accept_all,
                 ..options
             })?;
-            if settings.json {
-                print_json(&outcome);
-            } else {
-                print_dream(&outcome.dream);
-                outln!("{}", outcome.message);
-            }
+            print_dream_outcome(settings, &outcome);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `dream show`'s answer.
+pub(crate) fn print_dream_view(settings: &Settings, view: &DreamView) {
+    if settings.json {
+        print_json(view);
+    } else {
+        print_dream(view);
+    }
+}
+
+/// `dream list`'s answer.
+pub(crate) fn print_dreams(settings: &Settings, runs: &[DreamView]) {
+    if settings.json {
+        print_json(&serde_json::json!({"dreams": runs}));
+    } else if runs.is_empty() {
+        outln!("no dreams yet: `cairn dream` makes a proposal set");
+    } else {
+        for run in runs {
+            outln!(
+                "{} {} {} proposals {}{}",
+                run.id,
+                run.created_at,
+                run.status,
+                run.report["proposals"],
+                if run.pruned.is_some() {
+                    " (details pruned)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+}
+
+/// `dream reject`'s answer.
+pub(crate) fn print_dream_rejected(settings: &Settings, id: &str) {
+    if settings.json {
+        print_json(&serde_json::json!({"status": "rejected", "id": id}));
+    } else {
+        outln!("rejected dream {id}; nothing in the brain changed");
+    }
+}
+
+/// `dream accept`'s report.
+pub(crate) fn print_dream_accepted(settings: &Settings, report: &AcceptReport) {
+    if settings.json {
+        print_json(report);
+        return;
+    }
+    outln!(
+        "dream {}: {} applied, {} skipped ({})",
+        report.id,
+        report.applied.len(),
+        report.skipped.len(),
+        report.status
+    );
+    for outcome in report.applied.iter().chain(&report.skipped) {
+        outln!(
+            "  {:>3}. {:<10} {}: {}",
+            outcome.seq,
+            outcome.kind,
+            outcome.outcome,
+            outcome.detail
+        );
+    }
+    if let Some(compacted) = &report.compacted {
+        outln!("{compacted}");
+    }
+}
+
+/// A dream run's outcome: its proposal set, then what happened to it.
+pub(crate) fn print_dream_outcome(settings: &Settings, outcome: &DreamOutcome) {
+    if settings.json {
+        print_json(outcome);
+    } else {
+        print_dream(&outcome.dream);
+        outln!("{}", outcome.message);
+    }
 }
 
 fn run_config(settings: &Settings, command: &ConfigCommand) -> Result<ExitCode> {

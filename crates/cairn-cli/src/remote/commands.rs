@@ -8,12 +8,14 @@
 //! `--project`/`CAIRN_PROJECT` names one), the commit a write is stamped with (`Cairn-Commit`,
 //! the client's HEAD: one `git rev-parse`, for writes only) and, for `brief`, the working tree.
 
-use super::{Client, ClientOptions, RemoteError, Target, agent};
+use super::{Client, ClientOptions, RemoteError, Target, agent, graph};
 use crate::cli::Command;
 use crate::commands::agent::{AgentCommand, BriefArgs, print_brief_text};
 use crate::commands::exchange::ExchangeCommand;
 use crate::commands::exchange::export::{ExportArgs, print_exported, write_export};
 use crate::commands::exchange::import::{ImportArgs, open_input, print_import};
+use crate::commands::graph::{EntityCommand, GraphCommand};
+use crate::commands::lifecycle::LifecycleCommand;
 use crate::commands::maintenance::{MaintenanceCommand, print_doctor, print_stats};
 use crate::commands::recall::{self, RecallArgs};
 use crate::commands::records::{self, ListArgs, RecordsCommand, RememberArgs, UpdateArgs};
@@ -71,6 +73,8 @@ fn server<'a>(handler: impl FnOnce(&Remote<'_>) -> Result<ExitCode> + 'a) -> Rou
 pub fn route(command: &Command) -> Route<'_> {
     use AgentCommand as A;
     use ExchangeCommand as E;
+    use GraphCommand as G;
+    use LifecycleCommand as L;
     use MaintenanceCommand as M;
     use RecordsCommand as R;
     match command {
@@ -90,6 +94,23 @@ pub fn route(command: &Command) -> Route<'_> {
         Command::Agent(A::Log(args)) => server(move |r| agent::log(r, args)),
         Command::Agent(A::Identity { command }) => server(move |r| agent::identity(r, command)),
         Command::Agent(A::Awareness { command }) => server(move |r| agent::awareness(r, command)),
+        Command::Graph(G::Relate(args)) => server(move |r| graph::relate(r, args)),
+        Command::Graph(G::Unrelate(args)) => server(move |r| graph::unrelate(r, args)),
+        Command::Graph(G::Graph(args)) => server(move |r| graph::graph(r, args)),
+        Command::Graph(G::Edges(args)) => server(move |r| graph::edges(r, args)),
+        Command::Graph(G::Neighbors(args)) => server(move |r| graph::neighbors(r, args)),
+        Command::Graph(G::Entities(args)) => server(move |r| graph::entities(r, args)),
+        Command::Graph(G::Entity {
+            command:
+                EntityCommand::Add {
+                    name,
+                    entity_type,
+                    aliases,
+                },
+        }) => server(move |r| graph::entity_add(r, name, entity_type, aliases)),
+        Command::Graph(G::Clusters(args)) => server(move |r| graph::clusters(r, args)),
+        Command::Lifecycle(L::Decay(args)) => server(move |r| graph::decay(r, args)),
+        Command::Lifecycle(L::Dream(args)) => server(move |r| graph::dream(r, args)),
         Command::Maintenance(M::Stats) => server(stats),
         Command::Maintenance(M::Doctor {
             repair,

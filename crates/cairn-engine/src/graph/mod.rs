@@ -26,10 +26,10 @@ use crate::{EngineError, Result};
 use cairn_core::graph::extract::entity_key;
 use cairn_core::graph::{Node, NodeKind};
 use cairn_store::{EdgeKey, Reader};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A graph node as shown to people and agents.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeView {
     pub kind: NodeKind,
     pub id: i64,
@@ -72,7 +72,7 @@ impl NodeView {
 }
 
 /// An edge (one validity interval of it) as shown.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EdgeView {
     pub src: NodeView,
     pub relation: String,

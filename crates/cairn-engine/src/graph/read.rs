@@ -9,7 +9,7 @@ use cairn_core::graph::extract::entity_key;
 use cairn_core::graph::{DEFAULT_DECLARED_WEIGHT, Node, NodeKind};
 use cairn_core::time::{format_ts, parse_time};
 use cairn_store::{EdgeKey, Reader};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Most nodes a blast-radius walk reaches before it stops (and says it was cut).
@@ -19,7 +19,7 @@ pub const DEFAULT_MAX_NODES: usize = 500;
 pub const DEFAULT_MAX_EDGES: usize = 5_000;
 
 /// Which edges a walk follows from a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Edges pointing at the node: what depends on it — what breaks if it changes.
@@ -76,7 +76,7 @@ impl NeighborsRequest {
 }
 
 /// One node the walk reached.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Neighbor {
     pub node: NodeView,
     pub hop: u32,
@@ -86,10 +86,10 @@ pub struct Neighbor {
     pub via: NodeView,
     pub relation: String,
     /// `out` when the edge goes from `via` to `node`, `in` when from `node` to `via`.
-    pub edge: &'static str,
+    pub edge: String,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NeighborsAnswer {
     pub origin: NodeView,
     pub direction: Direction,
@@ -122,14 +122,14 @@ impl Default for GraphRequest {
     }
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RelationCount {
     pub relation: String,
     pub edges: usize,
 }
 
 /// The graph valid at one time: the fold of the edge log, evaluated at `as_of`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GraphAnswer {
     pub as_of: String,
     pub edges: usize,
@@ -143,7 +143,7 @@ pub struct GraphAnswer {
 }
 
 /// One entry of the edge log, as shown.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LogView {
     pub seq: i64,
     pub op: String,
@@ -159,7 +159,7 @@ pub struct LogView {
     pub origin: String,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EdgesAnswer {
     pub node: NodeView,
     pub as_of: String,
@@ -180,7 +180,7 @@ pub struct EntitiesRequest {
     pub limit: usize,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntityView {
     pub id: i64,
     pub name: String,
@@ -210,13 +210,13 @@ impl Default for ClustersRequest {
     }
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClusterMember {
     pub id: i64,
     pub title: String,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClusterView {
     /// The smallest member's id.
     pub id: i64,
@@ -226,7 +226,7 @@ pub struct ClusterView {
     pub members: Vec<ClusterMember>,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClustersAnswer {
     /// Records that went in (active, this project and personal, not generated).
     pub records: usize,
@@ -238,7 +238,7 @@ pub struct ClustersAnswer {
 }
 
 /// What the graph knows about one file the working tree touches.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PathNeighbourhood {
     pub path: String,
     /// Path entities naming this file (same path, or one is a suffix of the other).
@@ -419,7 +419,7 @@ impl Engine {
                 score: (r.score * 1e6).round() / 1e6,
                 via: view(r.via)?,
                 relation: r.relation.clone(),
-                edge: if r.forward { "out" } else { "in" },
+                edge: if r.forward { "out" } else { "in" }.to_string(),
             });
         }
         let note = if neighbors.is_empty() {

@@ -12,7 +12,7 @@ use cairn_core::memory::Memory;
 use cairn_core::time::{format_ts, parse_time};
 use cairn_store::{EdgeKey, NewEvent, NewLogEntry, QuarantineRow, WriteTx};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// Among a record's first this many entities (in order of first mention), each gets a
@@ -476,7 +476,7 @@ pub struct RelateRequest {
     pub confidence: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RelateStatus {
     /// A new validity interval was opened.
@@ -487,7 +487,7 @@ pub enum RelateStatus {
     Quarantined,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RelateOutcome {
     pub status: RelateStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -499,7 +499,7 @@ pub struct RelateOutcome {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UnrelateStatus {
     Invalidated,
@@ -507,7 +507,7 @@ pub enum UnrelateStatus {
     NothingOpen,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UnrelateOutcome {
     pub status: UnrelateStatus,
     pub edge: EdgeView,
@@ -516,9 +516,9 @@ pub struct UnrelateOutcome {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntityAdded {
-    pub status: &'static str,
+    pub status: String,
     pub id: i64,
     pub name: String,
     #[serde(rename = "type")]
@@ -950,7 +950,7 @@ impl Engine {
                 message.push_str(&format!("; alias skipped: {skip}"));
             }
             Ok(EntityAdded {
-                status,
+                status: status.to_string(),
                 id,
                 name: entity.name,
                 entity_type: entity.entity_type,

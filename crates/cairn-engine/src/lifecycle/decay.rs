@@ -12,7 +12,7 @@ use cairn_core::text;
 use cairn_core::time::format_ts;
 use cairn_store::{EventRow, LifecycleRow, WriteTx};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// One change decay made (or, with `--dry-run`, would make).
@@ -33,7 +33,7 @@ pub struct DecayChange {
     pub to_confidence: Option<Confidence>,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DecayReport {
     pub dry_run: bool,
     /// Active records looked at (every project).
@@ -46,7 +46,7 @@ pub struct DecayReport {
 }
 
 /// `decay --explain ID`: the record's verdict now and every decay event it had.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DecayExplanation {
     pub id: i64,
     pub label: String,

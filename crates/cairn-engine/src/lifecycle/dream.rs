@@ -27,7 +27,7 @@ use cairn_core::time::format_ts;
 use cairn_core::{query, text};
 use cairn_store::{DreamRunRow, LexicalQuery, LifecycleRow, ProposalRow, WriteTx};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -94,7 +94,7 @@ impl Default for DreamOptions {
 }
 
 /// A proposal set as shown by `dream`, `dream show` and `dream list`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DreamView {
     pub id: String,
     /// `proposed`, `partial` (some kinds accepted), `accepted`, `rejected`.
@@ -115,7 +115,7 @@ pub struct DreamView {
 }
 
 /// A decided set whose proposal details were pruned (`dream.keep_decided_days`).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrunedView {
     /// When a dream deleted the proposal rows.
     pub at: String,
@@ -132,7 +132,7 @@ pub struct PrunedView {
 }
 
 /// What one dream pruned.
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PruneSummary {
     /// Decided sets whose proposal rows were deleted, and how many rows.
     pub sets: usize,
@@ -142,7 +142,7 @@ pub struct PruneSummary {
 }
 
 /// What `dream` did.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DreamOutcome {
     /// False when the same proposal set already existed (nothing was written).
     pub new: bool,
@@ -155,7 +155,7 @@ pub struct DreamOutcome {
 }
 
 /// One proposal's fate at accept.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProposalOutcome {
     pub seq: i64,
     pub kind: String,
@@ -164,7 +164,7 @@ pub struct ProposalOutcome {
     pub detail: String,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AcceptReport {
     pub id: String,
     pub status: String,
