@@ -609,6 +609,21 @@ fn graph_story(backend: &Backend) -> Vec<String> {
             "entity", "add", "Kiln", "--type", "tool", "--alias", "kiln-box",
         ],
         &["--json", "entity", "add", "Glaze"],
+        &["relation-type", "declare", "blocks", "--weight", "0.8"],
+        &[
+            "--json",
+            "relation-type",
+            "declare",
+            "pairs_with",
+            "--symmetric",
+            "--description",
+            "work done together",
+        ],
+        &["relation-type", "list"],
+        &["--json", "relation-type", "list"],
+        &["relate", "#2", "blocks", "#1"],
+        &["entity", "relink"],
+        &["--json", "entity", "relink"],
         &["clusters", "--min-size", "2"],
         &["--json", "clusters", "--min-size", "2"],
         &["unrelate", "#1", "requires", "#2"],
@@ -867,8 +882,8 @@ fn a_command_without_an_endpoint_is_refused_and_never_opens_a_file() {
     let server = Server::start(&[], false);
     let token = server.token("laptop", "test-project", "write");
     for (args, name) in [
-        (&["entity", "relink"][..], "entity relink"),
-        (&["relation-type", "list"], "relation-type list"),
+        (&["codemap"][..], "codemap"),
+        (&["config", "list"], "config list"),
         (&["token", "list"], "token list"),
         (&["export", "wiki", "out"], "export wiki"),
     ] {

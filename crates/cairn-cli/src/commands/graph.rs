@@ -11,6 +11,7 @@ use cairn_engine::graph::{
     EntityView, GraphAnswer, GraphRequest, NeighborsAnswer, NeighborsRequest, RelateOutcome,
     RelateRequest, RelateStatus, UnrelateOutcome, UnrelateStatus,
 };
+use cairn_store::RelationTypeRow;
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
 
@@ -227,15 +228,7 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
             EntityCommand::Relink => {
                 let mut engine = settings.open("cli")?;
                 let (records, written) = engine.relink_records()?;
-                if settings.json {
-                    print_json(
-                        &serde_json::json!({"status": "relinked", "records": records, "edges_written": written}),
-                    );
-                } else {
-                    outln!(
-                        "re-extracted the entities of {records} records: {written} edge operations written"
-                    );
-                }
+                print_relinked(settings, records, written);
             }
             EntityCommand::Add {
                 name,
@@ -268,40 +261,11 @@ pub fn run(settings: &Settings, command: &GraphCommand) -> Result<ExitCode> {
                     *symmetric,
                     description.as_deref(),
                 )?;
-                if settings.json {
-                    print_json(
-                        &serde_json::json!({"status": "declared", "relation_type": declared}),
-                    );
-                } else {
-                    outln!(
-                        "declared relation type {} (weight {}{})",
-                        declared.name,
-                        declared.weight,
-                        if declared.symmetric {
-                            ", symmetric"
-                        } else {
-                            ""
-                        }
-                    );
-                }
+                print_declared(settings, &declared);
             }
             RelationTypeCommand::List => {
                 let engine = settings.open("cli")?;
-                let types = engine.relation_types()?;
-                if settings.json {
-                    print_json(&types);
-                } else {
-                    for t in &types {
-                        outln!(
-                            "{:<14} weight {:.1}{}{}  {}",
-                            t.name,
-                            t.weight,
-                            if t.symmetric { " symmetric" } else { "" },
-                            if t.builtin { " built-in" } else { " declared" },
-                            t.description.as_deref().unwrap_or("")
-                        );
-                    }
-                }
+                print_relation_types(settings, &engine.relation_types()?);
             }
         },
     }
@@ -525,6 +489,53 @@ pub(crate) fn print_clusters(settings: &Settings, answer: &ClustersAnswer, min_s
         outln!(
             "… {} more (--max shows more)",
             answer.found - answer.clusters.len()
+        );
+    }
+}
+
+/// `entity relink`'s answer.
+pub(crate) fn print_relinked(settings: &Settings, records: usize, written: usize) {
+    if settings.json {
+        print_json(
+            &serde_json::json!({"status": "relinked", "records": records, "edges_written": written}),
+        );
+    } else {
+        outln!("re-extracted the entities of {records} records: {written} edge operations written");
+    }
+}
+
+/// `relation-type declare`'s answer.
+pub(crate) fn print_declared(settings: &Settings, declared: &RelationTypeRow) {
+    if settings.json {
+        print_json(&serde_json::json!({"status": "declared", "relation_type": declared}));
+    } else {
+        outln!(
+            "declared relation type {} (weight {}{})",
+            declared.name,
+            declared.weight,
+            if declared.symmetric {
+                ", symmetric"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+/// `relation-type list`'s answer.
+pub(crate) fn print_relation_types(settings: &Settings, types: &[RelationTypeRow]) {
+    if settings.json {
+        print_json(&types);
+        return;
+    }
+    for t in types {
+        outln!(
+            "{:<14} weight {:.1}{}{}  {}",
+            t.name,
+            t.weight,
+            if t.symmetric { " symmetric" } else { "" },
+            if t.builtin { " built-in" } else { " declared" },
+            t.description.as_deref().unwrap_or("")
         );
     }
 }

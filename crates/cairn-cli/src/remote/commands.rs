@@ -14,7 +14,7 @@ use crate::commands::agent::{AgentCommand, BriefArgs, print_brief_text};
 use crate::commands::exchange::ExchangeCommand;
 use crate::commands::exchange::export::{ExportArgs, print_exported, write_export};
 use crate::commands::exchange::import::{ImportArgs, open_input, print_import};
-use crate::commands::graph::{EntityCommand, GraphCommand};
+use crate::commands::graph::{EntityCommand, GraphCommand, RelationTypeCommand};
 use crate::commands::lifecycle::LifecycleCommand;
 use crate::commands::maintenance::{MaintenanceCommand, print_doctor, print_stats};
 use crate::commands::recall::{self, RecallArgs};
@@ -108,6 +108,23 @@ pub fn route(command: &Command) -> Route<'_> {
                     aliases,
                 },
         }) => server(move |r| graph::entity_add(r, name, entity_type, aliases)),
+        Command::Graph(G::Entity {
+            command: EntityCommand::Relink,
+        }) => server(graph::relink),
+        Command::Graph(G::RelationType {
+            command: RelationTypeCommand::List,
+        }) => server(graph::relation_types),
+        Command::Graph(G::RelationType {
+            command:
+                RelationTypeCommand::Declare {
+                    name,
+                    weight,
+                    symmetric,
+                    description,
+                },
+        }) => server(move |r| {
+            graph::declare_relation_type(r, name, *weight, *symmetric, description.as_deref())
+        }),
         Command::Graph(G::Clusters(args)) => server(move |r| graph::clusters(r, args)),
         Command::Lifecycle(L::Decay(args)) => server(move |r| graph::decay(r, args)),
         Command::Lifecycle(L::Dream(args)) => server(move |r| graph::dream(r, args)),

@@ -1,5 +1,5 @@
 //! The knowledge graph and the lifecycle over a server (`graph`, `edges`, `neighbors`,
-//! `entities`, `entity add`, `clusters`, `relate`, `unrelate`, `decay`, `dream`): each handler
+//! `entities`, `entity add|relink`, `relation-type list|declare`, `clusters`, `relate`, `unrelate`, `decay`, `dream`): each handler
 //! sends the command's request to its `/v1` endpoint, reads the answer back into the engine's
 //! struct and prints it with the local command's printer (`commands::graph::print_*`,
 //! `commands::lifecycle::print_*`).
@@ -19,6 +19,7 @@ use cairn_engine::graph::{
 use cairn_engine::lifecycle::{
     AcceptReport, DecayExplanation, DecayReport, DreamOutcome, DreamView,
 };
+use cairn_store::RelationTypeRow;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -143,6 +144,62 @@ pub fn entity_add(
         "an added entity",
     )?;
     local::print_entity_added(remote.settings, &added);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `POST /v1/graph/relink`'s answer.
+#[derive(serde::Deserialize)]
+struct Relinked {
+    records: usize,
+    edges_written: usize,
+}
+
+pub fn relink(remote: &Remote<'_>) -> Result<ExitCode> {
+    writable(remote, "entity relink")?;
+    let client = remote.client()?;
+    let answer: Relinked = read(
+        &client,
+        client.post_empty("/v1/graph/relink")?,
+        "a relink report",
+    )?;
+    local::print_relinked(remote.settings, answer.records, answer.edges_written);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn relation_types(remote: &Remote<'_>) -> Result<ExitCode> {
+    let client = remote.client()?;
+    let types: Vec<RelationTypeRow> = read(
+        &client,
+        client.get("/v1/graph/relation-types")?,
+        "relation types",
+    )?;
+    local::print_relation_types(remote.settings, &types);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `POST /v1/graph/relation-types`'s answer.
+#[derive(serde::Deserialize)]
+struct Declared {
+    relation_type: RelationTypeRow,
+}
+
+pub fn declare_relation_type(
+    remote: &Remote<'_>,
+    name: &str,
+    weight: Option<f64>,
+    symmetric: bool,
+    description: Option<&str>,
+) -> Result<ExitCode> {
+    writable(remote, "relation-type declare")?;
+    let client = remote.client()?;
+    let body =
+        json!({"name": name, "weight": weight, "symmetric": symmetric, "description": description});
+    let answer: Declared = read(
+        &client,
+        client.post("/v1/graph/relation-types", &body)?,
+        "a declared relation type",
+    )?;
+    local::print_declared(remote.settings, &answer.relation_type);
     Ok(ExitCode::SUCCESS)
 }
 

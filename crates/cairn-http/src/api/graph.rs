@@ -3,7 +3,7 @@
 //! answering that command's `--json`. The engine answers in the request's project: records of
 //! other projects are neither walked into nor listed, and naming one is refused as missing.
 
-use super::{Endpoint, Input, Op, handle};
+use super::{Endpoint, Input, NoQuery, Op, handle};
 use crate::App;
 use crate::problem::Problem;
 use axum::body::Body;
@@ -17,8 +17,9 @@ use cairn_engine::graph::{
     RelateRequest, UnrelateOutcome,
 };
 use cairn_engine::tokens::Role;
+use cairn_store::RelationTypeRow;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// `GET /v1/graph`: the graph valid at a time.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -137,6 +138,97 @@ pub struct UnrelateBody {
     /// When it stopped holding (default now).
     #[serde(default)]
     pub at: Option<String>,
+}
+
+/// `POST /v1/graph/relation-types`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelationTypeBody {
+    /// The relation's name (lowercase words joined by `_`).
+    pub name: String,
+    /// Its blast-radius weight (0–1; default 0.5).
+    #[serde(default)]
+    pub weight: Option<f64>,
+    /// `a rel b` also means `b rel a`.
+    #[serde(default)]
+    pub symmetric: bool,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// `POST /v1/graph/relation-types` (`cairn relation-type declare --json`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeclaredAnswer {
+    /// `declared`.
+    pub status: &'static str,
+    pub relation_type: RelationTypeRow,
+}
+
+/// `POST /v1/graph/relink` (`cairn entity relink --json`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RelinkedAnswer {
+    /// `relinked`.
+    pub status: &'static str,
+    /// Records whose entities were extracted again.
+    pub records: usize,
+    /// Edge operations written.
+    pub edges_written: usize,
+}
+
+async fn relation_types(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
+    handle(
+        app,
+        headers,
+        Op::read("relation-type list"),
+        Input::Nothing,
+        |engine, _, _: NoQuery| Ok(engine.relation_types()?),
+    )
+    .await
+}
+
+async fn relation_type_declare(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    // One vocabulary for the whole brain: a project's token may not change it for the others.
+    handle(
+        app,
+        headers,
+        Op::write("relation-type declare").whole_brain(),
+        Input::Body(body),
+        |engine, _, args: RelationTypeBody| {
+            let declared = engine.declare_relation_type(
+                &args.name,
+                args.weight,
+                args.symmetric,
+                args.description.as_deref(),
+            )?;
+            Ok(DeclaredAnswer {
+                status: "declared",
+                relation_type: declared,
+            })
+        },
+    )
+    .await
+}
+
+async fn relink(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
+    handle(
+        app,
+        headers,
+        Op::write("entity relink").whole_brain(),
+        Input::Nothing,
+        |engine, _, _: NoQuery| {
+            let (records, edges_written) = engine.relink_records()?;
+            Ok(RelinkedAnswer {
+                status: "relinked",
+                records,
+                edges_written,
+            })
+        },
+    )
+    .await
 }
 
 async fn graph(
@@ -382,5 +474,30 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .body::<UnrelateBody>()
         .answers::<UnrelateOutcome>("the JSON of `cairn unrelate --json`"),
+        Endpoint::new(
+            "get",
+            "/v1/graph/relation-types",
+            read,
+            "The relation types, built-in and declared (`cairn relation-type list`).",
+            get(relation_types),
+        )
+        .answers::<Vec<RelationTypeRow>>("the JSON of `cairn relation-type list --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/graph/relation-types",
+            write,
+            "Declare a relation type or change a declared one (`cairn relation-type declare`); one vocabulary for the whole brain, so a token for every project only.",
+            post(relation_type_declare),
+        )
+        .body::<RelationTypeBody>()
+        .answers::<DeclaredAnswer>("the JSON of `cairn relation-type declare --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/graph/relink",
+            write,
+            "Extract every record's entities again and link them (`cairn entity relink`); every project's records, so a token for every project only.",
+            post(relink),
+        )
+        .answers::<RelinkedAnswer>("the JSON of `cairn entity relink --json`"),
     ]
 }
