@@ -34,6 +34,9 @@ fn hook(brain: &Brain, args: &[&str], stdin: &str) -> Output {
 fn hook_with(brain: &Brain, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = brain.cmd();
     cmd.arg("hook").args(args);
+    // Every test asserts what the hook did, so none may depend on the machine's speed: the
+    // generous deadline unless the test is about the deadline and sets its own.
+    cmd.env("CAIRN_HOOK_DEADLINE_MS", GENEROUS_DEADLINE_MS);
     for (key, value) in env {
         cmd.env(key, value);
     }
