@@ -531,8 +531,9 @@ impl Asking<'_> {
                 for result in &answer.results {
                     let turns = match (&result.external_id, facts) {
                         (Some(dia), _) => vec![dia.clone()],
-                        (None, Some(dia_of)) => engine
-                            .derived_turns(result.id)?
+                        // What recall answers: a fact's `derived_from` turns.
+                        (None, Some(dia_of)) => result
+                            .derived_from
                             .iter()
                             .filter_map(|id| dia_of.get(id).cloned())
                             .collect(),

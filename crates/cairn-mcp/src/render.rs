@@ -141,6 +141,10 @@ pub fn recalled(answer: &RecallAnswer) -> Reply {
             if let Some(from) = r.superseded_from {
                 line.push_str(&format!(" (matched #{from}, which this supersedes)"));
             }
+            if !r.derived_from.is_empty() {
+                let turns: Vec<String> = r.derived_from.iter().map(|id| format!("#{id}")).collect();
+                line.push_str(&format!(" (extracted from turns {})", turns.join(", ")));
+            }
             if let Some(freshness) = &r.freshness {
                 line.push_str(&format!(" [freshness: {freshness}]"));
             }

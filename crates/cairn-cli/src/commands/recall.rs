@@ -235,6 +235,14 @@ fn print_answer(answer: &RecallAnswer) {
         if let Some(from) = result.superseded_from {
             outln!("  (matched #{from}, which this record supersedes)");
         }
+        if !result.derived_from.is_empty() {
+            let turns: Vec<String> = result
+                .derived_from
+                .iter()
+                .map(|id| format!("#{id}"))
+                .collect();
+            outln!("  extracted from turns {}", turns.join(", "));
+        }
         if let Some(freshness) = &result.freshness {
             outln!("  freshness: {freshness}");
         }
