@@ -3,7 +3,7 @@
 //! 0.85, fixed iteration order, stopped when converged or capped), and the symbols of each
 //! file ranked by how much the ranked files use them.
 
-use crate::index::Index;
+use crate::index::{Index, IndexRef, NameId, class_weight};
 use std::collections::HashMap;
 
 /// The knobs of the ranking (docs/codemap.md says why each has its value).
@@ -60,9 +60,9 @@ pub struct Graph {
     pub uses: Vec<Vec<Edge>>,
     /// `used_by[b]`: the files a with an edge a → b, sorted.
     pub used_by: Vec<Vec<usize>>,
-    /// Every edge's identifiers, (name id, the user's count of uses), each edge's in name
-    /// order.
-    names: Vec<(u32, u32)>,
+    /// Every edge's identifiers (id, the user's count of uses, weight class), each edge's in
+    /// the user's reference order (the names' string order).
+    names: Vec<IndexRef>,
 }
 
 impl Graph {
@@ -74,29 +74,11 @@ impl Graph {
             .map(|i| &list[i])
     }
 
-    /// The identifiers that link an edge: (name id, uses), in name order.
-    pub fn names(&self, edge: &Edge) -> &[(u32, u32)] {
+    /// The identifiers that link an edge, in the names' string order.
+    pub fn names(&self, edge: &Edge) -> &[IndexRef] {
         let at = edge.names_at as usize;
         &self.names[at..at + edge.names_len as usize]
     }
-}
-
-/// How much one use of `name` links: short names and private ones link little, long
-/// descriptive names (snake or camel case) more; shared among the files defining it.
-fn identifier_weight(name: &str) -> f64 {
-    let chars = name.chars().count();
-    if chars < 2 {
-        return 0.0;
-    }
-    let mut weight = 1.0;
-    if name.starts_with('_') {
-        weight *= 0.1;
-    }
-    let mixed = name.chars().any(char::is_uppercase) && name.chars().any(char::is_lowercase);
-    if chars >= 8 && (name.contains('_') || mixed) {
-        weight *= 2.0;
-    }
-    weight
 }
 
 /// Builds the reference graph of `index` (files in its order, names in id order).
@@ -104,7 +86,7 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
     let files = index.files();
     let n = files.len();
     let definers = index.definers();
-    let weights: Vec<f64> = index.names().iter().map(|n| identifier_weight(n)).collect();
+    let none: Vec<u32> = Vec::new();
     let mut out = Graph {
         uses: vec![Vec::new(); n],
         used_by: vec![Vec::new(); n],
@@ -113,12 +95,12 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
     // slot[b]: where a's edge to b is in `edges` (usize::MAX: none yet).
     let mut slot = vec![usize::MAX; n];
     let mut edges: Vec<(usize, f64)> = Vec::new();
-    let mut linked: Vec<(usize, u32, u32)> = Vec::new();
+    let mut linked: Vec<(usize, IndexRef)> = Vec::new();
     for (a, file) in files.iter().enumerate() {
         edges.clear();
         linked.clear();
-        for &(name, count) in &file.refs {
-            let defined_in = &definers[name as usize];
+        for r in &file.refs {
+            let defined_in = definers.get(&r.name).unwrap_or(&none);
             if defined_in.is_empty() {
                 continue;
             }
@@ -127,7 +109,7 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
             if others == 0 || others > options.max_definers {
                 continue;
             }
-            let weight = weights[name as usize] * f64::from(count).sqrt() / others as f64;
+            let weight = class_weight(r.class) * f64::from(r.count).sqrt() / others as f64;
             if weight <= 0.0 {
                 continue;
             }
@@ -138,11 +120,11 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
                     edges.push((b, 0.0));
                 }
                 edges[slot[b]].1 += weight;
-                linked.push((b, name, count));
+                linked.push((b, *r));
             }
         }
         // Each edge's identifiers together, in name order (a stable sort keeps the refs' order).
-        linked.sort_by_key(|&(b, _, _)| b);
+        linked.sort_by_key(|&(b, _)| b);
         let mut list: Vec<Edge> = Vec::with_capacity(edges.len());
         let mut at = 0;
         let mut sorted: Vec<(usize, f64)> = edges.clone();
@@ -151,7 +133,7 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
             slot[b] = usize::MAX;
             let start = out.names.len();
             while at < linked.len() && linked[at].0 == b {
-                out.names.push((linked[at].1, linked[at].2));
+                out.names.push(linked[at].1);
                 at += 1;
             }
             list.push(Edge {
@@ -304,14 +286,14 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
 /// first, then kind (interfaces, types, functions, ...), then line. Indices into its `defs`.
 pub fn rank_symbols_of(index: &Index, graph: &Graph, rank: &[f64], b: usize) -> Vec<usize> {
     let file = &index.files()[b];
-    let mut score: HashMap<u32, f64> = HashMap::new();
+    let mut score: HashMap<NameId, f64> = HashMap::new();
     for &a in &graph.used_by[b] {
         let Some(edge) = graph.edge(a, b) else {
             continue;
         };
-        for &(name, count) in graph.names(edge) {
-            *score.entry(name).or_insert(0.0) +=
-                rank[a] * identifier_weight(index.name(name)) * f64::from(count).sqrt();
+        for r in graph.names(edge) {
+            *score.entry(r.name).or_insert(0.0) +=
+                rank[a] * class_weight(r.class) * f64::from(r.count).sqrt();
         }
     }
     let keys: Vec<f64> = file
@@ -400,7 +382,7 @@ mod tests {
         let r = pagerank(&g, &["a.rs", "b.rs"], &[], &options);
         let order = rank_symbols_of(&index, &g, &r, 0);
         let a = &index.files()[0];
-        let names: Vec<&str> = order.iter().map(|&i| index.name(a.defs[i].name)).collect();
+        let names: Vec<&str> = order.iter().map(|&i| a.def_name(i).unwrap()).collect();
         assert_eq!(names, ["popular_one", "Thing", "unused_one"]);
     }
 }
