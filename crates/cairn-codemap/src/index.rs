@@ -17,6 +17,7 @@ use crate::parse::{Def, FileParse, Kind, Lang};
 use crate::walk::SkipReason;
 use crate::{Parsed, Scan};
 use sha2::{Digest as _, Sha256};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -530,19 +531,80 @@ impl Index {
         changed
     }
 
-    /// A map from name id to the files defining it (each file once, in file order).
-    pub fn definers(&self) -> IdMap<Vec<u32>> {
-        let mut out: IdMap<Vec<u32>> = IdMap::default();
-        out.reserve(self.files.iter().map(|f| f.defs.len()).sum());
+    /// The files defining each name (each file once, in file order).
+    pub fn definers(&self) -> Definers {
+        let defs: usize = self.files.iter().map(|f| f.defs.len()).sum();
+        // About 16 bits per name (at least 2^10), a power of two.
+        let bits = (defs.max(64) * 16).next_power_of_two().trailing_zeros();
+        let mut out = Definers {
+            bloom_shift: 64 - bits,
+            bloom: vec![0; 1 << (bits - 6)],
+            ..Definers::default()
+        };
+        out.map.reserve(defs);
         for (i, file) in self.files.iter().enumerate() {
+            let i = i as u32;
             for d in &file.defs {
-                let list = out.entry(d.name).or_default();
-                if list.last() != Some(&(i as u32)) {
-                    list.push(i as u32);
+                let bit = out.bloom_bit(d.name);
+                out.bloom[bit >> 6] |= 1 << (bit & 63);
+                match out.map.entry(d.name) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(i);
+                    }
+                    Entry::Occupied(mut slot) => {
+                        let v = *slot.get();
+                        if v & MANY == 0 {
+                            if v != i {
+                                slot.insert(MANY | out.many.len() as u32);
+                                out.many.push(vec![v, i]);
+                            }
+                        } else {
+                            let list = &mut out.many[(v & !MANY) as usize];
+                            if list.last() != Some(&i) {
+                                list.push(i);
+                            }
+                        }
+                    }
                 }
             }
         }
         out
+    }
+}
+
+/// Marks a [`Definers`] value that points into its lists of several files.
+const MANY: u32 = 1 << 31;
+
+/// The files defining each name: one file inline (most names), several in a list. A bit set
+/// of the defined names' hashes (in cache, unlike the map) answers most names no file defines
+/// (locals, other crates' names) without a map lookup.
+#[derive(Debug, Clone, Default)]
+pub struct Definers {
+    map: IdMap<u32>,
+    many: Vec<Vec<u32>>,
+    bloom: Vec<u64>,
+    bloom_shift: u32,
+}
+
+impl Definers {
+    fn bloom_bit(&self, name: NameId) -> usize {
+        (name.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.bloom_shift) as usize
+    }
+
+    /// The files defining `name`, in file order (none: empty).
+    pub fn get(&self, name: NameId) -> &[u32] {
+        if self.bloom.is_empty() {
+            return &[];
+        }
+        let bit = self.bloom_bit(name);
+        if self.bloom[bit >> 6] & (1 << (bit & 63)) == 0 {
+            return &[];
+        }
+        match self.map.get(&name) {
+            None => &[],
+            Some(v) if v & MANY == 0 => std::slice::from_ref(v),
+            Some(v) => &self.many[(v & !MANY) as usize],
+        }
     }
 }
 
@@ -742,8 +804,16 @@ mod tests {
             |i: &Index| -> Vec<Vec<u8>> { i.files().iter().map(IndexFile::encode_graph).collect() };
         assert_eq!(encoded(&index), encoded(&scratch));
         let definers = index.definers();
-        assert_eq!(definers.get(&name_id("beta_worker")), None);
-        assert_eq!(definers[&name_id("beta_renamed")], [1]);
+        assert!(definers.get(name_id("beta_worker")).is_empty());
+        assert_eq!(definers.get(name_id("beta_renamed")), [1]);
+        let several = Index::from_parsed(vec![
+            parsed("x.rs", "fn shared_name() {}\nfn shared_name() {}\n"),
+            parsed("y.rs", "fn shared_name() {}\nfn only_y() {}\n"),
+            parsed("z.rs", "fn shared_name() {}\n"),
+        ]);
+        let definers = several.definers();
+        assert_eq!(definers.get(name_id("shared_name")), [0, 1, 2]);
+        assert_eq!(definers.get(name_id("only_y")), [1]);
         assert_eq!(
             index.file("b.rs").unwrap().def_name(0),
             Some("beta_renamed")

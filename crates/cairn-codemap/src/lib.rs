@@ -340,13 +340,13 @@ pub struct Neighbours {
 pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neighbours> {
     let me = index.position(path)?;
     let files = index.files();
-    let names_of = |b: usize, edge: &rank::Edge| -> Vec<String> {
-        let file = &files[b];
+    let names_of = |a: usize, edge: &rank::Edge| -> Vec<String> {
+        let file = &files[edge.to];
         let Some(detail) = &file.detail else {
             return Vec::new();
         };
         graph
-            .names(edge)
+            .names(index, a, edge)
             .iter()
             .filter_map(|r| {
                 let d = file.defs.iter().position(|d| d.name == r.name)?;
@@ -361,7 +361,7 @@ pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neig
                 edge.weight,
                 Neighbour {
                     path: files[edge.to].meta.path.clone(),
-                    names: names_of(edge.to, edge),
+                    names: names_of(me, edge),
                 },
             )
         })
@@ -374,7 +374,7 @@ pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neig
                 edge.weight,
                 Neighbour {
                     path: files[a].meta.path.clone(),
-                    names: names_of(me, edge),
+                    names: names_of(a, edge),
                 },
             ))
         })

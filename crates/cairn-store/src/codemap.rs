@@ -305,10 +305,24 @@ impl WriteTx<'_> {
     }
 
     /// Drops the parses no project's file points at any more, keeping the `keep` most recently
-    /// stored ones (a branch switched back and forth is not parsed again). Returns how many
-    /// were dropped.
+    /// stored ones (a branch switched back and forth is not parsed again). The parses are
+    /// scanned only when there are surely more than `keep` of them (more parse rows than file
+    /// rows and `keep` together; two counts first), so a refresh does not pay for a scan of
+    /// every parse. Returns how many were dropped.
     pub fn codemap_prune_parses(&self, keep: usize) -> Result<usize> {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        let over: bool = self
+            .tx
+            .query_row(
+                "SELECT (SELECT count(*) FROM codemap_parses) > \
+                   (SELECT count(*) FROM codemap_files) + ?1",
+                [keep],
+                |row| row.get(0),
+            )
+            .map_err(self.codemap_map())?;
+        if !over {
+            return Ok(0);
+        }
         self.tx
             .execute(
                 "DELETE FROM codemap_parses WHERE rowid IN ( \
@@ -464,6 +478,9 @@ mod tests {
             store.reader().codemap_graphs("p").unwrap(),
             [(meta(&a3), Some(a3.graph.clone()))]
         );
+        assert!(store.reader().codemap_has_parse("h2", "rust").unwrap());
+        // Three parses, two files: at most one orphan, so keeping one scans nothing.
+        assert_eq!(store.write(|tx| tx.codemap_prune_parses(1)).unwrap(), 0);
         assert!(store.reader().codemap_has_parse("h2", "rust").unwrap());
         let dropped = store.write(|tx| tx.codemap_prune_parses(0)).unwrap();
         assert_eq!(dropped, 1, "h2 is orphaned; h1 is still q's");
