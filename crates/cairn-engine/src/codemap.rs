@@ -38,6 +38,9 @@ pub struct CodeMapRequest {
     pub budget: usize,
     /// Focus on the files the working tree changes too.
     pub working_tree: bool,
+    /// The repository's working tree when the caller has it already (the brief's one
+    /// `git status`); else, with `working_tree`, it is asked of git here.
+    pub tree: Option<git::WorkingTree>,
     /// Focus on the files recent memories of the project mention too.
     pub memories: bool,
     /// Parsing stops here; files not reached keep their stored parse (`stale`).
@@ -50,6 +53,7 @@ impl Default for CodeMapRequest {
             focus: Vec::new(),
             budget: DEFAULT_CODEMAP_BUDGET,
             working_tree: true,
+            tree: None,
             memories: true,
             refresh_bound: DEFAULT_REFRESH_BOUND,
         }
@@ -412,6 +416,9 @@ impl Engine {
 
     /// Resolves focus paths given by a user against the map's root (refused when outside).
     pub fn code_focus_paths(&self, given: &[PathBuf]) -> Result<Vec<String>> {
+        if given.is_empty() {
+            return Ok(Vec::new());
+        }
         let root = map_root(&self.context.cwd);
         let cwd = self
             .context
@@ -465,7 +472,10 @@ impl Engine {
             add(path, &mut focus);
         }
         if request.working_tree
-            && let Some(tree) = git::working_tree(&index.root)
+            && let Some(tree) = request
+                .tree
+                .clone()
+                .or_else(|| git::working_tree(&index.root))
         {
             for path in tree.paths() {
                 add(path, &mut focus);
