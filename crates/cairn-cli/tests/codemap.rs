@@ -254,6 +254,52 @@ fn refreshes_are_incremental_and_a_passed_bound_is_stale() {
 }
 
 #[test]
+fn a_stored_parse_that_is_missing_or_corrupt_is_parsed_again_never_fatal() {
+    let brain = Brain::new();
+    let repo = project(&brain);
+    let (first, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(first["refresh"]["parsed"], 4);
+    // Each file's parse in its own rows: a one-file change writes one more parse.
+    write(
+        &repo,
+        "src/store.rs",
+        "pub fn open_store() {}\npub fn reopened_store() {}\n",
+    );
+    let (changed, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(changed["refresh"]["parsed"], 1);
+    assert_eq!(brain.sql("SELECT count(*) FROM codemap_parses"), "5");
+    // config.rs's graph part corrupted, main.rs's parse gone (derived data lost or damaged):
+    // the map leaves them out and says it is stale; the next call parses them again.
+    brain.sql(
+        "UPDATE codemap_parses SET graph = x'00' WHERE content_hash = \
+         (SELECT content_hash FROM codemap_files WHERE path = 'src/config.rs')",
+    );
+    brain.sql(
+        "DELETE FROM codemap_parses WHERE content_hash = \
+         (SELECT content_hash FROM codemap_files WHERE path = 'src/main.rs')",
+    );
+    // A focus the cached map was not rendered for (the working tree's change was the last
+    // one's), so the parses are read.
+    let (damaged, stderr) = codemap(&brain, &repo, &["--focus", "tools/util.py"], 0);
+    assert_eq!(damaged["stale"], true, "{stderr}");
+    let shown = paths(&damaged);
+    assert!(
+        !shown.contains(&"src/config.rs".to_string())
+            && !shown.contains(&"src/main.rs".to_string()),
+        "{shown:?}"
+    );
+    let (healed, _) = codemap(&brain, &repo, &["--focus", "tools/util.py"], 0);
+    assert_eq!(healed["stale"], false);
+    assert_eq!(healed["refresh"]["parsed"], 2);
+    let shown = paths(&healed);
+    assert!(
+        shown.contains(&"src/config.rs".to_string()) && shown.contains(&"src/main.rs".to_string()),
+        "{shown:?}"
+    );
+    assert!(healed["text"].as_str().unwrap().contains("load_settings"));
+}
+
+#[test]
 fn bad_files_are_skipped_or_mapped_partially_never_fatal() {
     let brain = Brain::new();
     let repo = project(&brain);

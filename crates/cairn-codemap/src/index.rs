@@ -1,24 +1,102 @@
-//! The code map kept between calls: every mapped file's parse with its identifiers interned
-//! (one sorted name table, ids instead of strings), the files the content checks left out
-//! (so an unchanged minified or binary file is not read again), and a compact binary form the
-//! store keeps as one blob per project. An up-to-date map decodes the blob and ranks; a
-//! refresh re-parses only the changed files and applies them here.
+//! The code map kept between calls, one file at a time: each mapped file's parse in a compact
+//! binary form of its own, in two parts the store keeps per content hash —
 //!
-//! The blob is keyed by [`Index::key`] (the format and every file's path, language and
-//! content hash): the caller compares it with the key of the files it stores and never uses
-//! an index whose key differs. The same files give the same bytes, whatever the history.
+//! - the **graph part** ([`IndexFile::encode_graph`]): what ranking needs — each definition's
+//!   name id, kind, line and nesting, each referenced identifier's name id, count and weight
+//!   class. A name id is the FNV-1a hash of the name ([`name_id`]), so a file's part depends on
+//!   that file alone: a refresh writes the rows of the files that changed and nothing else, and
+//!   ranking never needs the names themselves;
+//! - the **detail part** ([`IndexFile::encode_detail`]): the definitions' names and signature
+//!   lines, read only for the files a map shows.
+//!
+//! An [`Index`] is every mapped file's graph part (in path order) and the files the content
+//! checks left out (so an unchanged minified or binary file is not read again). The same files
+//! give the same parts and the same index, whatever the history.
 
 use crate::parse::{Def, FileParse, Kind, Lang};
 use crate::walk::SkipReason;
 use crate::{Parsed, Scan};
 use sha2::{Digest as _, Sha256};
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
-/// The blob's format; part of the key, so a blob of another format is never decoded as this.
+/// The parts' format; part of the key, so a part of another format is never decoded as this.
 /// Bump it when the encoding or what a parse holds changes.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
-const MAGIC: &[u8; 4] = b"CMIX";
+const GRAPH_MAGIC: &[u8; 4] = b"CMG2";
+const DETAIL_MAGIC: &[u8; 4] = b"CMD2";
+
+/// A name's id: the 64-bit FNV-1a hash of its bytes. Two names sharing an id (about one chance
+/// in 10⁷ among a million names) would only link each other's files.
+pub type NameId = u64;
+
+/// The id of `name` (see [`NameId`]).
+pub fn name_id(name: &str) -> NameId {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in name.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A hasher for maps keyed by [`NameId`]s (already hashes: one multiply spreads them).
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by name ids.
+pub type IdMap<V> = HashMap<NameId, V, BuildHasherDefault<IdHasher>>;
+
+/// How much one use of a name links, by its class ([`weight_class`]): short names and private
+/// ones link little, long descriptive names (snake or camel case) more.
+pub fn class_weight(class: u8) -> f64 {
+    let mut weight = 1.0;
+    match class {
+        0 => return 0.0,
+        1 => {}
+        2 => weight *= 0.1,
+        3 => weight *= 2.0,
+        _ => {
+            weight *= 0.1;
+            weight *= 2.0;
+        }
+    }
+    weight
+}
+
+/// The weight class of `name`: 0 shorter than two characters, else 1 plain, 2 private (`_x`),
+/// 3 long and descriptive (8+ characters in snake or camel case), 4 both.
+pub fn weight_class(name: &str) -> u8 {
+    let chars = name.chars().count();
+    if chars < 2 {
+        return 0;
+    }
+    let private = name.starts_with('_');
+    let mixed = name.chars().any(char::is_uppercase) && name.chars().any(char::is_lowercase);
+    let long = chars >= 8 && (name.contains('_') || mixed);
+    match (private, long) {
+        (false, false) => 1,
+        (true, false) => 2,
+        (false, true) => 3,
+        (true, true) => 4,
+    }
+}
 
 /// A mapped file's identity and the size and modification time it was read at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,29 +109,40 @@ pub struct FileMeta {
     pub mtime_ns: i64,
 }
 
-/// One definition, its name interned, its signature in the index's text ([`Index::signature`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One definition, its name as an id (the name and signature are in the file's [`Detail`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexDef {
-    pub name: u32,
+    pub name: NameId,
     pub kind: Kind,
     pub line: u32,
     pub top_level: bool,
-    sig_at: u32,
-    sig_len: u32,
 }
 
-/// Marks a signature still in the fresh parses' text while [`Index::apply`] runs.
-const FRESH: u32 = 1 << 31;
+/// One identifier a file uses: its id, how many times, its weight class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexRef {
+    pub name: NameId,
+    pub count: u32,
+    pub class: u8,
+}
 
-/// One mapped file: its metadata and its parse with names interned. `refs` is sorted by name
-/// id (which is the names' string order).
+/// A file's definitions' names and signature lines, in definition order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Detail {
+    pub names: Vec<String>,
+    pub signatures: Vec<String>,
+}
+
+/// One mapped file: its metadata and its parse's graph part; its detail when it was parsed in
+/// this call or read for showing. `refs` is in the names' string order (the parse's), so every
+/// sum over them is taken in an order that depends on the file alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexFile {
     pub meta: FileMeta,
     pub errors: bool,
     pub defs: Vec<IndexDef>,
-    /// (name id, uses), sorted by id.
-    pub refs: Vec<(u32, u32)>,
+    pub refs: Vec<IndexRef>,
+    pub detail: Option<Detail>,
 }
 
 /// A file the content checks left out, remembered with the size and time it had.
@@ -65,21 +154,17 @@ pub struct SkippedFile {
     pub reason: SkipReason,
 }
 
-/// Every mapped file of a tree, names interned; files sorted by path.
+/// Every mapped file of a tree, sorted by path, and the skipped files remembered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Index {
-    /// Sorted, unique; every name is used by some file.
-    names: Vec<String>,
     files: Vec<IndexFile>,
     skipped: Vec<SkippedFile>,
-    /// Every definition's signature, in file then definition order.
-    sigs: String,
 }
 
 /// The key of an index holding these files (path, language, content hash; in path order).
 pub fn index_key<'a>(files: impl IntoIterator<Item = (&'a str, Lang, &'a str)>) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(MAGIC);
+    hasher.update(GRAPH_MAGIC);
     hasher.update(FORMAT.to_le_bytes());
     for (path, lang, hash) in files {
         hasher.update(path.as_bytes());
@@ -88,6 +173,185 @@ pub fn index_key<'a>(files: impl IntoIterator<Item = (&'a str, Lang, &'a str)>) 
         hasher.update(b"\n");
     }
     hex::encode(hasher.finalize())
+}
+
+impl IndexFile {
+    /// A fresh parse, detail included.
+    pub fn from_parsed(parsed: Parsed) -> IndexFile {
+        let meta = parsed.meta();
+        let parse = parsed.parse;
+        let defs = parse
+            .defs
+            .iter()
+            .map(|d| IndexDef {
+                name: name_id(&d.name),
+                kind: d.kind,
+                line: d.line,
+                top_level: d.top_level,
+            })
+            .collect();
+        let refs = parse
+            .refs
+            .iter()
+            .map(|(name, &count)| IndexRef {
+                name: name_id(name),
+                count,
+                class: weight_class(name),
+            })
+            .collect();
+        let (names, signatures) = parse
+            .defs
+            .into_iter()
+            .map(|d| (d.name, d.signature))
+            .unzip();
+        IndexFile {
+            meta,
+            errors: parse.errors,
+            defs,
+            refs,
+            detail: Some(Detail { names, signatures }),
+        }
+    }
+
+    /// The graph part (see the module's documentation); the same parse gives the same bytes.
+    pub fn encode_graph(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.bytes(GRAPH_MAGIC);
+        w.byte(u8::from(self.errors));
+        w.uint(self.defs.len() as u64);
+        for d in &self.defs {
+            w.bytes(&d.name.to_le_bytes());
+            w.byte(d.kind.code());
+            w.uint(u64::from(d.line));
+            w.byte(u8::from(d.top_level));
+        }
+        w.uint(self.refs.len() as u64);
+        for r in &self.refs {
+            w.bytes(&r.name.to_le_bytes());
+            w.uint(u64::from(r.count));
+            w.byte(r.class);
+        }
+        w.out
+    }
+
+    /// Reads a graph part back for the file `meta`; an error says what was wrong.
+    pub fn decode_graph(meta: FileMeta, data: &[u8]) -> Result<IndexFile, String> {
+        let mut r = Reader { data, at: 0 };
+        if r.take(4)? != GRAPH_MAGIC {
+            return Err("not a code map graph part of this format".into());
+        }
+        let errors = r.byte()? != 0;
+        let n = r.len()?;
+        let mut defs = Vec::with_capacity(n);
+        for _ in 0..n {
+            defs.push(IndexDef {
+                name: r.u64()?,
+                kind: Kind::from_code(r.byte()?).ok_or("unknown kind")?,
+                line: u32::try_from(r.uint()?).map_err(|_| "line out of range")?,
+                top_level: r.byte()? != 0,
+            });
+        }
+        let n = r.len()?;
+        let mut refs = Vec::with_capacity(n);
+        for _ in 0..n {
+            refs.push(IndexRef {
+                name: r.u64()?,
+                count: u32::try_from(r.uint()?).map_err(|_| "count out of range")?,
+                class: r.byte()?,
+            });
+        }
+        if r.at != data.len() {
+            return Err("trailing bytes".into());
+        }
+        Ok(IndexFile {
+            meta,
+            errors,
+            defs,
+            refs,
+            detail: None,
+        })
+    }
+
+    /// The detail part, when this file has its detail.
+    pub fn encode_detail(&self) -> Option<Vec<u8>> {
+        let detail = self.detail.as_ref()?;
+        let mut w = Writer::default();
+        w.bytes(DETAIL_MAGIC);
+        w.uint(detail.names.len() as u64);
+        for (name, signature) in detail.names.iter().zip(&detail.signatures) {
+            w.string(name);
+            w.string(signature);
+        }
+        Some(w.out)
+    }
+
+    /// Reads a detail part back, checked against this file's definitions (their count and
+    /// names' ids).
+    pub fn decode_detail(&self, data: &[u8]) -> Result<Detail, String> {
+        let mut r = Reader { data, at: 0 };
+        if r.take(4)? != DETAIL_MAGIC {
+            return Err("not a code map detail part of this format".into());
+        }
+        let n = r.len()?;
+        if n != self.defs.len() {
+            return Err(format!(
+                "{n} definitions in the detail, {} in the parse",
+                self.defs.len()
+            ));
+        }
+        let mut detail = Detail {
+            names: Vec::with_capacity(n),
+            signatures: Vec::with_capacity(n),
+        };
+        for def in &self.defs {
+            let name = r.string()?;
+            if name_id(&name) != def.name {
+                return Err(format!("the detail's name {name} is not the parse's"));
+            }
+            detail.names.push(name);
+            detail.signatures.push(r.string()?);
+        }
+        if r.at != data.len() {
+            return Err("trailing bytes".into());
+        }
+        Ok(detail)
+    }
+
+    /// The name of definition `d`, when the detail is here.
+    pub fn def_name(&self, d: usize) -> Option<&str> {
+        self.detail.as_ref().map(|x| x.names[d].as_str())
+    }
+
+    /// The signature line of definition `d`, when the detail is here.
+    pub fn signature(&self, d: usize) -> Option<&str> {
+        self.detail.as_ref().map(|x| x.signatures[d].as_str())
+    }
+
+    /// The parse back, names as strings (the detail must be here); the references' names are
+    /// those of definitions somewhere in `index` (a name no file defines is not known).
+    pub fn parse_in(&self, names: &IdMap<String>) -> Option<FileParse> {
+        let detail = self.detail.as_ref()?;
+        Some(FileParse {
+            defs: self
+                .defs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| Def {
+                    name: detail.names[i].clone(),
+                    kind: d.kind,
+                    line: d.line,
+                    signature: detail.signatures[i].clone(),
+                    top_level: d.top_level,
+                })
+                .collect(),
+            refs: self
+                .refs
+                .iter()
+                .filter_map(|r| Some((names.get(&r.name)?.clone(), r.count)))
+                .collect(),
+            errors: self.errors,
+        })
+    }
 }
 
 impl Index {
@@ -105,8 +369,8 @@ impl Index {
     }
 
     /// The files without their parses (what [`crate::scan`] compares a tree with), and the
-    /// remembered skipped files: enough to tell whether anything changed, without reading the
-    /// index itself. Not for ranking.
+    /// remembered skipped files: enough to tell whether anything changed, without reading a
+    /// parse. Not for ranking.
     pub fn from_meta(files: Vec<FileMeta>, skipped: Vec<SkippedFile>) -> Index {
         Index {
             files: files
@@ -116,11 +380,25 @@ impl Index {
                     errors: false,
                     defs: Vec::new(),
                     refs: Vec::new(),
+                    detail: None,
                 })
                 .collect(),
             skipped,
-            ..Index::default()
         }
+    }
+
+    /// An index of these files (sorted here by path; a path given twice keeps the last).
+    pub fn from_files(mut files: Vec<IndexFile>, skipped: Vec<SkippedFile>) -> Index {
+        files.sort_by(|a, b| a.meta.path.cmp(&b.meta.path));
+        files.dedup_by(|next, kept| {
+            if next.meta.path == kept.meta.path {
+                std::mem::swap(next, kept);
+                true
+            } else {
+                false
+            }
+        });
+        Index { files, skipped }
     }
 
     /// Whether [`Index::apply`] of `scan` would change this index.
@@ -135,24 +413,24 @@ impl Index {
             && scan.remembered_skips() == self.skipped)
     }
 
-    /// The remembered skipped files' own encoding (kept beside the index, so that a call that
-    /// finds nothing changed never reads the index).
+    /// The remembered skipped files' encoding (kept per project).
     pub fn encode_skipped(&self) -> Vec<u8> {
-        let mut w = Writer::default();
-        w.uint(self.skipped.len() as u64);
-        for s in &self.skipped {
-            w.string(&s.path);
-            w.uint(s.size);
-            w.int(s.mtime_ns);
-            w.byte(s.reason.code());
-        }
-        w.out
+        encode_skipped(&self.skipped)
     }
 
     /// Reads [`Index::encode_skipped`] back.
     pub fn decode_skipped(data: &[u8]) -> Result<Vec<SkippedFile>, String> {
         let mut r = Reader { data, at: 0 };
-        let skipped = read_skipped(&mut r)?;
+        let count = r.len()?;
+        let mut skipped = Vec::with_capacity(count);
+        for _ in 0..count {
+            skipped.push(SkippedFile {
+                path: r.string()?,
+                size: r.uint()?,
+                mtime_ns: r.int()?,
+                reason: SkipReason::from_code(r.byte()?).ok_or("unknown skip reason")?,
+            });
+        }
         if r.at != data.len() {
             return Err("trailing bytes".into());
         }
@@ -163,29 +441,17 @@ impl Index {
         &self.files
     }
 
+    /// The remembered skipped files, sorted by path.
+    pub fn skipped_files(&self) -> &[SkippedFile] {
+        &self.skipped
+    }
+
     pub fn len(&self) -> usize {
         self.files.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
-    }
-
-    /// The interned names, sorted.
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-
-    pub fn name(&self, id: u32) -> &str {
-        &self.names[id as usize]
-    }
-
-    /// The id of `name`, if some file defines or uses it.
-    pub fn name_id(&self, name: &str) -> Option<u32> {
-        self.names
-            .binary_search_by(|n| n.as_str().cmp(name))
-            .ok()
-            .map(|i| i as u32)
     }
 
     /// The mapped file at `path`.
@@ -208,6 +474,11 @@ impl Index {
             .map(|i| &self.skipped[i])
     }
 
+    /// Gives file `i` its detail (read for showing it).
+    pub fn set_detail(&mut self, i: usize, detail: Detail) {
+        self.files[i].detail = Some(detail);
+    }
+
     /// The key of this index (see [`index_key`]).
     pub fn key(&self) -> String {
         index_key(
@@ -217,364 +488,123 @@ impl Index {
         )
     }
 
-    /// A definition's signature line.
-    pub fn signature(&self, def: &IndexDef) -> &str {
-        let at = def.sig_at as usize;
-        &self.sigs[at..at + def.sig_len as usize]
-    }
-
-    /// A file's parse with its names as strings.
-    pub fn parse_of(&self, file: &IndexFile) -> FileParse {
-        FileParse {
-            defs: file
-                .defs
-                .iter()
-                .map(|d| Def {
-                    name: self.name(d.name).to_string(),
-                    kind: d.kind,
-                    line: d.line,
-                    signature: self.signature(d).to_string(),
-                    top_level: d.top_level,
-                })
-                .collect(),
-            refs: file
-                .refs
-                .iter()
-                .map(|&(id, count)| (self.name(id).to_string(), count))
-                .collect(),
-            errors: file.errors,
+    /// Every defined name whose file's detail is here, by id.
+    pub fn known_names(&self) -> IdMap<String> {
+        let mut out = IdMap::default();
+        for file in &self.files {
+            if let Some(detail) = &file.detail {
+                for (d, name) in file.defs.iter().zip(&detail.names) {
+                    out.entry(d.name).or_insert_with(|| name.clone());
+                }
+            }
         }
+        out
     }
 
     /// Brings the index to what `scan` found: its files (kept, with new metadata, or parsed
     /// again), without the removed ones, and the skipped files it read. Returns whether
     /// anything changed.
     pub fn apply(&mut self, scan: Scan) -> bool {
+        let changed = self.changed_by(&scan);
         let skipped = scan.remembered_skips();
-        let unchanged_files = scan.fresh.is_empty()
-            && scan.files.len() == self.files.len()
-            && scan
-                .files
-                .iter()
-                .zip(&self.files)
-                .all(|(m, f)| *m == f.meta);
-        if unchanged_files {
-            let changed = skipped != self.skipped;
-            self.skipped = skipped;
-            return changed;
-        }
-        let fresh: BTreeMap<String, FileParse> =
-            scan.fresh.into_iter().map(|p| (p.path, p.parse)).collect();
-        // Names: the old ones still used, and the fresh parses' names, merged in order.
-        let mut old_files: BTreeMap<String, IndexFile> = std::mem::take(&mut self.files)
+        let mut fresh: BTreeMap<String, Parsed> = scan
+            .fresh
+            .into_iter()
+            .map(|p| (p.path.clone(), p))
+            .collect();
+        let mut old: BTreeMap<String, IndexFile> = std::mem::take(&mut self.files)
             .into_iter()
             .map(|f| (f.meta.path.clone(), f))
             .collect();
-        let mut kept: Vec<IndexFile> = Vec::with_capacity(scan.files.len());
-        let mut pending: Vec<(FileMeta, FileParse)> = Vec::new();
+        let mut files: Vec<IndexFile> = Vec::with_capacity(scan.files.len());
         for meta in scan.files {
-            if let Some(parse) = fresh.get(&meta.path) {
-                pending.push((meta, parse.clone()));
-            } else if let Some(mut file) = old_files.remove(&meta.path) {
+            if let Some(parsed) = fresh.remove(&meta.path) {
+                files.push(IndexFile::from_parsed(parsed));
+            } else if let Some(mut file) = old.remove(&meta.path) {
                 file.meta = meta;
-                kept.push(file);
+                files.push(file);
             }
         }
-        let old_names = std::mem::take(&mut self.names);
-        let mut used = vec![false; old_names.len()];
-        for file in &kept {
-            for d in &file.defs {
-                used[d.name as usize] = true;
-            }
-            for &(id, _) in &file.refs {
-                used[id as usize] = true;
-            }
-        }
-        let mut new_names: Vec<&str> = Vec::new();
-        for (_, parse) in &pending {
-            for name in parse
-                .defs
-                .iter()
-                .map(|d| d.name.as_str())
-                .chain(parse.refs.keys().map(String::as_str))
-            {
-                match old_names.binary_search_by(|n| n.as_str().cmp(name)) {
-                    Ok(i) => used[i] = true,
-                    Err(_) => new_names.push(name),
-                }
-            }
-        }
-        new_names.sort_unstable();
-        new_names.dedup();
-        // Merge the used old names and the new ones (both sorted) into the new table.
-        let mut names: Vec<String> = Vec::with_capacity(old_names.len() + new_names.len());
-        let mut remap = vec![u32::MAX; old_names.len()];
-        {
-            let mut old = old_names
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| used[*i])
-                .peekable();
-            let mut new = new_names.iter().peekable();
-            loop {
-                let take_old = match (old.peek(), new.peek()) {
-                    (Some((_, o)), Some(n)) => o.as_str() < **n,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (None, None) => break,
-                };
-                let id = names.len() as u32;
-                if take_old {
-                    let (i, name) = old.next().expect("peeked");
-                    remap[i] = id;
-                    names.push(name.clone());
-                } else {
-                    names.push((*new.next().expect("peeked")).to_string());
-                }
-            }
-        }
-        for file in &mut kept {
-            for d in &mut file.defs {
-                d.name = remap[d.name as usize];
-            }
-            for r in &mut file.refs {
-                r.0 = remap[r.0 as usize];
-            }
-        }
-        let id_of = |name: &str| -> u32 {
-            names
-                .binary_search_by(|n| n.as_str().cmp(name))
-                .map(|i| i as u32)
-                .expect("every name of a fresh parse was added")
-        };
-        let mut fresh_sigs = String::new();
-        for (meta, parse) in pending {
-            let file = IndexFile {
-                meta,
-                errors: parse.errors,
-                defs: parse
-                    .defs
-                    .into_iter()
-                    .map(|d| {
-                        let sig_at = fresh_sigs.len() as u32 | FRESH;
-                        fresh_sigs.push_str(&d.signature);
-                        IndexDef {
-                            name: id_of(&d.name),
-                            kind: d.kind,
-                            line: d.line,
-                            top_level: d.top_level,
-                            sig_at,
-                            sig_len: d.signature.len() as u32,
-                        }
-                    })
-                    .collect(),
-                // The parse's refs are sorted by name, so their ids are sorted too.
-                refs: parse
-                    .refs
-                    .iter()
-                    .map(|(name, &count)| (id_of(name), count))
-                    .collect(),
-            };
-            kept.push(file);
-        }
-        kept.sort_by(|a, b| a.meta.path.cmp(&b.meta.path));
-        // The signatures again, in file order (the same text as decoding the index gives).
-        let old_sigs = std::mem::take(&mut self.sigs);
-        let mut sigs = String::with_capacity(old_sigs.len() + fresh_sigs.len());
-        for file in &mut kept {
-            for d in &mut file.defs {
-                let (text, at) = if d.sig_at & FRESH != 0 {
-                    (&fresh_sigs, d.sig_at & !FRESH)
-                } else {
-                    (&old_sigs, d.sig_at)
-                };
-                let at = at as usize;
-                let new_at = sigs.len() as u32;
-                sigs.push_str(&text[at..at + d.sig_len as usize]);
-                d.sig_at = new_at;
-            }
-        }
-        self.sigs = sigs;
-        self.names = names;
-        self.files = kept;
+        files.sort_by(|a, b| a.meta.path.cmp(&b.meta.path));
+        self.files = files;
         self.skipped = skipped;
-        true
+        changed
     }
 
-    /// The binary form (see the module's documentation).
-    pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::default();
-        w.bytes(MAGIC);
-        w.bytes(&FORMAT.to_le_bytes());
-        w.uint(self.names.len() as u64);
-        // Front coding: the names are sorted, each is stored as the length it shares with the
-        // previous one and the rest.
-        let mut previous = "";
-        for name in &self.names {
-            let shared = shared_prefix(previous, name);
-            w.uint(shared as u64);
-            w.string(&name[shared..]);
-            previous = name;
-        }
-        w.uint(self.files.len() as u64);
-        for file in &self.files {
-            w.string(&file.meta.path);
-            w.byte(file.meta.lang.code());
-            match hex::decode(&file.meta.hash) {
-                Ok(raw) if raw.len() == 32 => {
-                    w.byte(1);
-                    w.bytes(&raw);
-                }
-                _ => {
-                    w.byte(0);
-                    w.string(&file.meta.hash);
-                }
-            }
-            w.uint(file.meta.size);
-            w.int(file.meta.mtime_ns);
-            w.byte(u8::from(file.errors));
-            w.uint(file.defs.len() as u64);
-            for d in &file.defs {
-                w.uint(u64::from(d.name));
-                w.byte(d.kind.code());
-                w.uint(u64::from(d.line));
-                w.byte(u8::from(d.top_level));
-                w.string(self.signature(d));
-            }
-            w.uint(file.refs.len() as u64);
-            let mut last = 0u32;
-            for &(id, count) in &file.refs {
-                w.uint(u64::from(id - last));
-                w.uint(u64::from(count));
-                last = id;
-            }
-        }
-        w.uint(self.skipped.len() as u64);
-        for s in &self.skipped {
-            w.string(&s.path);
-            w.uint(s.size);
-            w.int(s.mtime_ns);
-            w.byte(s.reason.code());
-        }
-        w.out
-    }
-
-    /// Reads the binary form back; an error says what was wrong (the caller rebuilds).
-    pub fn decode(data: &[u8]) -> Result<Index, String> {
-        let mut r = Reader { data, at: 0 };
-        if r.take(4)? != MAGIC {
-            return Err("not a code map index".into());
-        }
-        let format = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
-        if format != FORMAT {
-            return Err(format!("index format {format}, this build reads {FORMAT}"));
-        }
-        let count = r.len()?;
-        let mut names: Vec<String> = Vec::with_capacity(count);
-        for _ in 0..count {
-            let shared = r.len()?;
-            let rest = r.string()?;
-            let previous = names.last().map_or("", String::as_str);
-            let prefix = previous
-                .get(..shared)
-                .ok_or("a name shares more than the previous one has")?;
-            let name = format!("{prefix}{rest}");
-            if names.last().is_some_and(|p| *p >= name) {
-                return Err("names out of order".into());
-            }
-            names.push(name);
-        }
-        let n_names = names.len() as u64;
-        let name_id = |v: u64| -> Result<u32, String> {
-            if v < n_names {
-                Ok(v as u32)
-            } else {
-                Err(format!("name id {v} out of {n_names}"))
-            }
+    /// The files defining each name (each file once, in file order).
+    pub fn definers(&self) -> Definers {
+        let defs: usize = self.files.iter().map(|f| f.defs.len()).sum();
+        // About 16 bits per name (at least 2^10), a power of two.
+        let bits = (defs.max(64) * 16).next_power_of_two().trailing_zeros();
+        let mut out = Definers {
+            bloom_shift: 64 - bits,
+            bloom: vec![0; 1 << (bits - 6)],
+            ..Definers::default()
         };
-        let count = r.len()?;
-        let mut files = Vec::with_capacity(count);
-        let mut sigs = String::new();
-        for _ in 0..count {
-            let path = r.string()?;
-            let lang = Lang::from_code(r.byte()?).ok_or("unknown language")?;
-            let hash = match r.byte()? {
-                1 => hex::encode(r.take(32)?),
-                _ => r.string()?,
-            };
-            let size = r.uint()?;
-            let mtime_ns = r.int()?;
-            let errors = r.byte()? != 0;
-            let n_defs = r.len()?;
-            let mut defs = Vec::with_capacity(n_defs);
-            for _ in 0..n_defs {
-                let name = name_id(r.uint()?)?;
-                let kind = Kind::from_code(r.byte()?).ok_or("unknown kind")?;
-                let line = u32::try_from(r.uint()?).map_err(|_| "line out of range")?;
-                let top_level = r.byte()? != 0;
-                let signature = r.str()?;
-                let sig_at = u32::try_from(sigs.len())
-                    .ok()
-                    .filter(|at| at & FRESH == 0)
-                    .ok_or("signatures over 2 GB")?;
-                sigs.push_str(signature);
-                defs.push(IndexDef {
-                    name,
-                    kind,
-                    line,
-                    top_level,
-                    sig_at,
-                    sig_len: signature.len() as u32,
-                });
-            }
-            let n_refs = r.len()?;
-            let mut refs = Vec::with_capacity(n_refs);
-            let mut last = 0u64;
-            for _ in 0..n_refs {
-                last += r.uint()?;
-                let count = u32::try_from(r.uint()?).map_err(|_| "count out of range")?;
-                refs.push((name_id(last)?, count));
-            }
-            files.push(IndexFile {
-                meta: FileMeta {
-                    path,
-                    lang,
-                    hash,
-                    size,
-                    mtime_ns,
-                },
-                errors,
-                defs,
-                refs,
-            });
-        }
-        if files.windows(2).any(|w| w[0].meta.path >= w[1].meta.path) {
-            return Err("files out of order".into());
-        }
-        let skipped = read_skipped(&mut r)?;
-        if r.at != data.len() {
-            return Err("trailing bytes".into());
-        }
-        Ok(Index {
-            names,
-            files,
-            skipped,
-            sigs,
-        })
-    }
-
-    /// A map from name id to the files defining it (each file once, in file order).
-    pub fn definers(&self) -> Vec<Vec<u32>> {
-        let mut out: Vec<Vec<u32>> = vec![Vec::new(); self.names.len()];
+        out.map.reserve(defs);
         for (i, file) in self.files.iter().enumerate() {
+            let i = i as u32;
             for d in &file.defs {
-                let list = &mut out[d.name as usize];
-                if list.last() != Some(&(i as u32)) {
-                    list.push(i as u32);
+                let bit = out.bloom_bit(d.name);
+                out.bloom[bit >> 6] |= 1 << (bit & 63);
+                match out.map.entry(d.name) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(i);
+                    }
+                    Entry::Occupied(mut slot) => {
+                        let v = *slot.get();
+                        if v & MANY == 0 {
+                            if v != i {
+                                slot.insert(MANY | out.many.len() as u32);
+                                out.many.push(vec![v, i]);
+                            }
+                        } else {
+                            let list = &mut out.many[(v & !MANY) as usize];
+                            if list.last() != Some(&i) {
+                                list.push(i);
+                            }
+                        }
+                    }
                 }
             }
         }
         out
+    }
+}
+
+/// Marks a [`Definers`] value that points into its lists of several files.
+const MANY: u32 = 1 << 31;
+
+/// The files defining each name: one file inline (most names), several in a list. A bit set
+/// of the defined names' hashes (in cache, unlike the map) answers most names no file defines
+/// (locals, other crates' names) without a map lookup.
+#[derive(Debug, Clone, Default)]
+pub struct Definers {
+    map: IdMap<u32>,
+    many: Vec<Vec<u32>>,
+    bloom: Vec<u64>,
+    bloom_shift: u32,
+}
+
+impl Definers {
+    fn bloom_bit(&self, name: NameId) -> usize {
+        (name.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.bloom_shift) as usize
+    }
+
+    /// The files defining `name`, in file order (none: empty).
+    pub fn get(&self, name: NameId) -> &[u32] {
+        if self.bloom.is_empty() {
+            return &[];
+        }
+        let bit = self.bloom_bit(name);
+        if self.bloom[bit >> 6] & (1 << (bit & 63)) == 0 {
+            return &[];
+        }
+        match self.map.get(&name) {
+            None => &[],
+            Some(v) if v & MANY == 0 => std::slice::from_ref(v),
+            Some(v) => &self.many[(v & !MANY) as usize],
+        }
     }
 }
 
@@ -597,29 +627,16 @@ impl Scan {
     }
 }
 
-fn read_skipped(r: &mut Reader<'_>) -> Result<Vec<SkippedFile>, String> {
-    let count = r.len()?;
-    let mut skipped = Vec::with_capacity(count);
-    for _ in 0..count {
-        skipped.push(SkippedFile {
-            path: r.string()?,
-            size: r.uint()?,
-            mtime_ns: r.int()?,
-            reason: SkipReason::from_code(r.byte()?).ok_or("unknown skip reason")?,
-        });
+fn encode_skipped(skipped: &[SkippedFile]) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.uint(skipped.len() as u64);
+    for s in skipped {
+        w.string(&s.path);
+        w.uint(s.size);
+        w.int(s.mtime_ns);
+        w.byte(s.reason.code());
     }
-    Ok(skipped)
-}
-
-fn shared_prefix(a: &str, b: &str) -> usize {
-    let mut n = 0;
-    for ((i, x), y) in a.char_indices().zip(b.chars()) {
-        if x != y {
-            return i;
-        }
-        n = i + x.len_utf8();
-    }
-    n
+    w.out
 }
 
 #[derive(Default)]
@@ -665,6 +682,11 @@ impl<'a> Reader<'a> {
     }
     fn byte(&mut self) -> Result<u8, String> {
         Ok(self.take(1)?[0])
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
     fn uint(&mut self) -> Result<u64, String> {
         let mut v = 0u64;
@@ -718,35 +740,46 @@ mod tests {
     }
 
     #[test]
-    fn encode_decode_round_trips_and_corruption_is_an_error() {
-        let index = Index::from_parsed(vec![
-            parsed("b.rs", "pub fn beta_worker() { alpha_helper(); }\n"),
-            parsed("a.rs", "pub fn alpha_helper() {}\nconst É: u32 = 1;\n"),
-            parsed("c.py", "def gamma():\n    return alpha_helper()\n"),
-        ]);
-        assert_eq!(
-            index
-                .files()
-                .iter()
-                .map(|f| f.meta.path.as_str())
-                .collect::<Vec<_>>(),
-            ["a.rs", "b.rs", "c.py"]
+    fn parts_round_trip_and_corruption_is_an_error() {
+        let p = parsed(
+            "b.rs",
+            "pub fn beta_worker() { alpha_helper(); }\nconst É: u32 = 1;\n",
         );
-        let bytes = index.encode();
-        let back = Index::decode(&bytes).unwrap();
-        assert_eq!(back, index);
-        assert_eq!(back.key(), index.key());
-        let b = back.file("b.rs").unwrap();
+        let file = IndexFile::from_parsed(p.clone());
+        let graph = file.encode_graph();
+        let detail = file.encode_detail().unwrap();
+        let mut back = IndexFile::decode_graph(p.meta(), &graph).unwrap();
+        assert_eq!(back.detail, None);
+        back.detail = Some(back.decode_detail(&detail).unwrap());
+        assert_eq!(back, file);
+        let mut names = IdMap::default();
+        names.insert(name_id("alpha_helper"), "alpha_helper".to_string());
+        let parse = back.parse_in(&names).unwrap();
+        assert_eq!(parse.defs, p.parse.defs);
         assert_eq!(
-            back.parse_of(b),
-            parsed("b.rs", "pub fn beta_worker() { alpha_helper(); }\n").parse
+            parse.refs.keys().collect::<Vec<_>>(),
+            ["alpha_helper"],
+            "names no file defines are not known"
         );
-        for cut in [0, 3, 4, 8, bytes.len() / 2, bytes.len() - 1] {
-            assert!(Index::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        for cut in [0, 3, 4, 8, graph.len() / 2, graph.len() - 1] {
+            assert!(
+                IndexFile::decode_graph(p.meta(), &graph[..cut]).is_err(),
+                "cut at {cut}"
+            );
         }
-        let mut wrong = bytes.clone();
-        wrong[4] = 99;
-        assert!(Index::decode(&wrong).unwrap_err().contains("format"));
+        for cut in [0, 4, detail.len() - 1] {
+            assert!(file.decode_detail(&detail[..cut]).is_err(), "cut at {cut}");
+        }
+        // A detail of another parse is refused.
+        let other = IndexFile::from_parsed(parsed("c.rs", "fn gamma() {}\nfn delta() {}\n"));
+        assert!(other.decode_detail(&detail).is_err());
+        let mut wrong = graph.clone();
+        wrong[3] = b'1';
+        assert!(
+            IndexFile::decode_graph(p.meta(), &wrong)
+                .unwrap_err()
+                .contains("format")
+        );
     }
 
     #[test]
@@ -755,9 +788,6 @@ mod tests {
         let b = parsed("b.rs", "pub fn beta_worker() { alpha_helper(); }\n");
         let c = parsed("c.rs", "pub fn gamma() { beta_worker(); }\n");
         let mut index = Index::from_parsed(vec![a.clone(), b.clone(), c.clone()]);
-        // b changes (a new name, an old one no longer used), c goes away, d comes.
-        // b.rs now uses `gamma`, which only c.rs (going away) had: an old name a fresh parse
-        // brings back.
         let b2 = parsed("b.rs", "pub fn beta_renamed() { zeta(); gamma(); }\n");
         let d = parsed("d.rs", "fn delta() { beta_renamed(); }\n");
         let scan = Scan {
@@ -770,12 +800,40 @@ mod tests {
         assert!(index.apply(scan));
         let scratch = Index::from_parsed(vec![a, b2, d]);
         assert_eq!(index, scratch);
-        assert_eq!(index.encode(), scratch.encode());
-        assert!(
-            index.name_id("beta_worker").is_none(),
-            "unused names are dropped"
+        let encoded =
+            |i: &Index| -> Vec<Vec<u8>> { i.files().iter().map(IndexFile::encode_graph).collect() };
+        assert_eq!(encoded(&index), encoded(&scratch));
+        let definers = index.definers();
+        assert!(definers.get(name_id("beta_worker")).is_empty());
+        assert_eq!(definers.get(name_id("beta_renamed")), [1]);
+        let several = Index::from_parsed(vec![
+            parsed("x.rs", "fn shared_name() {}\nfn shared_name() {}\n"),
+            parsed("y.rs", "fn shared_name() {}\nfn only_y() {}\n"),
+            parsed("z.rs", "fn shared_name() {}\n"),
+        ]);
+        let definers = several.definers();
+        assert_eq!(definers.get(name_id("shared_name")), [0, 1, 2]);
+        assert_eq!(definers.get(name_id("only_y")), [1]);
+        assert_eq!(
+            index.file("b.rs").unwrap().def_name(0),
+            Some("beta_renamed")
         );
-        assert!(index.name_id("gamma").is_some());
-        assert!(index.name_id("zeta").is_some());
+    }
+
+    #[test]
+    fn weight_classes_give_the_ranking_weights() {
+        for (name, weight) in [
+            ("x", 0.0),
+            ("run", 1.0),
+            ("_run", 0.1),
+            ("open_store", 2.0),
+            ("OpenStore", 2.0),
+            ("openstore", 1.0),
+            ("_open_store", 0.1 * 2.0),
+        ] {
+            assert_eq!(class_weight(weight_class(name)), weight, "{name}");
+        }
+        assert_ne!(name_id("a"), name_id("b"));
+        assert_eq!(name_id("open_store"), name_id("open_store"));
     }
 }

@@ -15,7 +15,10 @@ pub mod rank;
 pub mod render;
 pub mod walk;
 
-pub use index::{FileMeta, Index, IndexDef, IndexFile, SkippedFile, index_key};
+pub use index::{
+    Detail, FileMeta, IdMap, Index, IndexDef, IndexFile, IndexRef, NameId, SkippedFile, index_key,
+    name_id,
+};
 pub use parse::{Def, FileParse, Kind, Lang, parse_source};
 pub use rank::RankOptions;
 pub use render::{CHARS_PER_TOKEN, Cut, MapFile, MapSymbol, RankedFile, Rendered, render};
@@ -201,8 +204,18 @@ pub struct Ranking {
 
 /// Ranks `index` toward `focus` (paths relative to the root; those not mapped are ignored).
 pub fn rank_index(index: &Index, focus: &[String], options: &RankOptions) -> Ranking {
+    rank_with(index, None, focus, options)
+}
+
+/// [`rank_index`] with the reference graph of `index` when it was built already.
+pub fn rank_with(
+    index: &Index,
+    graph: Option<rank::Graph>,
+    focus: &[String],
+    options: &RankOptions,
+) -> Ranking {
     let focus_idx: Vec<usize> = focus.iter().filter_map(|f| index.position(f)).collect();
-    let graph = rank::graph(index, options);
+    let graph = graph.unwrap_or_else(|| rank::graph(index, options));
     let paths: Vec<&str> = index.files().iter().map(|f| f.meta.path.as_str()).collect();
     let scores = rank::pagerank(&graph, &paths, &focus_idx, options);
     Ranking {
@@ -230,14 +243,29 @@ pub fn map_order(index: &Index, ranking: &Ranking) -> Vec<usize> {
 }
 
 /// The map of `index` focused on `focus` (paths relative to the root), cut to `budget` tokens.
-/// Symbols are ranked only for the files whose lines are placed before the symbol lines.
+/// Symbols are ranked only for the files whose lines are placed before the symbol lines; the
+/// detail (names, signatures) of such a file that has none is asked of `detail`, and an error
+/// it gives is the answer.
 pub fn build_map(
     index: &Index,
     focus: &[String],
     budget: usize,
     options: &RankOptions,
-) -> Rendered {
-    let ranking = rank_index(index, focus, options);
+    detail: impl FnMut(&IndexFile) -> Result<Detail, String>,
+) -> Result<Rendered, String> {
+    build_map_with(index, None, focus, budget, options, detail)
+}
+
+/// [`build_map`] with the reference graph of `index` when it was built already.
+pub fn build_map_with(
+    index: &Index,
+    graph: Option<rank::Graph>,
+    focus: &[String],
+    budget: usize,
+    options: &RankOptions,
+    mut detail: impl FnMut(&IndexFile) -> Result<Detail, String>,
+) -> Result<Rendered, String> {
+    let ranking = rank_with(index, graph, focus, options);
     let order = map_order(index, &ranking);
     let files = index.files();
     let heads: Vec<render::FileHead<'_>> = order
@@ -248,25 +276,45 @@ pub fn build_map(
             symbols: files[i].defs.len(),
         })
         .collect();
-    render::render_with(
+    let mut failed: Option<String> = None;
+    let rendered = render::render_with(
         &heads,
         |k| {
             let i = order[k];
+            let file = &files[i];
+            let read;
+            let shown = match &file.detail {
+                Some(d) => d,
+                None => match detail(file) {
+                    Ok(d) => {
+                        read = d;
+                        &read
+                    }
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                        return Vec::new();
+                    }
+                },
+            };
             rank::rank_symbols_of(index, &ranking.graph, &ranking.scores, i)
                 .into_iter()
                 .map(|d| {
-                    let def = &files[i].defs[d];
+                    let def = &file.defs[d];
                     MapSymbol {
-                        name: index.name(def.name).to_string(),
+                        name: shown.names[d].clone(),
                         kind: def.kind,
                         line: def.line,
-                        signature: index.signature(def).to_string(),
+                        signature: shown.signatures[d].clone(),
                     }
                 })
                 .collect()
         },
         budget,
-    )
+    );
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(rendered),
+    }
 }
 
 /// One neighbour of a file: the other file and the identifiers that link them.
@@ -286,15 +334,24 @@ pub struct Neighbours {
     pub used_by: Vec<Neighbour>,
 }
 
-/// The neighbours of `path` in the reference graph; `None` when it is not mapped.
+/// The neighbours of `path` in the reference graph; `None` when it is not mapped. The linking
+/// identifiers are named from the details of the files that define them (the file itself and
+/// those it uses; one without its detail names none).
 pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neighbours> {
     let me = index.position(path)?;
     let files = index.files();
-    let names = |edge: &rank::Edge| -> Vec<String> {
+    let names_of = |a: usize, edge: &rank::Edge| -> Vec<String> {
+        let file = &files[edge.to];
+        let Some(detail) = &file.detail else {
+            return Vec::new();
+        };
         graph
-            .names(edge)
+            .names(index, a, edge)
             .iter()
-            .map(|&(id, _)| index.name(id).to_string())
+            .filter_map(|r| {
+                let d = file.defs.iter().position(|d| d.name == r.name)?;
+                Some(detail.names[d].clone())
+            })
             .collect()
     };
     let mut uses: Vec<(f64, Neighbour)> = graph.uses[me]
@@ -304,7 +361,7 @@ pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neig
                 edge.weight,
                 Neighbour {
                     path: files[edge.to].meta.path.clone(),
-                    names: names(edge),
+                    names: names_of(me, edge),
                 },
             )
         })
@@ -317,7 +374,7 @@ pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neig
                 edge.weight,
                 Neighbour {
                     path: files[a].meta.path.clone(),
-                    names: names(edge),
+                    names: names_of(a, edge),
                 },
             ))
         })
@@ -336,9 +393,7 @@ pub fn neighbours(index: &Index, graph: &rank::Graph, path: &str) -> Option<Neig
 
 /// The files defining `name` (a symbol), sorted.
 pub fn definers<'a>(index: &'a Index, name: &str) -> Vec<&'a str> {
-    let Some(id) = index.name_id(name) else {
-        return Vec::new();
-    };
+    let id = name_id(name);
     index
         .files()
         .iter()

@@ -77,10 +77,6 @@ impl Lang {
         Lang::ALL.iter().position(|&l| l == self).expect("listed") as u8
     }
 
-    pub(crate) fn from_code(code: u8) -> Option<Lang> {
-        Lang::ALL.get(usize::from(code)).copied()
-    }
-
     fn grammar(self) -> Language {
         match self {
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
@@ -192,10 +188,14 @@ pub fn parse_source(lang: Lang, text: &str) -> FileParse {
         ..FileParse::default()
     };
     let mut name_nodes: HashSet<usize> = HashSet::new();
-    // Depth-first, children in order; `nest` is (inside a type body, inside a function).
-    let mut stack: Vec<(Node, bool, bool)> = vec![(root, false, false)];
+    // Depth-first, children in order, with one cursor (no allocation per node). `nest[k]` is
+    // what the children of the k-th ancestor on the path inherit: (inside a type body, inside
+    // a function).
     let mut cursor = root.walk();
-    while let Some((node, in_type, in_fn)) = stack.pop() {
+    let mut nest: Vec<(bool, bool)> = Vec::new();
+    loop {
+        let node = cursor.node();
+        let (in_type, in_fn) = nest.last().copied().unwrap_or((false, false));
         let mut child_in_type = in_type;
         let mut child_in_fn = in_fn;
         if let Some((kind, name_node)) = classify(lang, node, in_type, in_fn, src) {
@@ -220,18 +220,32 @@ pub fn parse_source(lang: Lang, text: &str) -> FileParse {
         if is_type_container(lang, node.kind()) {
             child_in_type = true;
         }
-        if node.child_count() == 0 {
-            if is_identifier(node.kind()) && !name_nodes.contains(&node.id()) {
-                let word = text_of(node, src);
-                if !word.is_empty() {
-                    *out.refs.entry(word.to_string()).or_insert(0) += 1;
-                }
-            }
+        if cursor.goto_first_child() {
+            nest.push((child_in_type, child_in_fn));
             continue;
         }
-        let children: Vec<Node> = node.children(&mut cursor).collect();
-        for child in children.into_iter().rev() {
-            stack.push((child, child_in_type, child_in_fn));
+        if is_identifier(node.kind()) && !name_nodes.contains(&node.id()) {
+            let word = text_of(node, src);
+            if !word.is_empty() {
+                match out.refs.get_mut(word) {
+                    Some(count) => *count += 1,
+                    None => {
+                        out.refs.insert(word.to_string(), 1);
+                    }
+                }
+            }
+        }
+        // Next: the next sibling, else the next sibling of the nearest ancestor that has one.
+        let mut done = false;
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                done = true;
+                break;
+            }
+            nest.pop();
+        }
+        if done {
+            break;
         }
     }
     out.defs

@@ -3,7 +3,7 @@
 //! 0.85, fixed iteration order, stopped when converged or capped), and the symbols of each
 //! file ranked by how much the ranked files use them.
 
-use crate::index::Index;
+use crate::index::{Definers, Index, IndexRef, NameId, class_weight};
 use std::collections::HashMap;
 
 /// The knobs of the ranking (docs/codemap.md says why each has its value).
@@ -34,7 +34,7 @@ impl Default for RankOptions {
         RankOptions {
             damping: 0.85,
             max_iterations: 100,
-            tolerance: 1e-12,
+            tolerance: 1e-10,
             reverse_weight: 2.0,
             max_definers: 12,
             directory_prior: 1.0,
@@ -48,21 +48,19 @@ impl Default for RankOptions {
 pub struct Edge {
     pub to: usize,
     pub weight: f64,
-    /// Where its identifiers are in [`Graph::names`].
-    names_at: u32,
-    names_len: u32,
 }
 
-/// The reference graph: for each file, the files it uses, with the weight and the identifiers.
+/// The reference graph: for each file, the files it uses, with the weight. The identifiers
+/// that link an edge are found again when asked ([`Graph::names`]): only the few files a map
+/// shows need them.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     /// `uses[a]`: an edge to each file b defining something a uses, sorted by b.
     pub uses: Vec<Vec<Edge>>,
     /// `used_by[b]`: the files a with an edge a → b, sorted.
     pub used_by: Vec<Vec<usize>>,
-    /// Every edge's identifiers, (name id, the user's count of uses), each edge's in name
-    /// order.
-    names: Vec<(u32, u32)>,
+    definers: Definers,
+    max_definers: usize,
 }
 
 impl Graph {
@@ -74,63 +72,87 @@ impl Graph {
             .map(|i| &list[i])
     }
 
-    /// The identifiers that link an edge: (name id, uses), in name order.
-    pub fn names(&self, edge: &Edge) -> &[(u32, u32)] {
-        let at = edge.names_at as usize;
-        &self.names[at..at + edge.names_len as usize]
+    /// The identifiers of file `a` (of `index`, the graph's) that link it to `edge.to`, in
+    /// the names' string order.
+    pub fn names(&self, index: &Index, a: usize, edge: &Edge) -> Vec<IndexRef> {
+        self.names_with(index, a, edge.to, &DefSet::of(index, edge.to))
+    }
+
+    /// [`Graph::names`] of a → b, `defined` being b's names.
+    fn names_with(&self, index: &Index, a: usize, b: usize, defined: &DefSet) -> Vec<IndexRef> {
+        index.files()[a]
+            .refs
+            .iter()
+            .filter(|r| {
+                defined.contains(r.name)
+                    && self
+                        .links(a, r)
+                        .is_some_and(|ds| ds.binary_search(&(b as u32)).is_ok())
+            })
+            .copied()
+            .collect()
+    }
+
+    /// The files a use `r` of file `a` links to (with `a` itself, if it defines the name
+    /// too), and how many they are without `a`; `None` when it links nothing.
+    fn links(&self, a: usize, r: &IndexRef) -> Option<&[u32]> {
+        let defined_in = self.definers.get(r.name);
+        if defined_in.is_empty() {
+            return None;
+        }
+        let mine = usize::from(defined_in.binary_search(&(a as u32)).is_ok());
+        let others = defined_in.len() - mine;
+        if others == 0 || others > self.max_definers || r.count == 0 || class_weight(r.class) <= 0.0
+        {
+            return None;
+        }
+        Some(defined_in)
     }
 }
 
-/// How much one use of `name` links: short names and private ones link little, long
-/// descriptive names (snake or camel case) more; shared among the files defining it.
-fn identifier_weight(name: &str) -> f64 {
-    let chars = name.chars().count();
-    if chars < 2 {
-        return 0.0;
-    }
-    let mut weight = 1.0;
-    if name.starts_with('_') {
-        weight *= 0.1;
-    }
-    let mixed = name.chars().any(char::is_uppercase) && name.chars().any(char::is_lowercase);
-    if chars >= 8 && (name.contains('_') || mixed) {
-        weight *= 2.0;
-    }
-    weight
+/// The names a file defines: a 64-bit mask of their ids' low bits, then the sorted ids.
+struct DefSet {
+    mask: u64,
+    ids: Vec<NameId>,
 }
 
-/// Builds the reference graph of `index` (files in its order, names in id order).
+impl DefSet {
+    fn of(index: &Index, b: usize) -> DefSet {
+        let mut ids: Vec<NameId> = index.files()[b].defs.iter().map(|d| d.name).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mask = ids.iter().fold(0u64, |m, id| m | 1 << (id & 63));
+        DefSet { mask, ids }
+    }
+
+    fn contains(&self, id: NameId) -> bool {
+        self.mask & (1 << (id & 63)) != 0 && self.ids.binary_search(&id).is_ok()
+    }
+}
+
+/// Builds the reference graph of `index` (files in its order; each file's uses in its
+/// references' order, the names' string order).
 pub fn graph(index: &Index, options: &RankOptions) -> Graph {
     let files = index.files();
     let n = files.len();
-    let definers = index.definers();
-    let weights: Vec<f64> = index.names().iter().map(|n| identifier_weight(n)).collect();
     let mut out = Graph {
         uses: vec![Vec::new(); n],
         used_by: vec![Vec::new(); n],
-        names: Vec::new(),
+        definers: index.definers(),
+        max_definers: options.max_definers,
     };
     // slot[b]: where a's edge to b is in `edges` (usize::MAX: none yet).
     let mut slot = vec![usize::MAX; n];
     let mut edges: Vec<(usize, f64)> = Vec::new();
-    let mut linked: Vec<(usize, u32, u32)> = Vec::new();
     for (a, file) in files.iter().enumerate() {
         edges.clear();
-        linked.clear();
-        for &(name, count) in &file.refs {
-            let defined_in = &definers[name as usize];
-            if defined_in.is_empty() {
+        for r in &file.refs {
+            let Some(defined_in) = out.links(a, r) else {
                 continue;
-            }
+            };
             let mine = usize::from(defined_in.binary_search(&(a as u32)).is_ok());
             let others = defined_in.len() - mine;
-            if others == 0 || others > options.max_definers {
-                continue;
-            }
-            let weight = weights[name as usize] * f64::from(count).sqrt() / others as f64;
-            if weight <= 0.0 {
-                continue;
-            }
+            let weight = class_weight(r.class) * f64::from(r.count).sqrt() / others as f64;
             for &b in defined_in.iter().filter(|&&b| b as usize != a) {
                 let b = b as usize;
                 if slot[b] == usize::MAX {
@@ -138,28 +160,13 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
                     edges.push((b, 0.0));
                 }
                 edges[slot[b]].1 += weight;
-                linked.push((b, name, count));
             }
         }
-        // Each edge's identifiers together, in name order (a stable sort keeps the refs' order).
-        linked.sort_by_key(|&(b, _, _)| b);
+        edges.sort_unstable_by_key(|&(b, _)| b);
         let mut list: Vec<Edge> = Vec::with_capacity(edges.len());
-        let mut at = 0;
-        let mut sorted: Vec<(usize, f64)> = edges.clone();
-        sorted.sort_by_key(|&(b, _)| b);
-        for (b, weight) in sorted {
+        for &(b, weight) in &edges {
             slot[b] = usize::MAX;
-            let start = out.names.len();
-            while at < linked.len() && linked[at].0 == b {
-                out.names.push((linked[at].1, linked[at].2));
-                at += 1;
-            }
-            list.push(Edge {
-                to: b,
-                weight,
-                names_at: start as u32,
-                names_len: (out.names.len() - start) as u32,
-            });
+            list.push(Edge { to: b, weight });
             out.used_by[b].push(a);
         }
         out.uses[a] = list;
@@ -225,45 +232,54 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
     if n == 0 {
         return Vec::new();
     }
-    // Undirected-with-weights adjacency: out[a] = [(b, w)] sorted by b, a pair's two
+    // Undirected-with-weights adjacency, flat (CSR): row a is the merge of a's uses (sorted by
+    // target) and its users' edges at `reverse_weight` (sorted by user), a pair's two
     // directions summed.
-    let mut out: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
-    for (a, uses) in graph.uses.iter().enumerate() {
-        for edge in uses {
-            out[a].push((edge.to, edge.weight));
-            if options.reverse_weight > 0.0 {
-                out[edge.to].push((a, edge.weight * options.reverse_weight));
-            }
-        }
-    }
-    for list in &mut out {
-        list.sort_by_key(|&(b, _)| b);
-        list.dedup_by(|next, kept| {
-            if next.0 == kept.0 {
-                kept.1 += next.1;
-                true
-            } else {
-                false
-            }
-        });
-    }
-    let totals: Vec<f64> = out
-        .iter()
-        .map(|m| m.iter().map(|&(_, w)| w).sum())
-        .collect();
-    // Flat (CSR) for the iterations.
+    let reverse = options.reverse_weight > 0.0;
     let mut offsets: Vec<usize> = Vec::with_capacity(n + 1);
-    let mut targets: Vec<u32> = Vec::new();
-    let mut weights: Vec<f64> = Vec::new();
+    let capacity: usize = graph.uses.iter().map(Vec::len).sum::<usize>() * 2;
+    let mut targets: Vec<u32> = Vec::with_capacity(capacity);
+    let mut weights: Vec<f64> = Vec::with_capacity(capacity);
+    let mut totals: Vec<f64> = Vec::with_capacity(n);
     offsets.push(0);
-    for list in &out {
-        for &(b, w) in list {
+    for a in 0..n {
+        let uses = &graph.uses[a];
+        let users: &[usize] = if reverse { &graph.used_by[a] } else { &[] };
+        let (mut i, mut j) = (0, 0);
+        let start = targets.len();
+        while i < uses.len() || j < users.len() {
+            let back = |j: usize| -> (usize, f64) {
+                let c = users[j];
+                let w = graph.edge(c, a).map_or(0.0, |e| e.weight);
+                (c, w * options.reverse_weight)
+            };
+            let (b, w) = match (uses.get(i), users.get(j)) {
+                (Some(e), Some(&c)) if e.to == c => {
+                    let (_, w) = back(j);
+                    i += 1;
+                    j += 1;
+                    (c, e.weight + w)
+                }
+                (Some(e), Some(&c)) if e.to < c => {
+                    i += 1;
+                    (e.to, e.weight)
+                }
+                (Some(e), None) => {
+                    i += 1;
+                    (e.to, e.weight)
+                }
+                _ => {
+                    let out = back(j);
+                    j += 1;
+                    out
+                }
+            };
             targets.push(b as u32);
             weights.push(w);
         }
+        totals.push(weights[start..].iter().sum());
         offsets.push(targets.len());
     }
-    drop(out);
     let p = personalization(paths, focus, options);
     let d = options.damping;
     let mut rank = p.clone();
@@ -304,14 +320,12 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
 /// first, then kind (interfaces, types, functions, ...), then line. Indices into its `defs`.
 pub fn rank_symbols_of(index: &Index, graph: &Graph, rank: &[f64], b: usize) -> Vec<usize> {
     let file = &index.files()[b];
-    let mut score: HashMap<u32, f64> = HashMap::new();
+    let mut score: HashMap<NameId, f64> = HashMap::new();
+    let defined = DefSet::of(index, b);
     for &a in &graph.used_by[b] {
-        let Some(edge) = graph.edge(a, b) else {
-            continue;
-        };
-        for &(name, count) in graph.names(edge) {
-            *score.entry(name).or_insert(0.0) +=
-                rank[a] * identifier_weight(index.name(name)) * f64::from(count).sqrt();
+        for r in graph.names_with(index, a, b, &defined) {
+            *score.entry(r.name).or_insert(0.0) +=
+                rank[a] * class_weight(r.class) * f64::from(r.count).sqrt();
         }
     }
     let keys: Vec<f64> = file
@@ -372,7 +386,7 @@ mod tests {
         assert_eq!(g.uses[1].iter().map(|e| e.to).collect::<Vec<_>>(), [0]);
         assert_eq!(g.used_by[0], [1]);
         assert_eq!(
-            g.edge(1, 0).map(|e| g.names(e).len()),
+            g.edge(1, 0).map(|e| g.names(&index, 1, e).len()),
             Some(1),
             "b uses alpha_helper once"
         );
@@ -400,7 +414,7 @@ mod tests {
         let r = pagerank(&g, &["a.rs", "b.rs"], &[], &options);
         let order = rank_symbols_of(&index, &g, &r, 0);
         let a = &index.files()[0];
-        let names: Vec<&str> = order.iter().map(|&i| index.name(a.defs[i].name)).collect();
+        let names: Vec<&str> = order.iter().map(|&i| a.def_name(i).unwrap()).collect();
         assert_eq!(names, ["popular_one", "Thing", "unused_one"]);
     }
 }

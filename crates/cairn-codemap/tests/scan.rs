@@ -1,7 +1,9 @@
 //! The walk and the incremental scan on real directories: what is skipped and why, what a
 //! refresh re-parses, and the bad inputs of issue 17.
 
-use cairn_codemap::{FileMeta, Index, RankOptions, Scan, SkipReason, build_map, scan};
+use cairn_codemap::{
+    Detail, FileMeta, Index, IndexFile, RankOptions, Scan, SkipReason, build_map, scan,
+};
 use std::fs;
 use std::path::Path;
 
@@ -16,6 +18,11 @@ fn indexed(scan: Scan) -> Index {
     let mut index = Index::default();
     index.apply(scan);
     index
+}
+
+/// Every file of these indexes was parsed in the test: none needs its detail read.
+fn no_detail(file: &IndexFile) -> Result<Detail, String> {
+    Err(format!("{} has no detail", file.meta.path))
 }
 
 fn paths(files: &[FileMeta]) -> Vec<&str> {
@@ -96,7 +103,7 @@ fn no_supported_language_and_empty_trees_give_an_empty_map() {
     let dir = tempfile::tempdir().unwrap();
     let s = scan(dir.path(), &Index::default(), None);
     assert!(s.files.is_empty());
-    let map = build_map(&indexed(s), &[], 1024, &RankOptions::default());
+    let map = build_map(&indexed(s), &[], 1024, &RankOptions::default(), no_detail).unwrap();
     assert_eq!(map.text, "");
     write(dir.path(), "notes.txt", "hello\n");
     write(dir.path(), "data.csv", "a,b\n");
@@ -150,7 +157,7 @@ fn a_refresh_reparses_only_what_changed() {
     assert!(index.apply(third));
     assert_eq!(index.len(), 20);
     let m3 = index.file("src/m3.rs").unwrap();
-    assert_eq!(index.name(m3.defs[0].name), "changed");
+    assert_eq!(m3.def_name(0), Some("changed"));
     assert!(index.file("src/m5.rs").is_none() && index.file("src/new.rs").is_some());
 }
 
@@ -172,7 +179,7 @@ fn a_passed_deadline_keeps_the_previous_parse_and_says_so() {
     let mut index = first.clone();
     index.apply(late);
     assert_eq!(index, first, "the previous parse is kept");
-    assert_eq!(index.name(index.files()[0].defs[0].name), "old");
+    assert_eq!(index.files()[0].def_name(0), Some("old"));
 }
 
 #[test]
@@ -191,11 +198,17 @@ fn the_same_input_gives_a_byte_identical_map() {
     }
     let a = indexed(scan(root, &Index::default(), None));
     let b = indexed(scan(root, &Index::default(), None));
-    assert_eq!(a.encode(), b.encode());
+    let parts = |i: &Index| -> Vec<Vec<u8>> {
+        i.files()
+            .iter()
+            .flat_map(|f| [f.encode_graph(), f.encode_detail().unwrap()])
+            .collect()
+    };
+    assert_eq!(parts(&a), parts(&b));
     let focus = ["pkg1/mod_5.py".to_string()];
     let options = RankOptions::default();
-    let map_a = build_map(&a, &focus, 300, &options);
-    let map_b = build_map(&b, &focus, 300, &options);
+    let map_a = build_map(&a, &focus, 300, &options, no_detail).unwrap();
+    let map_b = build_map(&b, &focus, 300, &options, no_detail).unwrap();
     assert_eq!(map_a.text, map_b.text);
     assert_eq!(
         serde_json::to_string(&map_a.files).unwrap(),

@@ -108,7 +108,9 @@ impl Engine {
                 continue;
             }
             let items = if kind == SectionKind::CodeMap {
-                self.code_map_items(request.budget)?
+                // The same `git status` (when it is this machine's) gives the map its focus.
+                let local = matches!(self.git, crate::GitSource::Local);
+                self.code_map_items(request.budget, tree.as_ref().filter(|_| local))?
             } else {
                 self.section_items(kind, tree.as_ref(), &mut shown_ids)?
             };
@@ -311,7 +313,11 @@ impl Engine {
     /// memories mention, rendered within `CODEMAP_SHARE` of the brief's budget; parsing is
     /// bounded by `BRIEF_CODEMAP_BOUND` (a stale map says so in its last item). One item per
     /// file: its path, then its shown symbols' lines.
-    fn code_map_items(&mut self, brief_budget: usize) -> Result<Vec<String>> {
+    fn code_map_items(
+        &mut self,
+        brief_budget: usize,
+        tree: Option<&git::WorkingTree>,
+    ) -> Result<Vec<String>> {
         if git::repo_root(&self.context.cwd).is_none() {
             return Ok(Vec::new());
         }
@@ -334,6 +340,7 @@ impl Engine {
         let map = self.code_map(&crate::CodeMapRequest {
             budget: tokens,
             refresh_bound: BRIEF_CODEMAP_BOUND,
+            tree: tree.cloned(),
             ..crate::CodeMapRequest::default()
         })?;
         let mut items: Vec<String> = map

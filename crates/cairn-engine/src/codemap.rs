@@ -5,11 +5,11 @@
 
 use crate::graph::CodeLinks;
 use crate::{Engine, EngineError, Result, git};
-use cairn_codemap::{Cut, Index, Lang, MapFile, Parsed, RankOptions};
+use cairn_codemap::{Cut, Index, IndexFile, Lang, MapFile, RankOptions};
 use cairn_core::graph::extract::{EntityKind, extract};
 use cairn_core::record::Status;
 use cairn_core::time::format_ts;
-use cairn_store::{CodeFileRow, CodeIndexRow, CodeMapState, ListFilter};
+use cairn_store::{CodeFileRow, CodeMapState, ListFilter};
 use serde::Serialize;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -38,6 +38,9 @@ pub struct CodeMapRequest {
     pub budget: usize,
     /// Focus on the files the working tree changes too.
     pub working_tree: bool,
+    /// The repository's working tree when the caller has it already (the brief's one
+    /// `git status`); else, with `working_tree`, it is asked of git here.
+    pub tree: Option<git::WorkingTree>,
     /// Focus on the files recent memories of the project mention too.
     pub memories: bool,
     /// Parsing stops here; files not reached keep their stored parse (`stale`).
@@ -50,6 +53,7 @@ impl Default for CodeMapRequest {
             focus: Vec::new(),
             budget: DEFAULT_CODEMAP_BUDGET,
             working_tree: true,
+            tree: None,
             memories: true,
             refresh_bound: DEFAULT_REFRESH_BOUND,
         }
@@ -96,15 +100,14 @@ pub struct CodeMap {
 pub struct CodeIndex {
     pub root: PathBuf,
     pub rev: Option<String>,
-    /// The files; with their parses when `full`, else only their metadata (nothing changed,
-    /// nothing was read: [`Engine::ensure_full_code_index`] reads the rest when needed).
+    /// The files; with their parses' graph parts when `full`, else only their metadata and
+    /// the parses of this call ([`Engine::ensure_full_code_index`] reads the rest when needed).
     pub index: Index,
     pub full: bool,
     pub stale: bool,
     pub stats: RefreshStats,
-    /// Whether the stored index was used as it was (false: rebuilt from the stored parses,
-    /// because it was missing, of another format or did not match the stored files).
-    pub index_reused: bool,
+    /// The reference graph of the full index, when it was built already (for the code links).
+    pub graph: Option<cairn_codemap::rank::Graph>,
 }
 
 /// The root a map covers: the git work tree containing `cwd`, else `cwd` itself.
@@ -151,16 +154,16 @@ fn relative_to_root(root: &Path, cwd: &Path, given: &Path) -> Result<String> {
     Ok(parts.join("/"))
 }
 
-/// The stored files' metadata as an index to compare the tree with, when the stored index is
-/// theirs (its key) and its skipped files read back; `None` otherwise.
+/// The stored files' metadata as an index to compare the tree with, with the skipped files
+/// remembered (none when their row is missing or unreadable: they are only read again). A file
+/// of a language this build does not know is left out (it is mapped again).
 fn light_index(
     metas: &[cairn_store::CodeFileMeta],
-    head: Option<&cairn_store::CodeIndexHead>,
-) -> Option<Index> {
-    let head = head?;
+    head: Option<&cairn_store::CodeProjectHead>,
+) -> Index {
     let files: Vec<cairn_codemap::FileMeta> = metas
         .iter()
-        .map(|m| {
+        .filter_map(|m| {
             Some(cairn_codemap::FileMeta {
                 path: m.path.clone(),
                 lang: Lang::from_name(&m.lang)?,
@@ -169,17 +172,11 @@ fn light_index(
                 mtime_ns: m.mtime_ns,
             })
         })
-        .collect::<Option<_>>()?;
-    let key = cairn_codemap::index_key(
-        files
-            .iter()
-            .map(|f| (f.path.as_str(), f.lang, f.hash.as_str())),
-    );
-    if key != head.key {
-        return None;
-    }
-    let skipped = Index::decode_skipped(&head.skipped).ok()?;
-    Some(Index::from_meta(files, skipped))
+        .collect();
+    let skipped = head
+        .and_then(|h| Index::decode_skipped(&h.skipped).ok())
+        .unwrap_or_default();
+    Index::from_meta(files, skipped)
 }
 
 /// The key a rendered map is cached under: everything it depends on.
@@ -197,54 +194,37 @@ fn map_key(index_key: &str, focus: &[String], budget: usize) -> String {
     hex::encode(hasher.finalize())
 }
 
-fn to_row(parsed: &Parsed) -> CodeFileRow {
+fn to_row(file: &IndexFile) -> CodeFileRow {
     CodeFileRow {
-        path: parsed.path.clone(),
-        lang: parsed.lang.as_str().to_string(),
-        content_hash: parsed.hash.clone(),
-        size: i64::try_from(parsed.size).unwrap_or(i64::MAX),
-        mtime_ns: parsed.mtime_ns,
-        parse: serde_json::to_string(&parsed.parse).unwrap_or_default(),
+        path: file.meta.path.clone(),
+        lang: file.meta.lang.as_str().to_string(),
+        content_hash: file.meta.hash.clone(),
+        size: i64::try_from(file.meta.size).unwrap_or(i64::MAX),
+        mtime_ns: file.meta.mtime_ns,
+        graph: file.encode_graph(),
+        detail: file.encode_detail().unwrap_or_default(),
     }
-}
-
-fn from_row(row: CodeFileRow) -> Option<Parsed> {
-    Some(Parsed {
-        lang: Lang::from_name(&row.lang)?,
-        parse: serde_json::from_str(&row.parse).ok()?,
-        path: row.path,
-        hash: row.content_hash,
-        size: u64::try_from(row.size).ok()?,
-        mtime_ns: row.mtime_ns,
-    })
 }
 
 impl Engine {
     /// Brings the project's stored parses up to date with its tree and returns them. Files
     /// whose size and modification time are unchanged are not read; read files whose content
     /// hash is unchanged are not parsed; parsing stops at `bound` (the rest keep their stored
-    /// parse and the index is `stale`). The result is written back unless the brain is
-    /// read-only.
+    /// parse and the index is `stale`). Only the rows of what changed are written (unless the
+    /// brain is read-only); the other files' parses are read only when something needs them
+    /// (a map not cached, the code links).
     pub fn code_index(&mut self, bound: Duration) -> Result<CodeIndex> {
         let root = map_root(&self.context.cwd);
         let project = self.context.project.clone();
         let reader = self.store.reader();
         let metas = reader.codemap_file_meta(&project)?;
-        let head = reader.codemap_index_head(&project)?;
+        let head = reader.codemap_project_head(&project)?;
         let state = reader.codemap_state(&project)?;
-        // What the tree is compared with: the stored files' metadata when the stored index is
-        // theirs (nothing else is read if nothing changed), else the index rebuilt.
-        let light = light_index(&metas, head.as_ref());
+        let mut index = light_index(&metas, head.as_ref());
         let rev = git::head_commit(&root);
         let deadline = Instant::now() + bound;
-        let scan = match &light {
-            Some(light) => cairn_codemap::scan(&root, light, Some(deadline)),
-            None => {
-                let (full, _) = self.full_code_index(&project)?;
-                cairn_codemap::scan(&root, &full, Some(deadline))
-            }
-        };
-        let stale = scan.deferred > 0;
+        let scan = cairn_codemap::scan(&root, &index, Some(deadline));
+        let mut stale = scan.deferred > 0;
         let stats = RefreshStats {
             files: scan.files.len(),
             parsed: scan.parsed.len(),
@@ -252,75 +232,85 @@ impl Engine {
             skipped: scan.skipped.len(),
             deferred: scan.deferred,
         };
-        let root_text = root.display().to_string();
-        let state_changed = state
-            .as_ref()
-            .is_none_or(|s| s.rev != rev || s.stale != stale || s.root != root_text);
         let links_synced = head.as_ref().and_then(|h| h.links_seq);
         // 0: an empty edge log (so "synced with an empty log" is not "never synced").
         let last_seq = self.store.reader().last_edge_seq()?.unwrap_or(0);
-        let (mut index, full, changed, index_reused) = match light {
-            Some(light) if !light.changed_by(&scan) => (light, false, false, true),
-            _ => {
-                let (mut full, reused) = self.full_code_index(&project)?;
-                let rows: Vec<CodeFileRow> = scan.fresh.iter().map(to_row).collect();
-                let touched: Vec<(String, i64, i64)> = scan
-                    .files
-                    .iter()
-                    .filter(|m| scan.touched.contains(&m.path))
-                    .map(|m| {
-                        (
-                            m.path.clone(),
-                            i64::try_from(m.size).unwrap_or(i64::MAX),
-                            m.mtime_ns,
-                        )
-                    })
-                    .collect();
-                let removed = scan.removed.clone();
-                let changed = full.apply(scan);
-                if !self.context.read_only && (changed || !reused) {
-                    let stored = CodeIndexRow {
-                        key: full.key(),
-                        data: full.encode(),
-                        skipped: full.encode_skipped(),
-                    };
-                    self.store.write(|tx| -> Result<()> {
-                        for row in &rows {
-                            tx.codemap_put_file(&project, row)?;
-                        }
-                        for (path, size, mtime_ns) in &touched {
-                            tx.codemap_touch_file(&project, path, *size, *mtime_ns)?;
-                        }
-                        for path in &removed {
-                            tx.codemap_remove_file(&project, path)?;
-                        }
-                        tx.codemap_put_index(&project, &stored)?;
-                        if !removed.is_empty() || !rows.is_empty() {
-                            tx.codemap_prune_parses(ORPHAN_PARSES_KEPT)?;
-                        }
-                        Ok(())
-                    })?;
+        let touched: Vec<(String, i64, i64)> = scan
+            .files
+            .iter()
+            .filter(|m| scan.touched.contains(&m.path))
+            .map(|m| {
+                (
+                    m.path.clone(),
+                    i64::try_from(m.size).unwrap_or(i64::MAX),
+                    m.mtime_ns,
+                )
+            })
+            .collect();
+        let removed = scan.removed.clone();
+        let fresh_paths = scan.parsed.clone();
+        let skipped_before = index.encode_skipped();
+        let changed = index.apply(scan);
+        if !self.context.read_only && changed {
+            let rows: Vec<CodeFileRow> = fresh_paths
+                .iter()
+                .filter_map(|path| index.file(path))
+                .map(to_row)
+                .collect();
+            let skipped = index.encode_skipped();
+            let skipped_changed = head.is_none() || skipped != skipped_before;
+            self.store.write(|tx| -> Result<()> {
+                for row in &rows {
+                    tx.codemap_put_file(&project, row)?;
                 }
-                (full, true, changed, reused)
-            }
+                for (path, size, mtime_ns) in &touched {
+                    tx.codemap_touch_file(&project, path, *size, *mtime_ns)?;
+                }
+                for path in &removed {
+                    tx.codemap_remove_file(&project, path)?;
+                }
+                if skipped_changed {
+                    tx.codemap_put_skipped(&project, &skipped)?;
+                }
+                if !removed.is_empty() || !rows.is_empty() {
+                    tx.codemap_prune_parses(ORPHAN_PARSES_KEPT)?;
+                }
+                Ok(())
+            })?;
+        }
+        let mut code = CodeIndex {
+            root,
+            rev,
+            index,
+            full: false,
+            stale,
+            stats,
+            graph: None,
         };
         // The code links follow the map and the memories: brought up to date when either
         // changed since the last sync (the edge log's last entry tells the memories' side).
-        let links_stale = changed || !index_reused || links_synced != Some(last_seq);
-        let write_links = !self.context.read_only && links_stale;
-        if write_links && !full {
-            index = self.full_code_index(&project)?.0;
+        let write_links = !self.context.read_only && (changed || links_synced != Some(last_seq));
+        if write_links {
+            self.ensure_full_code_index(&mut code)?;
+            stale = code.stale;
         }
-        let full = full || write_links;
+        let root_text = code.root.display().to_string();
+        let state_changed = state
+            .as_ref()
+            .is_none_or(|s| s.rev != code.rev || s.stale != stale || s.root != root_text);
         if !self.context.read_only && (state_changed || write_links) {
             let links = if write_links {
                 let mentioned = self.store.reader().code_entities_mentioned(&project)?;
-                Some(code_links(&index, &mentioned))
+                let graph = cairn_codemap::rank::graph(&code.index, &RankOptions::default());
+                let links = code_links(&code.index, &graph, &mentioned);
+                code.graph = Some(graph);
+                Some(links)
             } else {
                 None
             };
             let built_at = format_ts(self.now());
             let actor = self.context.actor.clone();
+            let rev = code.rev.clone();
             self.store.write(|tx| -> Result<()> {
                 tx.codemap_set_state(
                     &project,
@@ -339,58 +329,96 @@ impl Engine {
                 Ok(())
             })?;
         }
-        Ok(CodeIndex {
-            root,
-            rev,
-            index,
-            full,
-            stale,
-            stats,
-            index_reused,
-        })
+        Ok(code)
     }
 
-    /// Makes `code`'s index the full one (its parses read) when it is only the files'
-    /// metadata.
-    pub fn ensure_full_code_index(&self, code: &mut CodeIndex) -> Result<()> {
-        if !code.full {
-            code.index = self.full_code_index(&self.context.project)?.0;
-            code.full = true;
+    /// Makes `code`'s index the full one (every file's graph part) when it is only the files'
+    /// metadata. A file whose stored parse is missing or unreadable is left out, the index
+    /// marked stale, and its row dropped (unless read-only) so that the next call parses it
+    /// again.
+    pub fn ensure_full_code_index(&mut self, code: &mut CodeIndex) -> Result<()> {
+        if code.full {
+            return Ok(());
+        }
+        let project = self.context.project.clone();
+        let stored = self.store.reader().codemap_graphs(&project)?;
+        let mut stored = stored.into_iter().peekable();
+        let light = std::mem::take(&mut code.index);
+        let skipped = light.skipped_files().to_vec();
+        let mut files: Vec<IndexFile> = Vec::with_capacity(light.len());
+        let mut broken: Vec<String> = Vec::new();
+        for file in light.files() {
+            if file.detail.is_some() {
+                // Parsed in this call.
+                files.push(file.clone());
+                continue;
+            }
+            while stored
+                .peek()
+                .is_some_and(|(m, _)| m.path.as_str() < file.meta.path.as_str())
+            {
+                stored.next();
+            }
+            let graph = match stored.peek() {
+                Some((m, graph))
+                    if m.path == file.meta.path && m.content_hash == file.meta.hash =>
+                {
+                    graph.as_deref()
+                }
+                _ => None,
+            };
+            match graph.map(|g| IndexFile::decode_graph(file.meta.clone(), g)) {
+                Some(Ok(decoded)) => files.push(decoded),
+                _ => broken.push(file.meta.path.clone()),
+            }
+        }
+        if !broken.is_empty() {
+            code.stale = true;
+            if !self.context.read_only {
+                self.store.write(|tx| -> Result<()> {
+                    for path in &broken {
+                        tx.codemap_remove_file(&project, path)?;
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        code.index = Index::from_files(files, skipped);
+        code.full = true;
+        code.graph = None;
+        Ok(())
+    }
+
+    /// The stored detail (names, signature lines) of `file`.
+    fn code_detail(&self, file: &IndexFile) -> std::result::Result<cairn_codemap::Detail, String> {
+        let data = self
+            .store
+            .reader()
+            .codemap_detail(&file.meta.hash, file.meta.lang.as_str())
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the stored parse of {} is missing", file.meta.path))?;
+        file.decode_detail(&data)
+            .map_err(|e| format!("the stored parse of {} is unreadable: {e}", file.meta.path))
+    }
+
+    /// Reads the details of the files at `positions` of a full index.
+    fn load_code_details(&self, index: &mut Index, positions: &[usize]) -> Result<()> {
+        for &i in positions {
+            if index.files()[i].detail.is_none() {
+                let detail = self
+                    .code_detail(&index.files()[i])
+                    .map_err(EngineError::Internal)?;
+                index.set_detail(i, detail);
+            }
         }
         Ok(())
     }
 
-    /// The project's stored index when it matches the stored files (their key), else the
-    /// index rebuilt from the stored parses (`false`: it must be written back).
-    fn full_code_index(&self, project: &str) -> Result<(Index, bool)> {
-        let reader = self.store.reader();
-        let meta = reader.codemap_file_meta(project)?;
-        let langs: Option<Vec<Lang>> = meta.iter().map(|m| Lang::from_name(&m.lang)).collect();
-        if let Some(langs) = langs
-            && let Some(stored) = reader.codemap_index(project)?
-        {
-            let key = cairn_codemap::index_key(
-                meta.iter()
-                    .zip(&langs)
-                    .map(|(m, &lang)| (m.path.as_str(), lang, m.content_hash.as_str())),
-            );
-            if stored.key == key
-                && let Ok(index) = Index::decode(&stored.data)
-                && index.key() == key
-            {
-                return Ok((index, true));
-            }
-        }
-        let parsed: Vec<Parsed> = reader
-            .codemap_files(project)?
-            .into_iter()
-            .filter_map(from_row)
-            .collect();
-        Ok((Index::from_parsed(parsed), false))
-    }
-
     /// Resolves focus paths given by a user against the map's root (refused when outside).
     pub fn code_focus_paths(&self, given: &[PathBuf]) -> Result<Vec<String>> {
+        if given.is_empty() {
+            return Ok(Vec::new());
+        }
         let root = map_root(&self.context.cwd);
         let cwd = self
             .context
@@ -444,7 +472,10 @@ impl Engine {
             add(path, &mut focus);
         }
         if request.working_tree
-            && let Some(tree) = git::working_tree(&index.root)
+            && let Some(tree) = request
+                .tree
+                .clone()
+                .or_else(|| git::working_tree(&index.root))
         {
             for path in tree.paths() {
                 add(path, &mut focus);
@@ -472,12 +503,15 @@ impl Engine {
             Some(rendered) => rendered,
             None => {
                 self.ensure_full_code_index(&mut index)?;
-                let rendered = cairn_codemap::build_map(
+                let rendered = cairn_codemap::build_map_with(
                     &index.index,
+                    index.graph.take(),
                     &focus,
                     request.budget,
                     &RankOptions::default(),
-                );
+                    |file| self.code_detail(file),
+                )
+                .map_err(EngineError::Internal)?;
                 if !self.context.read_only && !index.stale {
                     let text = serde_json::to_string(&rendered)
                         .map_err(|e| EngineError::Internal(e.to_string()))?;
@@ -521,11 +555,33 @@ impl Engine {
     pub fn code_neighbors(&mut self, target: &str) -> Result<CodeNeighbors> {
         let mut index = self.code_index(DEFAULT_REFRESH_BOUND)?;
         self.ensure_full_code_index(&mut index)?;
-        let graph = cairn_codemap::rank::graph(&index.index, &RankOptions::default());
+        let graph = match index.graph.take() {
+            Some(graph) => graph,
+            None => cairn_codemap::rank::graph(&index.index, &RankOptions::default()),
+        };
         let as_path = self
             .code_focus_paths(&[PathBuf::from(target)])
             .ok()
             .and_then(|p| p.into_iter().next());
+        // The linking identifiers are named from the details of the files defining them: the
+        // file (or the symbol's files) and what they use.
+        let mut wanted: Vec<usize> = Vec::new();
+        let mut want = |me: usize| {
+            wanted.push(me);
+            wanted.extend(graph.uses[me].iter().map(|e| e.to));
+        };
+        if let Some(me) = as_path.as_deref().and_then(|p| index.index.position(p)) {
+            want(me);
+        } else {
+            for path in cairn_codemap::definers(&index.index, target) {
+                if let Some(me) = index.index.position(path) {
+                    want(me);
+                }
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        self.load_code_details(&mut index.index, &wanted)?;
         if let Some(path) = as_path
             && let Some(found) = cairn_codemap::neighbours(&index.index, &graph, &path)
         {
@@ -570,8 +626,11 @@ impl Engine {
 /// to the files those use most ([`LINKS_PER_FILE`] each, heaviest first); each `code` entity
 /// (an identifier) defined in 1–[`LINK_MAX_MATCHES`] mapped files gets `defined_in` edges to
 /// them. Every mentioned entity is listed, so one whose links went away loses its edges.
-fn code_links(index: &Index, mentioned: &[(i64, String, String, String)]) -> Vec<CodeLinks> {
-    let graph = cairn_codemap::rank::graph(index, &RankOptions::default());
+fn code_links(
+    index: &Index,
+    graph: &cairn_codemap::rank::Graph,
+    mentioned: &[(i64, String, String, String)],
+) -> Vec<CodeLinks> {
     let files = index.files();
     mentioned
         .iter()

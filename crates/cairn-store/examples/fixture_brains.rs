@@ -8,9 +8,9 @@
 //! version's shape: every table the version added gets representative rows.
 //!
 //! Existing files are never rewritten (a fixture is a frozen sample of its version; v1 and v2
-//! were written by the binary of their day). To add `brain-v14.db` at the next migration:
-//! append a `seed_v14` to `SEEDS` (rows for whatever v11 adds or changes, written the way the
-//! v14 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
+//! were written by the binary of their day). To add `brain-v16.db` at the next migration:
+//! append its seed to `SEEDS` (rows for whatever v16 adds or changes, written the way the
+//! v16 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
 //! the new file, and add its test in `fixtures.rs`.
 
 use cairn_core::memory::Memory;
@@ -48,12 +48,29 @@ const SEEDS: &[Seed] = &[
     seed_surfaced,
     seed_codemap,
     seed_codemap_index,
+    seed_codemap_files,
 ];
 
 /// v14, `MIGRATION_CODEMAP_INDEX` (the code map kept between calls): the index of v13's one
-/// mapped file, encoded by the codemap crate and keyed by that file, as the v14 engine stores it.
+/// mapped file, as the v14 engine stored it (the v14 codemap crate's binary form, one blob per
+/// project, keyed by that file; the bytes are those it wrote, kept here since the crate no
+/// longer writes that form).
 fn seed_codemap_index(conn: &Connection) -> rusqlite::Result<()> {
-    use cairn_codemap::{Def, FileParse, Index, Kind, Lang, Parsed};
+    const V14_KEY: &str = "c284e8853e53dd566ca4c89417697d96674f43d9850e2d5d9297972ac1373d9e";
+    const V14_INDEX: &str = "434D495801000000020004636F6E65000466697265010B7372632F6B696C6E2E727300015F1D0C0E8D8CC1B0BD2D0B0E7C4F3A2A1F0E9D8C7B6A5F4E3D2C1B0A9F8E7D6C2A8080E2A6C3D8E687310001010201011E70756220666E206669726528636F6E653A20753829202D3E20753332207B01000100";
+    let data = hex::decode(V14_INDEX).expect("hex");
+    conn.execute(
+        "INSERT INTO codemap_index (project, key, data, skipped) VALUES (?1, ?2, ?3, x'00')",
+        params![PROJECT, V14_KEY, data],
+    )?;
+    Ok(())
+}
+
+/// v15, `MIGRATION_CODEMAP_FILES` (the code map kept one file at a time): v13's mapped file
+/// again (the migration let it go with the v14 index) with its parse in the codemap crate's two
+/// parts, the project's bookkeeping row, as the v15 engine stores them.
+fn seed_codemap_files(conn: &Connection) -> rusqlite::Result<()> {
+    use cairn_codemap::{Def, FileParse, Index, IndexFile, Kind, Lang, Parsed};
     let parse = FileParse {
         defs: vec![Def {
             name: "fire".into(),
@@ -65,17 +82,26 @@ fn seed_codemap_index(conn: &Connection) -> rusqlite::Result<()> {
         refs: [("cone".to_string(), 1)].into_iter().collect(),
         errors: false,
     };
-    let index = Index::from_parsed(vec![Parsed {
+    let file = IndexFile::from_parsed(Parsed {
         path: "src/kiln.rs".into(),
         lang: Lang::Rust,
         hash: CODEMAP_HASH.into(),
         size: 42,
         mtime_ns: 1_767_607_200_000_000_000,
         parse,
-    }]);
+    });
     conn.execute(
-        "INSERT INTO codemap_index (project, key, data, skipped) VALUES (?1, ?2, ?3, ?4)",
-        params![PROJECT, index.key(), index.encode(), index.encode_skipped()],
+        "INSERT INTO codemap_parses (content_hash, lang, graph, detail) VALUES (?1, 'rust', ?2, ?3)",
+        params![CODEMAP_HASH, file.encode_graph(), file.encode_detail()],
+    )?;
+    conn.execute(
+        "INSERT INTO codemap_files (project, path, lang, content_hash, size, mtime_ns) \
+         VALUES (?1, 'src/kiln.rs', 'rust', ?2, 42, 1767607200000000000)",
+        params![PROJECT, CODEMAP_HASH],
+    )?;
+    conn.execute(
+        "INSERT INTO codemap_project (project, skipped) VALUES (?1, ?2)",
+        params![PROJECT, Index::default().encode_skipped()],
     )?;
     Ok(())
 }

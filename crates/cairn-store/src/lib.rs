@@ -27,7 +27,7 @@ mod wiki;
 pub use agent::{
     AwarenessRow, CaptureOffset, IdentityRow, InboxRow, MeasureRow, NewInboxItem, TaskRow,
 };
-pub use codemap::{CodeFileMeta, CodeFileRow, CodeIndexHead, CodeIndexRow, CodeMapState};
+pub use codemap::{CodeFileMeta, CodeFileRow, CodeMapState, CodeProjectHead};
 pub use error::StoreError;
 pub use exchange::ExchangeTable;
 pub use graph::{

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -23,6 +23,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_SURFACED,
     MIGRATION_CODEMAP,
     MIGRATION_CODEMAP_INDEX,
+    MIGRATION_CODEMAP_FILES,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -575,6 +576,34 @@ CREATE TABLE codemap_index (
     project   TEXT PRIMARY KEY,
     key       TEXT NOT NULL,   -- the files' key (cairn_codemap::index_key), hex
     data      BLOB NOT NULL,   -- cairn_codemap::Index::encode
+    skipped   BLOB NOT NULL,   -- cairn_codemap::Index::encode_skipped
+    links_seq INTEGER,         -- edge_log.seq after the last code-link sync; NULL: never
+    map_key   TEXT,            -- what the cached map was rendered from (hex); NULL: none
+    map       TEXT             -- the cached map (cairn_codemap::Rendered as JSON)
+);
+"#;
+
+/// v15 (codemap per file): the code map kept one file at a time, so that a refresh reads and
+/// writes only what changed. Each stored parse is in two parts of the codemap crate's binary
+/// form: `graph` (what ranking reads: definitions and references by name id) and `detail`
+/// (names and signature lines, read only for the files a map shows). The v14 index (one blob
+/// per project, rewritten whole on every change) goes, with the v13 parses (JSON) and the files
+/// that pointed at them: derived data, so the next `cairn codemap` of a project parses its tree
+/// again (once). `codemap_project` keeps what v14 kept beside the blob: the skipped files, the
+/// code-link sync, the last map rendered.
+const MIGRATION_CODEMAP_FILES: &str = r#"
+DROP TABLE codemap_index;
+DELETE FROM codemap_files;
+DROP TABLE codemap_parses;
+CREATE TABLE codemap_parses (
+    content_hash TEXT NOT NULL,   -- SHA-256 of the file's content, hex
+    lang         TEXT NOT NULL,
+    graph        BLOB NOT NULL,   -- cairn_codemap::IndexFile::encode_graph
+    detail       BLOB NOT NULL,   -- cairn_codemap::IndexFile::encode_detail
+    PRIMARY KEY (content_hash, lang)
+);
+CREATE TABLE codemap_project (
+    project   TEXT PRIMARY KEY,
     skipped   BLOB NOT NULL,   -- cairn_codemap::Index::encode_skipped
     links_seq INTEGER,         -- edge_log.seq after the last code-link sync; NULL: never
     map_key   TEXT,            -- what the cached map was rendered from (hex); NULL: none

@@ -13,7 +13,8 @@
 //! 4. `hook session-start` with the code map section on the up-to-date map, `--runs` times
 //!    (target p95 ≤ 200 ms),
 //! 5. determinism: a second fresh brain maps the same tree; the two maps (`text`, `files`) and
-//!    the two stored indexes must be byte-identical,
+//!    the two stored indexes (every file's row and its parse's graph part) must be
+//!    byte-identical,
 //!
 //! and writes `bench/results/codemap-<stamp>.json` and `.md`.
 
@@ -388,10 +389,18 @@ pub fn run(args: &CodemapArgs) -> Result<()> {
     let same_text = again_a["text"] == again_b["text"] && first["text"] == first_b["text"];
     let same_files =
         serde_json::to_string(&again_a["files"])? == serde_json::to_string(&again_b["files"])?;
+    // Every stored file, in path order: its path, language, content hash and graph part.
     let index_of = |db: &Path| -> Result<Vec<u8>> {
         let store = Store::open(db)?;
-        let row = store.reader().codemap_index(PROJECT)?;
-        Ok(row.map(|r| r.data).unwrap_or_default())
+        let mut out = Vec::new();
+        for (meta, graph) in store.reader().codemap_graphs(PROJECT)? {
+            for part in [&meta.path, &meta.lang, &meta.content_hash] {
+                out.extend_from_slice(part.as_bytes());
+                out.push(0);
+            }
+            out.extend_from_slice(&graph.unwrap_or_default());
+        }
+        Ok(out)
     };
     let (index_a, index_b) = (index_of(&db)?, index_of(&db_b)?);
     let same_index = !index_a.is_empty() && index_a == index_b;
