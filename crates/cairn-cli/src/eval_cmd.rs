@@ -90,6 +90,10 @@ pub struct LocomoArgs {
     /// Lexical pseudo-relevance feedback: weight of the expansion words' BM25 (0: off).
     #[arg(long)]
     lexical_feedback: Option<f64>,
+    /// The semantic weight follows the lists' agreement per query: × (1 − this × (1 − share of
+    /// the first ten lexical hits among the first ten semantic ones)) (0: off).
+    #[arg(long)]
+    agreement: Option<f64>,
     /// Extra hybrid rows over the same ingest, to compare fusion settings in one run:
     /// `LEXICAL_WEIGHT:SEMANTIC_WEIGHT:VECTOR_ONLY_RANK[:VECTOR_ONLY_FLOOR]` (rank `all` = no
     /// bound, floor -1 = none), e.g. `--fusion 1:0.5:all,1:1:10,1:1:all:0.8`.
@@ -628,6 +632,9 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
     if let Some(weight) = locomo.lexical_feedback {
         config.lexical_feedback = weight;
     }
+    if let Some(agreement) = locomo.agreement {
+        config.agreement = agreement;
+    }
     let workdir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let mut shared: Option<Arc<dyn cairn_embed::Embedder>> = None;
     let mut cache: Option<Arc<crate::embed_cache::CachedEmbedder>> = None;
@@ -791,6 +798,7 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             "diversity": config.diversity,
             "date_boost": config.date_boost,
             "lexical_feedback": config.lexical_feedback,
+            "agreement": config.agreement,
         },
         "embedding_cache": cache.as_ref().map(|c| {
             let (reused, embedded) = c.counts();

@@ -213,6 +213,29 @@ pub struct RecallAnswer {
     pub warnings: Vec<String>,
 }
 
+/// How many of the first places of the two lists [`agreement`] compares.
+const AGREEMENT_PLACES: usize = 10;
+
+/// The share of the lexical list's first places that the semantic list's first places also
+/// hold (0 when the semantic list is empty; 1 when they hold the same records).
+fn agreement(lexical: &[Hit], semantic: &[Hit]) -> f64 {
+    let places = lexical.len().min(AGREEMENT_PLACES);
+    if places == 0 {
+        return 0.0;
+    }
+    let top: std::collections::HashSet<i64> = semantic
+        .iter()
+        .take(AGREEMENT_PLACES)
+        .map(|h| h.id)
+        .collect();
+    let shared = lexical
+        .iter()
+        .take(places)
+        .filter(|h| top.contains(&h.id))
+        .count();
+    shared as f64 / places as f64
+}
+
 /// Names of the candidate sources, in the order their lists are fused.
 const LEXICAL: usize = 0;
 const SEMANTIC: usize = 1;
@@ -381,10 +404,16 @@ impl Engine {
                 .map(|(_, hit)| hit)
                 .collect();
         }
+        let semantic_weight = if config.agreement > 0.0 && !lexical.is_empty() {
+            config.semantic_weight
+                * (1.0 - config.agreement * (1.0 - agreement(&lexical, &semantic)))
+        } else {
+            config.semantic_weight
+        };
         let lists = vec![lexical, semantic];
         let fused = score::rrf_weighted_k(
             &lists,
-            &[config.lexical_weight, config.semantic_weight],
+            &[config.lexical_weight, semantic_weight],
             config.rrf_k,
         );
         if fused.is_empty() {
@@ -855,4 +884,25 @@ impl Engine {
 
 fn round(value: f64) -> f64 {
     (value * 10_000.0).round() / 10_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(ids: &[i64]) -> Vec<Hit> {
+        ids.iter().map(|&id| Hit { id, strength: 1.0 }).collect()
+    }
+
+    #[test]
+    fn agreement_is_the_share_of_the_first_lexical_places_the_semantic_ones_hold() {
+        assert_eq!(agreement(&hits(&[1, 2, 3, 4]), &hits(&[4, 3, 2, 1])), 1.0);
+        assert_eq!(agreement(&hits(&[1, 2, 3, 4]), &hits(&[9, 2, 8, 4])), 0.5);
+        assert_eq!(agreement(&hits(&[1, 2]), &[]), 0.0);
+        assert_eq!(agreement(&[], &hits(&[1])), 0.0);
+        // only the first ten places of each list count
+        let lexical: Vec<i64> = (1..=20).collect();
+        let semantic: Vec<i64> = (11..=30).collect();
+        assert_eq!(agreement(&hits(&lexical), &hits(&semantic)), 0.0);
+    }
 }

@@ -92,6 +92,11 @@ pub struct SemanticConfig {
     /// words (`FEEDBACK_TERMS`) are searched too, and a record adds this × their BM25 to its
     /// own (0: off). Never on the fast (hook) path.
     pub lexical_feedback: f64,
+    /// The semantic list's weight follows the two lists' agreement per query: with `a` the
+    /// share of the first ten lexical hits that the first ten semantic hits also hold, the
+    /// semantic weight is multiplied by `1 − this × (1 − a)` (0: off, a fixed weight). A
+    /// semantic leg that finds other things than the words do is trusted less for that query.
+    pub agreement: f64,
 }
 
 impl Default for SemanticConfig {
@@ -112,6 +117,7 @@ impl Default for SemanticConfig {
             quantized_min_rows: vector::QUANTIZED_MIN_ROWS,
             diversity: 0.0,
             date_boost: 1.1,
+            agreement: 0.0,
             lexical_feedback: 0.0,
         }
     }
