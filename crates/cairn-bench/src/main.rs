@@ -48,6 +48,9 @@ enum Command {
     /// an up-to-date map, the map after one file changed, `hook session-start` with the code
     /// map section, and whether the same input gives a byte-identical map.
     Codemap(commands::codemap::CodemapArgs),
+    /// The warm local daemon, whole process: CLI remember (latency, peak RSS), hybrid recall
+    /// and the prompt hook through its socket, and the daemon's RSS, at 100k memories.
+    Daemon(commands::daemon::DaemonArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -62,5 +65,6 @@ fn main() -> anyhow::Result<()> {
         Command::Agent(args) => commands::agent::run(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Codemap(args) => commands::codemap::run(args),
+        Command::Daemon(args) => commands::daemon::run(args),
     }
 }

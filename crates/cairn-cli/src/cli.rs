@@ -75,6 +75,10 @@ pub fn run(settings: &Settings, command: &Command, name: &str) -> Result<ExitCod
             Route::Here => {}
         }
     }
+    // The warm local daemon answers the hot commands when it runs (crate::daemon).
+    if let Some(answered) = crate::daemon::answer(settings, command) {
+        return answered;
+    }
     match command {
         Command::Records(command) => records::run(settings, command),
         Command::Exchange(command) => exchange::run(settings, command),

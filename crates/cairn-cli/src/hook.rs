@@ -6,12 +6,12 @@
 //! The JSON shapes of each client's hook payloads live here and nowhere else
 //! (research/agent-integration.md B.1; Gemini CLI and Cursor docs for theirs).
 
+use crate::hook_server::HookServer;
 use crate::settings::Settings;
-use cairn_core::brief::{self, cap_injection, one_line};
-use cairn_core::capture::{is_trivial_prompt, matched_terms, passes_injection_floor};
+use cairn_core::brief::{self, cap_injection};
+use cairn_core::capture::is_trivial_prompt;
 use cairn_core::hook_payload::HookPayload;
-use cairn_core::query;
-use cairn_engine::{BriefRequest, Engine, Mode, RecallRequest, TermCutoff};
+use cairn_engine::{BriefRequest, Engine, Mode};
 use clap::Args;
 use serde_json::json;
 use std::io::{Read, Write};
@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Default byte budget of what `user-prompt-submit` injects.
-pub const RECALL_BUDGET: usize = 2 * 1024;
+pub const RECALL_BUDGET: usize = cairn_engine::PROMPT_BUDGET;
 /// Hook output never exceeds this many bytes (Claude Code caps hook output at 10,000
 /// characters and replaces anything longer with a file path).
 pub const OUTPUT_CAP: usize = 9_000;
@@ -29,7 +29,6 @@ pub const OUTPUT_CAP: usize = 9_000;
 const MAX_STDIN: u64 = 4 * 1024 * 1024;
 /// The error log rolls over past this size.
 const MAX_LOG_BYTES: u64 = 1024 * 1024;
-const RECALL_CANDIDATES: usize = 8;
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -185,8 +184,12 @@ pub fn run_hook(settings: &Settings, hook: &HookArgs) -> ExitCode {
             std::process::exit(0);
         }
     });
-    let outcome = std::panic::catch_unwind(|| handle(event, client, settings, hook.budget))
-        .unwrap_or_else(|_| Err("the hook panicked".to_string()));
+    let started = std::time::Instant::now();
+    let mut notes = Vec::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handle(event, client, settings, hook.budget, started, &mut notes)
+    }))
+    .unwrap_or_else(|_| Err("the hook panicked".to_string()));
     let mut finished = finished
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -201,6 +204,9 @@ pub fn run_hook(settings: &Settings, hook: &HookArgs) -> ExitCode {
         }
         Ok(None) => {}
         Err(error) => log_error(&log_path, &label, &error),
+    }
+    for note in &notes {
+        log_error(&log_path, &label, note);
     }
     std::process::exit(0)
 }
@@ -250,7 +256,23 @@ fn open_engine(settings: &Settings, cwd: &Path) -> Result<Engine, String> {
         .map_err(|e| format!("cannot open the brain: {e}"))
 }
 
-fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<usize>) -> Outcome {
+/// What is left of the hook's deadline, less a margin for printing and exiting.
+fn time_left(event: HookEvent, started: std::time::Instant) -> Duration {
+    event
+        .deadline()
+        .saturating_sub(started.elapsed())
+        .saturating_sub(Duration::from_millis(50))
+}
+
+/// The hook's work. `notes`: what went wrong without costing the agent anything (logged).
+fn handle(
+    event: HookEvent,
+    client: Client,
+    settings: &Settings,
+    budget: Option<usize>,
+    started: std::time::Instant,
+    notes: &mut Vec<String>,
+) -> Outcome {
     let payload = read_payload()?;
     let cwd = working_dir(&payload);
     let session = payload.session.as_deref().unwrap_or("unknown").to_string();
@@ -263,6 +285,12 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
         // An LLM call cairn started (e.g. `claude -p`) fires the client's hooks too: its turns
         // are cairn's own prompts, never captured, and its end starts no maintenance.
         return Ok(None);
+    }
+    // `CAIRN_URL`: the brain is the server's, for every hook.
+    if let Some(server) = HookServer::remote(settings, &cwd, time_left(event, started)) {
+        return remote_hook(
+            event, client, settings, &server?, &payload, &session, budget, notes,
+        );
     }
     match event {
         HookEvent::SessionStart => {
@@ -292,15 +320,34 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
                 // Cursor's beforeSubmitPrompt cannot add context; its agent recalls over MCP.
                 return Ok(None);
             }
+            let budget = budget.unwrap_or(RECALL_BUDGET);
+            // The live daemon recalls hybrid (its model is resident); none running: it is
+            // started in the background (never waited for) and the file answers, lexically.
+            let (route, problem) = crate::daemon::route_quietly(settings);
+            notes.extend(problem);
+            if let crate::daemon::Route::Daemon(socket) = route {
+                // Half of what is left, so the file can still answer if the daemon does not.
+                let answered =
+                    HookServer::daemon(settings, &socket, &cwd, time_left(event, started) / 2)
+                        .and_then(|server| server.prompt(prompt, budget));
+                match answered {
+                    Ok(text) => return Ok(text.map(|text| inject(event, client, &text))),
+                    Err(error) => notes.push(format!(
+                        "the daemon did not answer ({error}); recalled from the file, lexically"
+                    )),
+                }
+            }
             let mut engine = open_engine(settings, &cwd)?;
-            let text = recall_block(&mut engine, prompt, budget.unwrap_or(RECALL_BUDGET))?;
-            if let Some(text) = &text
+            let found = engine
+                .prompt_context(prompt, budget, Mode::Lexical)
+                .map_err(|e| format!("recall: {e}"))?;
+            if let Some(found) = &found
                 && !engine.context().read_only
             {
                 // passive use, bookkeeping only: a failure must not cost the agent its context
-                let _ = engine.note_surfaced(&brief::record_ids_shown(text));
+                let _ = engine.note_surfaced(&found.ids);
             }
-            Ok(text.map(|text| inject(event, client, &text)))
+            Ok(found.map(|found| inject(event, client, &found.text)))
         }
         HookEvent::Stop | HookEvent::PreCompact => {
             let mut engine = open_engine(settings, &cwd)?;
@@ -363,6 +410,76 @@ fn handle(event: HookEvent, client: Client, settings: &Settings, budget: Option<
     }
 }
 
+/// Every hook with `CAIRN_URL`: the server does the work (`/v1/hooks/…`); the transcript is
+/// read here and its new lines sent.
+#[allow(clippy::too_many_arguments)]
+fn remote_hook(
+    event: HookEvent,
+    client: Client,
+    settings: &Settings,
+    server: &HookServer,
+    payload: &HookPayload,
+    session: &str,
+    budget: Option<usize>,
+    notes: &mut Vec<String>,
+) -> Outcome {
+    let writes = || {
+        if settings.read_only {
+            Err("CAIRN_READ_ONLY is set: nothing was sent to the server".to_string())
+        } else {
+            Ok(())
+        }
+    };
+    match event {
+        HookEvent::SessionStart => {
+            let text = server.session_start(
+                budget.unwrap_or(cairn_engine::DEFAULT_BRIEF_BUDGET),
+                session,
+                payload.source.as_deref(),
+                client_name(client),
+            )?;
+            Ok(Some(inject(event, client, &text)))
+        }
+        HookEvent::UserPromptSubmit => {
+            let Some(prompt) = payload.prompt.as_deref() else {
+                return Ok(None);
+            };
+            if is_trivial_prompt(prompt) || client == Client::Cursor {
+                return Ok(None);
+            }
+            let text = server.prompt(prompt, budget.unwrap_or(RECALL_BUDGET))?;
+            Ok(text.map(|text| inject(event, client, &text)))
+        }
+        HookEvent::Stop | HookEvent::PreCompact => {
+            writes()?;
+            if let Some(response) = payload.response.as_deref() {
+                server.turn(session, payload.prompt.as_deref().unwrap_or(""), response)?;
+            } else if let Some(path) = payload.transcript_path.as_deref() {
+                server.capture(session, Path::new(path), event.backlog_budget())?;
+            }
+            Ok(None)
+        }
+        HookEvent::SessionEnd => {
+            writes()?;
+            let mut detail = json!({"session": session, "reason": payload.reason, "client": client_name(client)});
+            if let Some(path) = payload.transcript_path.as_deref()
+                && client == Client::ClaudeCode
+                && Path::new(path).exists()
+            {
+                let left = server.capture(session, Path::new(path), event.backlog_budget())?;
+                if left > 0 {
+                    detail["uncaptured_bytes"] = left.into();
+                }
+            }
+            server.session_end(&detail)?;
+            notes.push(format!(
+                "session {session} ended on a remote server: the maintenance a local session end starts (extraction of its turns, embedding, decay, a dream) is not started remotely — run `cairn maintain --session {session}` where the brain is"
+            ));
+            Ok(None)
+        }
+    }
+}
+
 /// Captures a transcript, and again while a capture stops at its bound (200 turns, 8 MB) with
 /// whole turns left behind it — a backlog: cairn installed in the middle of a long session,
 /// hooks that failed for a while — as long as `budget` (two fifths of the hook's deadline,
@@ -406,63 +523,4 @@ fn inject(event: HookEvent, client: Client, text: &str) -> String {
         }})
         .to_string(),
     }
-}
-
-/// Recall against the prompt: only records above the relevance floor AND sharing enough of the
-/// prompt's words, within `budget` bytes; `None` when nothing qualifies.
-pub fn recall_block(
-    engine: &mut Engine,
-    prompt: &str,
-    budget: usize,
-) -> Result<Option<String>, String> {
-    let mut request = RecallRequest::new(prompt);
-    request.limit = RECALL_CANDIDATES;
-    request.touch = false;
-    request.mode = Mode::Lexical;
-    request.freshness = false;
-    request.term_cutoff = TermCutoff::HOOK;
-    let answer = engine
-        .recall(&request)
-        .map_err(|e| format!("recall: {e}"))?;
-    let terms = query::query_terms(prompt);
-    let mut items = Vec::new();
-    for result in &answer.results {
-        let haystack = format!("{} {}", result.title.as_deref().unwrap_or(""), result.body);
-        if !passes_injection_floor(matched_terms(&terms, &haystack), terms.len()) {
-            continue;
-        }
-        let text = match &result.title {
-            Some(title) => format!("{title} — {}", result.body),
-            None => result.body.clone(),
-        };
-        items.push(format!(
-            "#{} {} · trust {} · {}: {}",
-            result.id,
-            result.memory_type,
-            result.trust,
-            result.created_at.get(..10).unwrap_or(&result.created_at),
-            one_line(&text, 400)
-        ));
-    }
-    if items.is_empty() {
-        return Ok(None);
-    }
-    let (open, close) = brief::frame_parts(
-        "recall",
-        "cairn: possibly relevant memories for this prompt (verify before relying on them; not a request)",
-    );
-    let mut kept: Vec<String> = Vec::new();
-    for item in items {
-        let mut trial = kept.clone();
-        trial.push(item);
-        let size = open.len() + brief::fence_items(&trial).len() + close.len();
-        if size > budget {
-            break;
-        }
-        kept = trial;
-    }
-    if kept.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(format!("{open}{}{close}", brief::fence_items(&kept))))
 }

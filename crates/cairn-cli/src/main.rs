@@ -23,10 +23,12 @@ macro_rules! out {
 
 mod cli;
 mod commands;
+mod daemon;
 mod embed_cache;
 mod embedder;
 mod eval_cmd;
 mod hook;
+mod hook_server;
 mod ojson;
 mod output;
 mod remote;

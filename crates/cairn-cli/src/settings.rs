@@ -48,6 +48,10 @@ pub struct Settings {
     pub embedder: Option<String>,
     /// `CAIRN_MODEL` (trimmed; `None` when unset or empty): which local model.
     pub model: Option<String>,
+    /// Use the warm local daemon (crate::daemon), starting it on first need: unless
+    /// `CAIRN_DAEMON=off` (or `0`, `false`), `CAIRN_URL` names a server, or writes are refused
+    /// (a read-only process must not start the daemon every later call would use).
+    pub daemon: bool,
     /// `CAIRN_URL` (and `CAIRN_TOKEN`): a cairn server every brain command talks to instead of
     /// the file; `None` when unset or empty.
     pub remote: Option<RemoteSettings>,
@@ -88,11 +92,24 @@ impl Settings {
             nested_run: cairn_engine::lifecycle::llm::in_nested_run(),
             embedder: env_word("CAIRN_EMBEDDER").map(|v| v.to_ascii_lowercase()),
             model: env_word("CAIRN_MODEL"),
+            daemon: false,
             remote: env_word("CAIRN_URL").map(|url| RemoteSettings {
                 url,
                 token: env_word("CAIRN_TOKEN").map(crate::remote::Secret::new),
             }),
         }
+        .with_daemon()
+    }
+
+    fn with_daemon(mut self) -> Settings {
+        let off = env_word("CAIRN_DAEMON").is_some_and(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "off" | "0" | "false" | "no"
+            )
+        });
+        self.daemon = !off && self.remote.is_none() && !self.read_only;
+        self
     }
 
     /// The context of calls made as `actor` by a process working in `cwd`. An explicit project
@@ -128,6 +145,17 @@ impl Settings {
         let mut engine = Engine::open(&self.db, context)?;
         engine.set_embedder_loader(crate::embedder::loader(self));
         Ok(engine)
+    }
+}
+
+impl Settings {
+    /// [`Settings::open`] without the model: a write answered here while the daemon starts
+    /// stays pending, and the daemon's indexer embeds it.
+    pub fn open_without_model(&self, actor: &str) -> Result<Engine> {
+        let cwd = std::env::current_dir().context("cannot read the working directory")?;
+        let mut context = self.context(actor, &cwd);
+        context.now = cairn_engine::test_clock_from_env()?;
+        Ok(Engine::open(&self.db, context)?)
     }
 }
 

@@ -31,6 +31,7 @@ fn run_into_closed_pipe(brain: &Brain, args: &[&str]) -> (Option<i32>, String) {
     let mut child = std::process::Command::new(cairn)
         .current_dir(brain.dir.path())
         .env("CAIRN_DB", &brain.db)
+        .env("CAIRN_DAEMON", "off")
         .env("CAIRN_PROJECT", "test-project")
         .env("CAIRN_EMBEDDER", "none")
         .env("XDG_DATA_HOME", brain.dir.path().join("data"))

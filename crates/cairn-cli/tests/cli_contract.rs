@@ -1078,6 +1078,7 @@ impl Mcp {
             .arg("mcp")
             .current_dir(brain.dir.path())
             .env("CAIRN_DB", &brain.db)
+            .env("CAIRN_DAEMON", "off")
             .env("CAIRN_PROJECT", "test-project")
             .env("CAIRN_EMBEDDER", "none")
             .env_remove("CAIRN_READ_ONLY")

@@ -30,6 +30,10 @@ impl Brain {
         let mut cmd = Command::cargo_bin("cairn").expect("the cairn binary is built");
         cmd.current_dir(self.dir.path())
             .env("CAIRN_DB", &self.db)
+            // No warm local daemon (`cairn serve --local`) unless a test is about it
+            // (tests/daemon.rs removes this): every other test is about the file alone, and
+            // must not leave a daemon behind in its temporary directory.
+            .env("CAIRN_DAEMON", "off")
             .env("CAIRN_PROJECT", "test-project")
             .env_remove("CAIRN_READ_ONLY")
             // Lexical unless a test asks for an embedder: loading a model in every process

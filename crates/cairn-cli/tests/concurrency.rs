@@ -36,6 +36,7 @@ fn eight_processes_times_five_hundred_remembers_lose_nothing() {
                 .arg(script)
                 .env("CAIRN_BIN", &binary)
                 .env("CAIRN_DB", &brain.db)
+                .env("CAIRN_DAEMON", "off")
                 .env("CAIRN_PROJECT", "test-project")
                 .env("CAIRN_BUSY_TIMEOUT_MS", "60000")
                 .env("CAIRN_EMBEDDER", "none")

@@ -325,6 +325,7 @@ fn fifty_concurrent_stop_hooks_capture_each_turn_once() {
                 .args(["hook", "stop"])
                 .current_dir(brain.dir.path())
                 .env("CAIRN_DB", &brain.db)
+                .env("CAIRN_DAEMON", "off")
                 .env("CAIRN_PROJECT", "test-project")
                 .env("CAIRN_HOOK_DEADLINE_MS", "30000")
                 .env("CAIRN_BUSY_TIMEOUT_MS", "30000")

@@ -869,6 +869,7 @@ fn a_dream_killed_at_any_point_leaves_the_live_brain_untouched_and_the_next_run_
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cairn"))
         .current_dir(brain.dir.path())
         .env("CAIRN_DB", &brain.db)
+        .env("CAIRN_DAEMON", "off")
         .env("CAIRN_PROJECT", "test-project")
         .args(["dream"])
         .stdout(std::process::Stdio::null())
@@ -911,6 +912,7 @@ fn a_dream_killed_at_any_point_leaves_the_live_brain_untouched_and_the_next_run_
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cairn"))
             .current_dir(brain.dir.path())
             .env("CAIRN_DB", &brain.db)
+            .env("CAIRN_DAEMON", "off")
             .env("CAIRN_PROJECT", "test-project")
             .args(["dream"])
             .stdout(std::process::Stdio::null())
@@ -1070,6 +1072,7 @@ fn a_damaged_brain_is_recovered_into_a_new_file_and_never_deleted() {
     let fresh = brain
         .cmd()
         .env("CAIRN_DB", &target)
+        .env("CAIRN_DAEMON", "off")
         .args(["--json", "doctor"])
         .output()
         .unwrap();
@@ -1078,6 +1081,7 @@ fn a_damaged_brain_is_recovered_into_a_new_file_and_never_deleted() {
     let found = brain
         .cmd()
         .env("CAIRN_DB", &target)
+        .env("CAIRN_DAEMON", "off")
         .args(["--json", "recall", "recoverable record"])
         .output()
         .unwrap();

@@ -54,6 +54,7 @@ impl Server {
         cmd.args(args)
             .current_dir(brain.dir.path())
             .env("CAIRN_DB", &brain.db)
+            .env("CAIRN_DAEMON", "off")
             .env("CAIRN_NOW", NOW)
             .env("CAIRN_EMBEDDER", embedder)
             .env("XDG_DATA_HOME", brain.dir.path().join("data"))
@@ -968,6 +969,7 @@ fn cairn_mcp_serves_the_servers_tools_to_the_official_python_sdk() {
         let output = command
             .current_dir(client_brain.dir.path())
             .env("CAIRN_DB", &client_brain.db)
+            .env("CAIRN_DAEMON", "off")
             .env("CAIRN_PROJECT", "test-project")
             .env("CAIRN_URL", &server.url)
             .env("CAIRN_TOKEN", &token)

@@ -38,6 +38,7 @@ impl Server {
             .args(args)
             .current_dir(brain.dir.path())
             .env("CAIRN_DB", &brain.db)
+            .env("CAIRN_DAEMON", "off")
             .env_remove("CAIRN_PROJECT")
             .env_remove("CAIRN_READ_ONLY")
             .env_remove("CAIRN_NOW")

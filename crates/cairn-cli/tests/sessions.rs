@@ -580,6 +580,7 @@ fn std_cmd(brain: &Brain) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cairn"));
     cmd.current_dir(brain.dir.path())
         .env("CAIRN_DB", &brain.db)
+        .env("CAIRN_DAEMON", "off")
         .env("CAIRN_PROJECT", "test-project")
         .env_remove("CAIRN_READ_ONLY")
         .env_remove("CAIRN_NESTED_RUN")

@@ -80,17 +80,22 @@ fn count_skipped(tx: &WriteTx<'_>, report: &CaptureReport) -> Result<()> {
     Ok(())
 }
 
-/// Reads `[from, to)` of the file, keeping only whole lines; invalid UTF-8 inside a line is
-/// blanked byte for byte so offsets stay exact (the line then parses as nothing).
+/// Reads `[from, to)` of the file, keeping only whole lines ([`whole_lines`]).
 fn read_lines(path: &Path, from: u64, to: u64) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
     file.seek(SeekFrom::Start(from))?;
     let mut bytes = Vec::with_capacity((to - from) as usize);
     file.take(to - from).read_to_end(&mut bytes)?;
+    Ok(whole_lines(&bytes))
+}
+
+/// The whole lines of `bytes` (up to the last newline) as text; invalid UTF-8 inside a line is
+/// blanked byte for byte so offsets stay exact (the line then parses as nothing). What a remote
+/// hook sends ([`Engine::capture_transcript_text`]) is made by this function too.
+pub fn whole_lines(bytes: &[u8]) -> String {
     let end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    bytes.truncate(end);
-    let mut text = String::with_capacity(bytes.len());
-    for line in bytes.split_inclusive(|b| *b == b'\n') {
+    let mut text = String::with_capacity(end);
+    for line in bytes[..end].split_inclusive(|b| *b == b'\n') {
         match std::str::from_utf8(line) {
             Ok(valid) => text.push_str(valid),
             Err(_) => {
@@ -99,19 +104,73 @@ fn read_lines(path: &Path, from: u64, to: u64) -> std::io::Result<String> {
             }
         }
     }
-    Ok(text)
+    text
+}
+
+/// Where a transcript's bytes come from: the file itself (a hook on the same machine), or a
+/// stretch of it a remote hook sent, starting at the offset it read from the server.
+enum Source<'a> {
+    File(&'a Path),
+    Sent { offset: u64, text: &'a str },
 }
 
 impl Engine {
     /// Captures what a session's transcript gained since the last capture.
     pub fn capture_transcript(&mut self, session_id: &str, path: &Path) -> Result<CaptureReport> {
         self.ensure_writable("capture")?;
-        let io = |source| EngineError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let size = std::fs::metadata(path).map_err(io)?.len();
-        let path_text = path.display().to_string();
+        let size = std::fs::metadata(path)
+            .map_err(|source| EngineError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .len();
+        self.capture_from(
+            session_id,
+            &path.display().to_string(),
+            size,
+            Source::File(path),
+        )
+    }
+
+    /// Where the next capture of `session_id`'s `transcript` starts: the byte offset stored by
+    /// the last one (0 for a transcript not seen yet). A remote hook reads its transcript from
+    /// here and sends it to [`Engine::capture_transcript_text`].
+    pub fn capture_offset(&self, session_id: &str, transcript: &str) -> Result<u64> {
+        Ok(match self.store.reader().capture_offset(session_id)? {
+            Some(stored) if stored.transcript_path == transcript => stored.byte_offset,
+            _ => 0,
+        })
+    }
+
+    /// Captures `text` — whole lines of `transcript` from byte `offset` on, as [`whole_lines`]
+    /// makes them — sent by a hook whose transcript is on another machine. The offset must be
+    /// the stored one ([`Engine::capture_offset`]): otherwise nothing is stored and the error
+    /// names the stored offset, so the client reads again from there (a concurrent hook got
+    /// there first). One transaction, like a capture from the file.
+    pub fn capture_transcript_text(
+        &mut self,
+        session_id: &str,
+        transcript: &str,
+        offset: u64,
+        text: &str,
+    ) -> Result<CaptureReport> {
+        self.ensure_writable("capture")?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            return Err(EngineError::Invalid(
+                "the transcript text must be whole lines (ending with a newline); nothing was captured".into(),
+            ));
+        }
+        let size = offset + text.len() as u64;
+        self.capture_from(session_id, transcript, size, Source::Sent { offset, text })
+    }
+
+    fn capture_from(
+        &mut self,
+        session_id: &str,
+        path_text: &str,
+        size: u64,
+        source: Source<'_>,
+    ) -> Result<CaptureReport> {
         // Fast path without the write lock: nothing new since the stored offset.
         if let Some(stored) = self.store.reader().capture_offset(session_id)?
             && stored.byte_offset == size
@@ -134,6 +193,17 @@ impl Engine {
                 Some(s) => (0, s.turns),
                 None => (0, 0),
             };
+            if let Source::Sent { offset, .. } = source
+                && offset != from
+            {
+                return Err(EngineError::Refused {
+                    message: format!(
+                        "the transcript of session {session_id} is captured up to byte {from}, not {offset}; nothing was captured — send it again from byte {from}"
+                    ),
+                    existing: None,
+                    ways_out: vec![format!("offset {from}")],
+                });
+            }
             if from > size {
                 from = 0; // the file was replaced or truncated: start over (duplicates are no-ops)
             }
@@ -147,7 +217,16 @@ impl Engine {
                 return Ok(report);
             }
             let to = size.min(from + MAX_CAPTURE_BYTES);
-            let chunk = read_lines(path, from, to).map_err(io)?;
+            let chunk = match source {
+                Source::File(path) => read_lines(path, from, to).map_err(|source| EngineError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?,
+                Source::Sent { offset, text } => {
+                    let bytes = &text.as_bytes()[(from - offset) as usize..(to - offset) as usize];
+                    whole_lines(bytes)
+                }
+            };
             let plan = plan_capture_at_most(&chunk, MAX_CAPTURE_TURNS);
             let source = format!("transcript of session {session_id}");
             let mut counts = TermCounts::default();
@@ -162,7 +241,7 @@ impl Engine {
             let at = format_ts(now);
             tx.set_capture_offset(&CaptureOffset {
                 session_id: session_id.to_string(),
-                transcript_path: path_text.clone(),
+                transcript_path: path_text.to_string(),
                 byte_offset: report.offset_after,
                 turns: turns_before + plan.turns.len() as i64,
                 updated_at: at.clone(),

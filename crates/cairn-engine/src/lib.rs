@@ -15,6 +15,7 @@ pub mod graph;
 pub mod importers;
 pub mod lifecycle;
 mod maintenance;
+mod prompt;
 mod recall;
 mod records;
 pub mod remember;
@@ -27,13 +28,14 @@ pub use agent::{
     AWARENESS_DEFAULT_HOURS, MAX_AWARENESS, MAX_IDENTITY_CHARS, MeasureSummary, ReviewReport,
 };
 pub use brief::{Brief, BriefRequest, DEFAULT_BRIEF_BUDGET, event_line, memory_item};
-pub use capture::{CaptureReport, MAX_CAPTURE_BYTES, MAX_CAPTURE_TURNS};
+pub use capture::{CaptureReport, MAX_CAPTURE_BYTES, MAX_CAPTURE_TURNS, whole_lines};
 pub use codemap::{
     CodeIndex, CodeMap, CodeMapRequest, CodeNeighbors, DEFAULT_CODEMAP_BUDGET,
     DEFAULT_REFRESH_BOUND, RefreshStats, mapped_paths_named,
 };
 pub use extract::{ExtractOptions, ExtractReport, ExtractTarget};
 pub use maintenance::{DoctorReport, ScopeMap, VACUUM_FREE_RATIO, WAL_LIMIT_BYTES, recover_brain};
+pub use prompt::{PROMPT_BUDGET, PromptContext};
 pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, TermCutoff, Why};
 pub use records::{ListRequest, UpdateRequest, Updated};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};

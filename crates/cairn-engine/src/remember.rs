@@ -397,7 +397,8 @@ impl Engine {
                     "the turns before #{id} keep their old context vectors ({error})"
                 ));
             }
-            if let Some(warning) = self.index_after_write() {
+            let written: Vec<i64> = outcome.id.into_iter().collect();
+            if let Some(warning) = self.index_after_write(&written) {
                 outcome.warnings.push(warning);
             }
         }

@@ -139,6 +139,9 @@ pub(crate) struct Semantic {
     pub(crate) config: SemanticConfig,
     /// The vectors as last loaded, with the store generation they reflect.
     cache: Option<MatrixCache>,
+    /// A background indexer embeds the older pending records
+    /// ([`Engine::leave_backlog_to_indexer`]): a write embeds only what it wrote.
+    backlog_elsewhere: bool,
 }
 
 /// A loaded vector matrix and, on a large one in a long-lived process, its int8 copy and its
@@ -243,6 +246,7 @@ impl Default for Semantic {
             slot: Slot::Off,
             config: SemanticConfig::default(),
             cache: None,
+            backlog_elsewhere: false,
         }
     }
 }
@@ -311,6 +315,14 @@ impl Engine {
     /// Uses an embedder shared with other engines (one model in memory for many brains).
     pub fn set_shared_embedder(&mut self, embedder: Arc<dyn Embedder>) {
         self.semantic.slot = Slot::Ready(embedder);
+    }
+
+    /// A background indexer of this process embeds the records still pending (the service's,
+    /// `cairn-service`): a write then embeds only the records it wrote, not up to
+    /// `BACKGROUND_BATCH` older ones — finding those scans the whole brain (at 100,000 records
+    /// most of a write's time in the daemon).
+    pub fn leave_backlog_to_indexer(&mut self) {
+        self.semantic.backlog_elsewhere = true;
     }
 
     /// The loaded embedder, loading it now if it is configured (to share it, see
@@ -540,6 +552,33 @@ impl Engine {
         Ok(report)
     }
 
+    /// Embeds those of `ids` that have no vector yet (what one write stored), without looking
+    /// for other pending records.
+    fn index_written(&mut self, ids: &[i64]) -> Result<IndexReport> {
+        let embedder = match self.embedder() {
+            Ok(Some(embedder)) => embedder,
+            Ok(None) => return Ok(IndexReport::default()),
+            Err(message) => return Err(EngineError::Invalid(message)),
+        };
+        self.check_space(embedder.as_ref())
+            .map_err(EngineError::Invalid)?;
+        let dimension = embedder.dimension();
+        let mut pending = Vec::new();
+        for &id in ids {
+            if self.store.reader().vector_of(id, dimension)?.is_none() {
+                pending.push(id);
+            }
+        }
+        let mut report = IndexReport {
+            model: Some(embedder.model_id().to_string()),
+            ..IndexReport::default()
+        };
+        if !pending.is_empty() {
+            self.index_batch(embedder.as_ref(), &pending, &mut report)?;
+        }
+        Ok(report)
+    }
+
     fn index_batch(
         &mut self,
         embedder: &dyn Embedder,
@@ -643,14 +682,21 @@ impl Engine {
         Ok(report)
     }
 
-    /// After a write: embed what is pending, at most `BACKGROUND_BATCH` records. Problems
-    /// become warnings; the records are stored either way and stay pending.
-    pub(crate) fn index_after_write(&mut self) -> Option<String> {
+    /// After a write of `written`: embed what is pending, at most `BACKGROUND_BATCH` records
+    /// (only `written` when a background indexer takes the rest:
+    /// [`Engine::leave_backlog_to_indexer`]). Problems become warnings; the records are stored
+    /// either way and stay pending.
+    pub(crate) fn index_after_write(&mut self, written: &[i64]) -> Option<String> {
         // No embedder configured (CAIRN_EMBEDDER=none): lexical by choice, nothing to warn of.
         if self.context.read_only || matches!(self.embedder(), Ok(None)) {
             return None;
         }
-        match self.index_pending(Some(BACKGROUND_BATCH), &mut |_, _| {}) {
+        let indexed = if self.semantic.backlog_elsewhere {
+            self.index_written(written)
+        } else {
+            self.index_pending(Some(BACKGROUND_BATCH), &mut |_, _| {})
+        };
+        match indexed {
             Ok(report) if report.failed == 0 => None,
             Ok(report) => Some(format!(
                 "{} record(s) could not be embedded yet ({}); they stay pending: `cairn reindex` retries",

@@ -422,3 +422,45 @@ fn the_ivf_index_answers_like_the_exact_scan() {
         .unwrap();
     assert!(!engine.prepare_vector_index().unwrap());
 }
+
+fn pending(dir: &Path) -> i64 {
+    let store = cairn_store::Store::open(&dir.join("brain.db")).unwrap();
+    store.reader().vector_counts().unwrap().pending()
+}
+
+#[test]
+fn a_write_embeds_older_pending_records_unless_a_background_indexer_takes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two records stored without a model: both pending.
+    let mut plain = engine(dir.path());
+    remember(
+        &mut plain,
+        MemoryType::Note,
+        None,
+        "the kiln fires at night",
+    );
+    remember(
+        &mut plain,
+        MemoryType::Note,
+        None,
+        "the glaze cracks in frost",
+    );
+    drop(plain);
+    assert_eq!(pending(dir.path()), 2);
+
+    // A long-lived process with a background indexer: a write embeds only what it wrote.
+    let mut served = engine(dir.path());
+    served.set_embedder(Box::new(HashEmbedder::new(64)));
+    served.leave_backlog_to_indexer();
+    let third = remember(&mut served, MemoryType::Note, None, "the wheel squeaks");
+    assert_eq!(pending(dir.path()), 2, "the older two are the indexer's");
+    let answer = recall(&mut served, "wheel squeaks", Mode::Semantic);
+    assert_eq!(answer.results[0].id, third, "what it wrote has its vector");
+    drop(served);
+
+    // Any other process: a write embeds what it wrote and up to 16 older pending records.
+    let mut cli = engine(dir.path());
+    cli.set_embedder(Box::new(HashEmbedder::new(64)));
+    remember(&mut cli, MemoryType::Note, None, "the clay dries slowly");
+    assert_eq!(pending(dir.path()), 0);
+}

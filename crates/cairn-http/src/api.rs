@@ -7,8 +7,9 @@
 //! documents (`problem.rs`). Every handler has one shape, [`handle`]: authenticate first
 //! (`auth::authorize`, on a blocking thread: it reads the brain) and check the role, then read
 //! the arguments, then run the engine call on a blocking thread through the service. The
-//! records endpoints are here; the agent surfaces, the graph and the lifecycle are in
-//! `api/agent.rs`, `api/graph.rs` and `api/lifecycle.rs`.
+//! records endpoints are here; the agent surfaces, the graph, the lifecycle and the agent
+//! hooks' work (`/v1/hooks/…`) are in `api/agent.rs`, `api/graph.rs`, `api/lifecycle.rs` and
+//! `api/hooks.rs`.
 
 use crate::App;
 use crate::auth::{Caller, authorize};
@@ -35,6 +36,7 @@ use serde_json::{Value, json};
 
 mod agent;
 mod graph;
+mod hooks;
 mod lifecycle;
 
 /// One route of the API, with what `/openapi.json` says about it. Built with [`Endpoint::new`]
@@ -150,7 +152,7 @@ const JSON: &str = "application/json";
 // ---- helpers ------------------------------------------------------------------------------
 
 /// Authenticates on a blocking thread.
-async fn caller(
+pub(crate) async fn caller(
     app: &App,
     headers: &HeaderMap,
     needed: Role,
@@ -162,7 +164,7 @@ async fn caller(
 }
 
 /// Runs blocking work (an engine call) off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, Problem> + Send + 'static,
 ) -> Result<T, Problem> {
     match tokio::task::spawn_blocking(work).await {
@@ -174,7 +176,7 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-fn ok<T: Serialize>(value: &T) -> Result<Response, Problem> {
+pub(crate) fn ok<T: Serialize>(value: &T) -> Result<Response, Problem> {
     let text = serde_json::to_string(value).map_err(|e| {
         Problem::from_kind(
             ErrorKind::Other,
@@ -276,7 +278,7 @@ where
 }
 
 /// Runs `work` on the engine as `caller`; its own refusals (problems) pass through.
-fn on_engine<T>(
+pub(crate) fn on_engine<T>(
     app: &App,
     caller: &Caller,
     operation: &str,
@@ -1322,5 +1324,6 @@ pub fn endpoints() -> Vec<Endpoint> {
     endpoints.extend(agent::endpoints());
     endpoints.extend(graph::endpoints());
     endpoints.extend(lifecycle::endpoints());
+    endpoints.extend(hooks::endpoints());
     endpoints
 }

@@ -16,6 +16,44 @@ use cairn_service::RequestContext;
 pub const PROJECT_HEADER: &str = "cairn-project";
 /// The header carrying the client's HEAD commit.
 pub const COMMIT_HEADER: &str = "cairn-commit";
+/// Local daemon only: the client's working directory, percent-encoded ([`encode_path`]); git
+/// questions (project, commit, freshness) are answered there, as the CLI would.
+pub const CWD_HEADER: &str = "cairn-cwd";
+/// Local daemon only: who is calling (`cli`, `hook`), the actor of its writes.
+pub const ACTOR_HEADER: &str = "cairn-actor";
+
+/// A path as header text: bytes outside `A-Z a-z 0-9 / . - _ ~` as `%XX`.
+pub fn encode_path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut text = String::new();
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/.-_~".contains(&byte) {
+            text.push(byte as char);
+        } else {
+            text.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    text
+}
+
+/// The inverse of [`encode_path`]; `None` for a malformed escape.
+pub fn decode_path(text: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt as _;
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(at + 1..at + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            out.push(bytes[at]);
+            at += 1;
+        }
+    }
+    Some(std::path::PathBuf::from(std::ffi::OsString::from_vec(out)))
+}
 
 /// An authenticated request.
 #[derive(Debug, Clone)]
@@ -67,6 +105,9 @@ pub fn authorize(
     needed: Role,
     operation: &str,
 ) -> Result<Caller, Problem> {
+    if app.local {
+        return local_caller(headers);
+    }
     let secret = bearer(headers).ok_or_else(Problem::unauthorized)?;
     let anonymous = RequestContext::remote(String::new(), String::new(), SuppliedGit::default());
     let grant = app
@@ -128,4 +169,46 @@ pub fn authorize(
         },
     );
     Ok(Caller { grant, request })
+}
+
+/// The local daemon's caller: the owner, every right, git asked in the client's directory (the
+/// same machine and user), the project named or else derived there — what the CLI would do.
+fn local_caller(headers: &HeaderMap) -> Result<Caller, Problem> {
+    let cwd = match header(headers, CWD_HEADER)? {
+        Some(text) if !text.is_empty() => decode_path(text)
+            .filter(|path| path.is_absolute())
+            .ok_or_else(|| {
+                Problem::bad_request(format!(
+                    "header `{CWD_HEADER}` is not a percent-encoded absolute path; nothing was done"
+                ))
+                .with("field", serde_json::json!(CWD_HEADER))
+            })?,
+        _ => {
+            return Err(Problem::bad_request(format!(
+                "the local daemon needs the caller's directory in the `{CWD_HEADER}` header; nothing was done"
+            ))
+            .with("field", serde_json::json!(CWD_HEADER)));
+        }
+    };
+    let actor = header(headers, ACTOR_HEADER)?
+        .filter(|a| !a.is_empty())
+        .unwrap_or("cli")
+        .to_string();
+    let project = match header(headers, PROJECT_HEADER)?.filter(|p| !p.is_empty()) {
+        Some(project) => project.to_string(),
+        None => cairn_engine::Context::for_directory(&cwd).project,
+    };
+    Ok(Caller {
+        grant: Grant {
+            name: actor.clone(),
+            project: None,
+            role: Role::Admin,
+        },
+        request: RequestContext {
+            project,
+            actor,
+            cwd,
+            git: cairn_engine::GitSource::Local,
+        },
+    })
 }

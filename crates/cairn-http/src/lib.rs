@@ -32,6 +32,8 @@ use std::time::Duration;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7777";
 /// The default body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+/// How often [`ServeOptions::watch`] is looked at.
+pub const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// What a request may cost.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +62,11 @@ impl Default for Limits {
 pub struct App {
     pub service: Service,
     pub limits: Limits,
+    /// The local daemon (`cairn serve --local`): no token, the owner's full rights (the socket
+    /// is the owner's alone, mode 0600 in a directory only the owner may write).
+    pub local: bool,
+    /// Requests answered since start (`/healthz` says how many).
+    activity: Arc<idle::Activity>,
     openapi: Arc<String>,
     mcp: mcp::McpService,
 }
@@ -81,18 +88,46 @@ pub struct ServeOptions {
     pub grace: Duration,
     /// Serve HTTPS with this certificate and key (TCP only); plain HTTP when `None`.
     pub tls: Option<tls::TlsFiles>,
+    /// The local daemon: no token needed (only on a Unix socket; see [`App::local`]).
+    pub local: bool,
+    /// Stop (as on SIGTERM) after this long without a request.
+    pub idle_exit: Option<Duration>,
+    /// Stop (as on SIGTERM) once this file is gone or replaced by another (the local daemon's
+    /// brain: a daemon must not outlive it, nor serve a new file by that name from an old
+    /// handle). Looked at every [`WATCH_EVERY`].
+    pub watch: Option<PathBuf>,
 }
 
 /// The router: `/healthz`, `/openapi.json`, the `/v1` endpoints and `/mcp`. `loopback`: the
 /// server listens on a loopback address or a Unix socket (MCP's `Host` check then admits
 /// loopback names only; elsewhere the token is the protection and a proxy's name is the host).
 pub fn router(service: Service, limits: Limits, loopback: bool) -> Router {
+    router_for(
+        service,
+        limits,
+        loopback,
+        false,
+        Arc::new(idle::Activity::new()),
+    )
+}
+
+/// [`router`], for the local daemon when `local` (no token: see [`App::local`]); `activity`
+/// counts the requests (the idle exit and `/healthz` read it).
+fn router_for(
+    service: Service,
+    limits: Limits,
+    loopback: bool,
+    local: bool,
+    activity: Arc<idle::Activity>,
+) -> Router {
     let endpoints = api::endpoints();
     let openapi = Arc::new(openapi::document(&endpoints).to_string());
     let app = App {
         mcp: mcp::service(service.clone(), limits, loopback),
         service,
         limits,
+        local,
+        activity,
         openapi,
     };
     let mut router: Router<App> = Router::new()
@@ -115,8 +150,14 @@ async fn healthz(axum::extract::State(app): axum::extract::State<App>) -> Respon
         Some(false) => "off",
     };
     json_response(
-        serde_json::json!({"status": "ok", "version": env!("CARGO_PKG_VERSION"), "model": model})
-            .to_string(),
+        serde_json::json!({
+            "status": "ok",
+            "version": env!("CARGO_PKG_VERSION"),
+            "model": model,
+            "local": app.local,
+            "requests": app.activity.served(),
+        })
+        .to_string(),
     )
 }
 
@@ -176,15 +217,29 @@ pub fn serve(
         Listen::Tcp(address) => address.ip().is_loopback(),
         Listen::Unix(_) => true,
     };
-    let router = router(service.clone(), options.limits, loopback);
-    let result = runtime.block_on(run(router, options, acceptor, ready));
+    if options.local && !matches!(options.listen, Listen::Unix(_)) {
+        return Err(
+            "the local mode (no token) serves a Unix socket only; nothing was started".into(),
+        );
+    }
+    let activity = Arc::new(idle::Activity::new());
+    let router = router_for(
+        service.clone(),
+        options.limits,
+        loopback,
+        options.local,
+        Arc::clone(&activity),
+    );
+    let result = runtime.block_on(run(router, activity, options, acceptor, ready));
     service.stop();
     result
 }
 
 enum Listener {
     Tcp(tokio::net::TcpListener),
-    Unix(tokio::net::UnixListener, PathBuf),
+    /// The listener, its path, and the socket file's identity (device, inode): at the end the
+    /// file is removed only if it is still ours.
+    Unix(tokio::net::UnixListener, PathBuf, (u64, u64)),
 }
 
 async fn bind(listen: &Listen, scheme: &str) -> Result<(Listener, String), String> {
@@ -199,9 +254,9 @@ async fn bind(listen: &Listen, scheme: &str) -> Result<(Listener, String), Strin
             Ok((Listener::Tcp(listener), format!("{scheme}://{bound}")))
         }
         Listen::Unix(path) => {
-            let listener = unix::bind(path)?;
+            let (listener, identity) = unix::bind(path)?;
             Ok((
-                Listener::Unix(listener, path.clone()),
+                Listener::Unix(listener, path.clone(), identity),
                 format!("unix:{}", path.display()),
             ))
         }
@@ -210,6 +265,7 @@ async fn bind(listen: &Listen, scheme: &str) -> Result<(Listener, String), Strin
 
 async fn run(
     router: Router,
+    activity: Arc<idle::Activity>,
     options: ServeOptions,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
     ready: impl FnOnce(&str),
@@ -227,6 +283,10 @@ async fn run(
     http.timer(TokioTimer::new())
         .header_read_timeout(options.limits.header_timeout)
         .keep_alive(true);
+    let idle_exit = idle::wait(Arc::clone(&activity), options.idle_exit);
+    tokio::pin!(idle_exit);
+    let gone = idle::gone(options.watch.clone());
+    tokio::pin!(gone);
     loop {
         let stream: Box<dyn Io> = tokio::select! {
             accepted = accept(&listener) => match accepted {
@@ -240,8 +300,23 @@ async fn run(
             },
             _ = terminate.recv() => break,
             _ = interrupt.recv() => break,
+            () = &mut idle_exit => {
+                eprintln!(
+                    "cairn serve: no request for {} s; exiting (the next `cairn` call starts it again)",
+                    options.idle_exit.map_or(0, |idle| idle.as_secs())
+                );
+                break;
+            }
+            () = &mut gone => {
+                eprintln!(
+                    "cairn serve: {} is gone or was replaced; exiting",
+                    options.watch.as_deref().map_or_else(String::new, |p| p.display().to_string())
+                );
+                break;
+            }
         };
-        let service = TowerToHyperService::new(router.clone());
+        let service =
+            TowerToHyperService::new(idle::Tracked::new(router.clone(), Arc::clone(&activity)));
         if let Some(acceptor) = &acceptor {
             // The handshake runs in the connection's own task, bounded like the headers, so a
             // client that stalls in it holds only its own connection.
@@ -265,8 +340,8 @@ async fn run(
             let _ = connection.await;
         });
     }
-    if let Listener::Unix(_, path) = &listener {
-        let _ = std::fs::remove_file(path);
+    if let Listener::Unix(_, path, identity) = &listener {
+        unix::remove_if_ours(path, *identity);
     }
     drop(listener);
     eprintln!("cairn serve: stopping: no new connections; requests in flight finish");
@@ -292,7 +367,7 @@ async fn accept(listener: &Listener) -> std::io::Result<Box<dyn Io>> {
             let _ = stream.set_nodelay(true);
             Ok(Box::new(stream))
         }
-        Listener::Unix(listener, _) => {
+        Listener::Unix(listener, _, _) => {
             let (stream, _) = listener.accept().await?;
             Ok(Box::new(stream))
         }
@@ -300,12 +375,52 @@ async fn accept(listener: &Listener) -> std::io::Result<Box<dyn Io>> {
 }
 
 mod unix {
-    //! The Unix socket: mode 0600, a stale file replaced, a live server's refused.
-    use std::os::unix::fs::PermissionsExt as _;
+    //! The Unix socket: mode 0600 from the moment it exists (the umask is 0177 around `bind`),
+    //! in a directory only its owner may change, a stale file replaced, a live server's refused,
+    //! a socket or directory of another user refused.
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
     use std::path::Path;
 
-    pub fn bind(path: &Path) -> Result<tokio::net::UnixListener, String> {
-        if path.exists() {
+    pub fn bind(path: &Path) -> Result<(tokio::net::UnixListener, (u64, u64)), String> {
+        let me = rustix::process::geteuid().as_raw();
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let meta = std::fs::metadata(dir).map_err(|e| {
+            format!(
+                "cannot use the socket directory {}: {e}; nothing was started",
+                dir.display()
+            )
+        })?;
+        if meta.uid() != me {
+            return Err(format!(
+                "the socket directory {} belongs to user {}, not to you (user {me}); nothing was started — use a directory of your own",
+                dir.display(),
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
+            return Err(format!(
+                "the socket directory {} is writable by other users (mode {:o}), who could replace the socket; nothing was started — `chmod go-w` it or use another directory",
+                dir.display(),
+                meta.mode() & 0o7777
+            ));
+        }
+        if let Ok(existing) = std::fs::symlink_metadata(path) {
+            if existing.uid() != me {
+                return Err(format!(
+                    "{} belongs to user {}, not to you (user {me}); nothing was started and it was left alone — remove it, or pick another --socket",
+                    path.display(),
+                    existing.uid()
+                ));
+            }
+            if !existing.file_type().is_socket() {
+                return Err(format!(
+                    "{} exists and is not a socket; nothing was started and it was left alone — remove it, or pick another --socket",
+                    path.display()
+                ));
+            }
             if std::os::unix::net::UnixStream::connect(path).is_ok() {
                 return Err(format!(
                     "{} is the socket of a running server; nothing was started — stop it first, or pick another --socket",
@@ -315,10 +430,154 @@ mod unix {
             std::fs::remove_file(path)
                 .map_err(|e| format!("cannot remove the stale socket {}: {e}", path.display()))?;
         }
-        let listener = tokio::net::UnixListener::bind(path)
-            .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+        // The umask is the process's: only tighter for the instant of the bind (a file another
+        // thread creates meanwhile is made private too, never more open).
+        let before = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o177));
+        let bound = tokio::net::UnixListener::bind(path);
+        rustix::process::umask(before);
+        let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+        // Already 0600 from the umask; said again in case the file system ignores it.
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| format!("cannot make {} private (0600): {e}", path.display()))?;
-        Ok(listener)
+        let meta = std::fs::symlink_metadata(path)
+            .map_err(|e| format!("cannot read the new socket {}: {e}", path.display()))?;
+        Ok((listener, (meta.dev(), meta.ino())))
+    }
+
+    /// Removes the socket file unless another server has replaced it since.
+    pub fn remove_if_ours(path: &Path, identity: (u64, u64)) {
+        if std::fs::symlink_metadata(path).is_ok_and(|meta| (meta.dev(), meta.ino()) == identity) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+mod idle {
+    //! The idle exit: every request marks the time; the server stops once none is in flight
+    //! and none came for the idle time.
+    use std::sync::Arc;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::task::{Context, Poll};
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    pub struct Activity {
+        last: Mutex<Instant>,
+        in_flight: AtomicUsize,
+        served: AtomicU64,
+    }
+
+    impl Activity {
+        pub fn new() -> Activity {
+            Activity {
+                last: Mutex::new(Instant::now()),
+                in_flight: AtomicUsize::new(0),
+                served: AtomicU64::new(0),
+            }
+        }
+
+        /// Requests received since start (this one included).
+        pub fn served(&self) -> u64 {
+            self.served.load(Ordering::SeqCst)
+        }
+
+        fn touch(&self) {
+            *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        }
+
+        fn last(&self) -> Instant {
+            *self.last.lock().unwrap_or_else(|p| p.into_inner())
+        }
+    }
+
+    /// Ends once `path` no longer names the file it named at the start (deleted, or replaced by
+    /// another file); never when `None` (or when it did not exist at the start).
+    pub async fn gone(path: Option<std::path::PathBuf>) {
+        use std::os::unix::fs::MetadataExt as _;
+        let identity = |path: &std::path::Path| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|meta| (meta.dev(), meta.ino()))
+        };
+        let Some((path, first)) = path.and_then(|path| identity(&path).map(|id| (path, id))) else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(super::WATCH_EVERY).await;
+            if identity(&path) != Some(first) {
+                return;
+            }
+        }
+    }
+
+    /// Ends once the server has been idle for `idle`; never when `None`.
+    pub async fn wait(activity: Arc<Activity>, idle: Option<Duration>) {
+        let Some(idle) = idle else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep_until(activity.last() + idle).await;
+            if activity.in_flight.load(Ordering::SeqCst) == 0
+                && activity.last() + idle <= Instant::now()
+            {
+                return;
+            }
+            if activity.in_flight.load(Ordering::SeqCst) > 0 {
+                // A long request: look again once it could have gone idle.
+                activity.touch();
+            }
+        }
+    }
+
+    /// The router, marking each request's start and end.
+    #[derive(Clone)]
+    pub struct Tracked<S> {
+        inner: S,
+        activity: Arc<Activity>,
+    }
+
+    impl<S> Tracked<S> {
+        pub fn new(inner: S, activity: Arc<Activity>) -> Tracked<S> {
+            Tracked { inner, activity }
+        }
+    }
+
+    struct InFlight(Arc<Activity>);
+
+    impl Drop for InFlight {
+        fn drop(&mut self) {
+            self.0.touch();
+            self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    impl<S, R> tower_service::Service<R> for Tracked<S>
+    where
+        S: tower_service::Service<R>,
+        S::Future: Send + 'static,
+    {
+        type Response = S::Response;
+        type Error = S::Error;
+        type Future = std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<S::Response, S::Error>> + Send>,
+        >;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+            self.inner.poll_ready(cx)
+        }
+
+        fn call(&mut self, request: R) -> Self::Future {
+            self.activity.in_flight.fetch_add(1, Ordering::SeqCst);
+            self.activity.served.fetch_add(1, Ordering::SeqCst);
+            self.activity.touch();
+            let guard = InFlight(Arc::clone(&self.activity));
+            let future = self.inner.call(request);
+            Box::pin(async move {
+                let answer = future.await;
+                drop(guard);
+                answer
+            })
+        }
     }
 }

@@ -208,6 +208,9 @@ impl Service {
             && let Some(Some(embedder)) = self.inner.embedder.get()
         {
             engine.set_shared_embedder(Arc::clone(embedder));
+            // The background pass (started with the model) embeds what is pending: a write
+            // here embeds only what it wrote.
+            engine.leave_backlog_to_indexer();
         }
         match std::panic::catch_unwind(AssertUnwindSafe(|| work(engine))) {
             Ok(answer) => answer,

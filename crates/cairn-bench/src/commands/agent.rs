@@ -74,7 +74,7 @@ pub struct AgentArgs {
 }
 
 pub(crate) const PROJECT: &str = "bench-project";
-const SEED: u64 = 0x5EED_CA1B_2026_1130;
+pub(crate) const SEED: u64 = 0x5EED_CA1B_2026_1130;
 
 /// A synthetic vocabulary: pronounceable words, Zipf-ish use (low indexes are common).
 pub(crate) fn vocabulary(seed: u64) -> Vec<String> {
@@ -105,7 +105,7 @@ pub(crate) fn sentence(rng: &mut Rng, words: &[String], n: usize) -> String {
         .join(" ")
 }
 
-fn sentence_n(rng: &mut Rng, words: &[String], base: usize, spread: usize) -> String {
+pub(crate) fn sentence_n(rng: &mut Rng, words: &[String], base: usize, spread: usize) -> String {
     let n = base + rng.below(spread);
     sentence(rng, words, n)
 }
@@ -251,6 +251,8 @@ fn cairn_command(cairn: &Path, db: &Path, cwd: &Path) -> Command {
         // No embedder, whatever model is installed: the hooks never embed, and a `cairn mcp`
         // that finds a model embeds every seeded record in the background while it is timed.
         .env("CAIRN_EMBEDDER", "none")
+        // The file's own latency: no warm daemon (`cairn-bench daemon` measures that).
+        .env("CAIRN_DAEMON", "off")
         .env_remove("CAIRN_READ_ONLY")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -163,6 +163,8 @@ fn cairn(cairn: &Path, db: &Path, tree: &Path) -> Command {
         .env("CAIRN_DB", db)
         .env("CAIRN_PROJECT", PROJECT)
         .env("CAIRN_EMBEDDER", "none")
+        // The file's own latency: no warm daemon (`cairn-bench daemon` measures that).
+        .env("CAIRN_DAEMON", "off")
         .env_remove("CAIRN_READ_ONLY")
         .stdin(Stdio::null());
     command

@@ -412,6 +412,8 @@ fn cairn_command(cairn: &Path, brain: &Path, work: &Path, text: &str, touch: boo
         .args(if touch { None } else { Some("--no-touch") })
         .args(["--json", "--mode", "lexical", text])
         .current_dir(work)
+        // The file's own latency: no warm daemon (`cairn-bench daemon` measures that).
+        .env("CAIRN_DAEMON", "off")
         .env_remove("CAIRN_DB")
         .env_remove("CAIRN_PROJECT")
         .env_remove("CAIRN_READ_ONLY")

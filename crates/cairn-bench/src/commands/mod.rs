@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod codemap;
 pub mod core;
+pub mod daemon;
 pub mod embed_ingest;
 pub mod graph;
 pub mod lifecycle;

@@ -578,6 +578,9 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
         for query in queries.iter().cycle().take(args.process_runs) {
             let mut command = Command::new(&cairn);
             command
+                // The CLI's own hybrid recall, model loaded in the process: no warm daemon
+                // (`cairn-bench daemon` measures that).
+                .env("CAIRN_DAEMON", "off")
                 .arg("--db")
                 .arg(&brain)
                 .args([

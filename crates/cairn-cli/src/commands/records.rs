@@ -146,7 +146,7 @@ pub struct ListArgs {
 
 pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
     match command {
-        RecordsCommand::Remember(remember) => run_remember(settings, remember),
+        RecordsCommand::Remember(remember) => run_remember(settings, remember, true),
         RecordsCommand::Recall(args) => recall::run(settings, args),
         RecordsCommand::Show { id, history } => {
             let engine = settings.open("cli")?;
@@ -227,7 +227,13 @@ pub fn run(settings: &Settings, command: &RecordsCommand) -> Result<ExitCode> {
     }
 }
 
-fn run_remember(settings: &Settings, remember: &RememberArgs) -> Result<ExitCode> {
+/// `remember` on the file; `load_model`: embed the new record now (else it waits for the
+/// daemon's indexer: `crate::daemon`).
+pub(crate) fn run_remember(
+    settings: &Settings,
+    remember: &RememberArgs,
+    load_model: bool,
+) -> Result<ExitCode> {
     let body =
         read_text(remember.body.as_ref(), remember.body_file.as_deref())?.ok_or_else(|| {
             EngineError::Invalid(
@@ -257,7 +263,11 @@ fn run_remember(settings: &Settings, remember: &RememberArgs) -> Result<ExitCode
     request.external_id = remember.external_id.clone();
     request.at = remember.at.clone();
     request.personal = remember.personal;
-    let mut engine = settings.open("cli")?;
+    let mut engine = if load_model {
+        settings.open("cli")?
+    } else {
+        settings.open_without_model("cli")?
+    };
     let outcome = engine.remember(&request)?;
     Ok(print_remember(settings, &outcome))
 }

@@ -18,6 +18,10 @@ pub struct ServeArgs {
     /// Listen on this Unix socket instead (made mode 0600).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// The warm local daemon: a Unix socket beside the brain (docs/service.md), no token, the
+    /// owner's rights; exits after 30 idle minutes. The CLI starts it on first need.
+    #[arg(long, conflicts_with_all = ["socket", "listen", "tls_cert"])]
+    local: bool,
     /// Largest request body in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = cairn_http::DEFAULT_BODY_LIMIT)]
     max_body: usize,
@@ -76,6 +80,17 @@ pub struct TokenCreateArgs {
 }
 
 pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
+    // The local daemon: its socket and start lock first, so a second daemon for the same brain
+    // stops before it loads anything.
+    let daemon = if args.local {
+        let socket = crate::daemon::socket_path(&settings.db, true)
+            .map_err(|message| anyhow::anyhow!(message))?;
+        let lock = crate::daemon::take_lock(&socket).map_err(|message| anyhow::anyhow!(message))?;
+        let idle = crate::daemon::idle_secs().map_err(|message| anyhow::anyhow!(message))?;
+        Some((socket, lock, Duration::from_secs(idle)))
+    } else {
+        None
+    };
     let mut options = cairn_service::ServiceOptions::new(settings.db.clone());
     options.read_only = settings.read_only;
     options.now = cairn_engine::test_clock_from_env()?;
@@ -98,9 +113,10 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
         bail!("--max-body 0 would refuse every body; give a size in bytes (default 1048576)");
     }
     let options = cairn_http::ServeOptions {
-        listen: match &args.socket {
-            Some(path) => cairn_http::Listen::Unix(path.clone()),
-            None => cairn_http::Listen::Tcp(args.listen),
+        listen: match (&daemon, &args.socket) {
+            (Some((socket, _, _)), _) => cairn_http::Listen::Unix(socket.clone()),
+            (None, Some(path)) => cairn_http::Listen::Unix(path.clone()),
+            (None, None) => cairn_http::Listen::Tcp(args.listen),
         },
         limits: cairn_http::Limits {
             body: args.max_body,
@@ -115,23 +131,29 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
             }),
             _ => None,
         },
+        local: daemon.is_some(),
+        idle_exit: daemon.as_ref().map(|(_, _, idle)| *idle),
+        // The daemon's brain deleted (a temporary directory removed) or replaced: it exits.
+        watch: daemon.as_ref().map(|_| settings.db.clone()),
     };
     let json = settings.json;
     let db = settings.db.clone();
     cairn_http::serve(service, options, |address| {
         // The one line a supervisor (or a test) reads to learn the address; stderr, so stdout
         // stays free.
+        let pid = std::process::id();
         if json {
             eprintln!(
                 "{}",
-                serde_json::json!({"status": "listening", "url": address, "db": db.display().to_string()})
+                serde_json::json!({"status": "listening", "url": address, "db": db.display().to_string(), "pid": pid})
             );
         } else {
-            eprintln!("cairn serve: listening on {address} ({})", db.display());
+            eprintln!("cairn serve: listening on {address} ({}) as pid {pid}", db.display());
         }
     })
     .map_err(|message| anyhow::anyhow!(message))?;
     eprintln!("cairn serve: stopped");
+    drop(daemon);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -142,6 +142,8 @@ pub struct ClientOptions {
     pub deadline: Option<Duration>,
     /// Extra roots to trust for https (default: `CAIRN_CA_FILE`, else `SSL_CERT_FILE`).
     pub ca_file: Option<PathBuf>,
+    /// Headers sent with every request (the local daemon's `Cairn-Cwd` and `Cairn-Actor`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl ClientOptions {
@@ -156,6 +158,7 @@ impl ClientOptions {
             read_timeout: Duration::from_secs(120),
             deadline: None,
             ca_file: cairn_embed::tls::ca_file_from_env(),
+            headers: Vec::new(),
         }
     }
 }
@@ -177,6 +180,11 @@ pub struct RemoteError {
 }
 
 impl RemoteError {
+    /// No server was reached (nothing was sent): refused, missing, or no connection in time.
+    pub fn unreachable(&self) -> bool {
+        self.status.is_none() && self.detail.starts_with("cannot reach")
+    }
+
     fn local(kind: ErrorKind, detail: String) -> RemoteError {
         RemoteError {
             kind,
@@ -601,6 +609,9 @@ impl Client {
             .header(http::header::ACCEPT, accept);
         for (name, value) in headers {
             request = request.header(*name, value.as_str());
+        }
+        for (name, value) in &self.options.headers {
+            request = request.header(name.as_str(), value.as_str());
         }
         if let Some(Secret(token)) = &self.options.token {
             request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));

@@ -35,6 +35,9 @@ pub struct Remote<'a> {
     pub target: Target,
     /// The options every request starts from (token, project, timeouts).
     pub options: ClientOptions,
+    /// The local daemon (crate::daemon): git is asked in the caller's directory by the daemon
+    /// itself, so the client sends its directory instead of a commit.
+    pub local: bool,
 }
 
 impl Remote<'_> {
@@ -46,7 +49,9 @@ impl Remote<'_> {
     /// A client for a write: its records are stamped with the client's HEAD commit.
     pub fn writer(&self) -> Result<Client, RemoteError> {
         let mut options = self.options.clone();
-        if let Ok(cwd) = std::env::current_dir() {
+        if !self.local
+            && let Ok(cwd) = std::env::current_dir()
+        {
             options.commit = cairn_engine::git::head_commit(&cwd);
         }
         Client::new(self.target.clone(), options)
@@ -163,6 +168,7 @@ pub fn configured<'a>(
         settings,
         target,
         options,
+        local: false,
     })
 }
 

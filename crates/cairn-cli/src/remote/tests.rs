@@ -75,6 +75,9 @@ impl Brain {
             },
             grace: Duration::from_secs(1),
             tls: None,
+            local: false,
+            idle_exit: None,
+            watch: None,
         };
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || {
