@@ -277,6 +277,9 @@ async fn run(
         signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch SIGINT: {e}"))?;
     let scheme = if acceptor.is_some() { "https" } else { "http" };
     let (listener, address) = bind(&options.listen, scheme).await?;
+    // Before the server says it is ready: what it watches is the file as it was then.
+    let gone = idle::gone(options.watch.clone());
+    tokio::pin!(gone);
     ready(&address);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -285,8 +288,6 @@ async fn run(
         .keep_alive(true);
     let idle_exit = idle::wait(Arc::clone(&activity), options.idle_exit);
     tokio::pin!(idle_exit);
-    let gone = idle::gone(options.watch.clone());
-    tokio::pin!(gone);
     loop {
         let stream: Box<dyn Io> = tokio::select! {
             accepted = accept(&listener) => match accepted {
@@ -492,21 +493,30 @@ mod idle {
     }
 
     /// Ends once `path` no longer names the file it named at the start (deleted, or replaced by
-    /// another file); never when `None` (or when it did not exist at the start).
-    pub async fn gone(path: Option<std::path::PathBuf>) {
+    /// another file; at once when it did not exist at the start); never when `None`.
+    ///
+    /// The file's identity is read when this is called, not when the future is first polled:
+    /// a file removed between the call and the first poll (a loaded machine, a test that
+    /// deletes it as soon as the server answers) is noticed, never mistaken for no file to watch.
+    pub fn gone(path: Option<std::path::PathBuf>) -> impl std::future::Future<Output = ()> {
         use std::os::unix::fs::MetadataExt as _;
         let identity = |path: &std::path::Path| {
             std::fs::metadata(path)
                 .ok()
                 .map(|meta| (meta.dev(), meta.ino()))
         };
-        let Some((path, first)) = path.and_then(|path| identity(&path).map(|id| (path, id))) else {
-            return std::future::pending().await;
-        };
-        loop {
-            tokio::time::sleep(super::WATCH_EVERY).await;
-            if identity(&path) != Some(first) {
-                return;
+        let first = path.as_deref().and_then(identity);
+        async move {
+            let Some(path) = path else {
+                return std::future::pending().await;
+            };
+            // Gone before serving began: nothing to serve.
+            let Some(first) = first else { return };
+            loop {
+                tokio::time::sleep(super::WATCH_EVERY).await;
+                if identity(&path) != Some(first) {
+                    return;
+                }
             }
         }
     }
