@@ -79,6 +79,8 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     let mut options = cairn_service::ServiceOptions::new(settings.db.clone());
     options.read_only = settings.read_only;
     options.now = cairn_engine::test_clock_from_env()?;
+    // One write transaction per recall would serialize every reader behind the writer.
+    options.buffer_accesses = true;
     if let Ok(value) = std::env::var("CAIRN_MCP_INDEX_SECS") {
         options.index_interval = crate::commands::mcp::index_interval(&value)?;
     }
