@@ -45,8 +45,9 @@ pub use cairn_engine::{ErrorKind, SuppliedGit};
 /// [`ServiceOptions::index_interval`] says.
 pub const INDEX_INTERVAL: Duration = Duration::from_secs(10);
 
-/// With [`ServiceOptions::buffer_accesses`], recall accesses wait at most this long before they
-/// are written (the most a crash loses of them).
+/// With [`ServiceOptions::buffer_accesses`], recall accesses are written once the oldest has
+/// waited this long (the flusher looks every quarter of it, so a crash loses at most the
+/// accesses of the last 1.25 times it).
 pub const ACCESS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// With [`ServiceOptions::buffer_accesses`], this many buffered recall accesses are written at
@@ -70,7 +71,7 @@ pub struct ServiceOptions {
     /// Buffer what recall records of each access (use counts, last access, `recall` events)
     /// and write it in one transaction per [`ACCESS_BATCH`] accesses or [`ACCESS_FLUSH_INTERVAL`],
     /// and on [`Service::stop`] or when the last handle is dropped, instead of one write
-    /// transaction per recall. A crash loses at most the accesses of the last second; records
+    /// transaction per recall. A crash loses at most the accesses of the last 1.25 s; records
     /// and every other write are written before they are acknowledged as always.
     pub buffer_accesses: bool,
     /// Reader engines for calls that only read ([`Service::read`]): one per core, at most
