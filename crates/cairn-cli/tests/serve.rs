@@ -810,6 +810,46 @@ fn sigterm_exits_0_and_keeps_every_acknowledged_write_and_no_token_is_ever_shown
     );
 }
 
+/// With `--buffer-accesses` recall's access records are buffered in the server
+/// (docs/service.md): SIGTERM writes them before the process exits.
+#[test]
+fn buffered_recall_access_counts_survive_a_graceful_shutdown() {
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "w", "--project", "alpha", "--role", "write"],
+    );
+    let server = Server::start(&brain, &["--buffer-accesses"], &[]);
+    let stored = send(
+        &server,
+        "POST",
+        "/v1/remember",
+        Some(&writer),
+        r#"{"type": "note", "body": "the kiln cools for twelve hours"}"#,
+    );
+    assert_eq!(stored.status, 200, "{}", stored.text);
+    let id = stored.body["id"].as_i64().unwrap();
+    for _ in 0..3 {
+        let found = send(
+            &server,
+            "POST",
+            "/v1/recall",
+            Some(&writer),
+            r#"{"query": "kiln cools", "mode": "lexical"}"#,
+        );
+        assert_eq!(found.status, 200, "{}", found.text);
+        assert_eq!(found.body["results"][0]["id"], id, "{}", found.text);
+        assert!(found.body.get("warnings").is_none(), "{}", found.text);
+    }
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "SIGTERM exits 0; log:\n{log}");
+    let shown = brain.json(&["--project", "alpha", "show", &id.to_string()], 0);
+    assert_eq!(shown["use_count"], 3, "{shown}");
+    assert!(shown["last_accessed_at"].is_string(), "{shown}");
+    let recalls = brain.sql("SELECT count(*) FROM events WHERE op = 'recall'");
+    assert_eq!(recalls.trim(), "3", "one recall event per recall");
+}
+
 #[test]
 fn mcp_over_http_with_the_official_python_sdk_and_the_same_tokens() {
     let python =

@@ -36,7 +36,10 @@ pub use codemap::{
 pub use extract::{ExtractOptions, ExtractReport, ExtractTarget};
 pub use maintenance::{DoctorReport, ScopeMap, VACUUM_FREE_RATIO, WAL_LIMIT_BYTES, recover_brain};
 pub use prompt::{PROMPT_BUDGET, PromptContext};
-pub use recall::{DEFAULT_FLOOR, Mode, RecallAnswer, RecallRequest, RecallResult, TermCutoff, Why};
+pub use recall::{
+    DEFAULT_FLOOR, MAX_BUFFERED_ACCESSES, Mode, RecallAnswer, RecallRequest, RecallResult,
+    TermCutoff, Why,
+};
 pub use records::{ListRequest, UpdateRequest, Updated};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
 pub use semantic::{
@@ -246,6 +249,8 @@ pub struct Engine {
     /// needs it on every query (frequent-term cut, incomplete-index warning) and it changes
     /// only with a write.
     indexed: std::cell::Cell<Option<(u64, usize)>>,
+    /// Recall accesses waiting to be written (`None`: written at once, the default).
+    accesses: Option<recall::AccessBuffer>,
 }
 
 impl Engine {
@@ -263,6 +268,7 @@ impl Engine {
             extract_entities: true,
             semantic: semantic::Semantic::default(),
             indexed: std::cell::Cell::new(None),
+            accesses: None,
         })
     }
 

@@ -860,26 +860,115 @@ impl Engine {
         Ok(Some(current))
     }
 
+    /// Records a recall's access (each result's use count and last access, one `recall` event):
+    /// at once, or into the access buffer when [`Engine::buffer_accesses`] turned it on.
     fn log_recall(&mut self, query_text: &str, ids: &[i64], now: DateTime<Utc>) -> Result<()> {
-        let at = format_ts(now);
-        let project = self.context.project.clone();
-        self.store.write(|tx| {
-            tx.touch(ids, &at)?;
-            let detail = json!({"op": "recall", "query": query_text, "results": ids, "at": at});
-            let receipt = cairn_core::receipt::receipt(&detail);
-            tx.append_event(
-                &NewEvent {
-                    at: &at,
-                    op: "recall",
-                    memory_id: None,
-                    project: Some(&project),
-                    detail: &detail,
-                },
-                &receipt,
-            )?;
-            Ok::<_, EngineError>(())
-        })
+        let access = Access {
+            at: format_ts(now),
+            project: self.context.project.clone(),
+            query: query_text.to_string(),
+            ids: ids.to_vec(),
+        };
+        if let Some(buffer) = self.accesses.as_mut() {
+            if buffer.entries.is_empty() {
+                buffer.since = Some(std::time::Instant::now());
+            }
+            buffer.entries.push(access);
+            return Ok(());
+        }
+        self.store
+            .write(|tx| write_access(tx, &access).map_err(EngineError::from))
     }
+
+    /// Buffers the accesses recall records (use counts, last access, `recall` events) in memory
+    /// instead of writing one transaction per recall; [`Engine::flush_accesses`] writes them,
+    /// all in one transaction. For a long-lived service: it flushes on a timer, after a batch,
+    /// and on shutdown, so a crash loses at most the accesses since the last flush (never a
+    /// record or any other write). Off (every access written at once) when opened.
+    pub fn buffer_accesses(&mut self) {
+        if self.accesses.is_none() {
+            self.accesses = Some(AccessBuffer::default());
+        }
+    }
+
+    /// Accesses buffered and not written yet, and since when the oldest of them waits.
+    pub fn pending_accesses(&self) -> (usize, Option<std::time::Instant>) {
+        match &self.accesses {
+            Some(buffer) => (buffer.entries.len(), buffer.since),
+            None => (0, None),
+        }
+    }
+
+    /// Writes every buffered access in one transaction and answers how many. On failure they
+    /// stay buffered for the next try (the newest [`MAX_BUFFERED_ACCESSES`] of them).
+    pub fn flush_accesses(&mut self) -> Result<usize> {
+        let Some(buffer) = self.accesses.as_mut() else {
+            return Ok(0);
+        };
+        if buffer.entries.is_empty() {
+            return Ok(0);
+        }
+        let entries = std::mem::take(&mut buffer.entries);
+        let since = buffer.since.take();
+        let written = self.store.write(|tx| {
+            for access in &entries {
+                write_access(tx, access)?;
+            }
+            Ok::<_, EngineError>(())
+        });
+        match written {
+            Ok(()) => Ok(entries.len()),
+            Err(error) => {
+                let buffer = self.accesses.as_mut().expect("checked above");
+                let mut kept = entries;
+                kept.append(&mut buffer.entries);
+                let over = kept.len().saturating_sub(MAX_BUFFERED_ACCESSES);
+                kept.drain(..over);
+                buffer.entries = kept;
+                buffer.since = since.or(Some(std::time::Instant::now()));
+                Err(error)
+            }
+        }
+    }
+}
+
+/// Most accesses kept in the buffer while they cannot be written (the brain locked or read-only
+/// for a long time): the oldest are dropped past it.
+pub const MAX_BUFFERED_ACCESSES: usize = 10_000;
+
+/// Recall accesses waiting to be written ([`Engine::buffer_accesses`]).
+#[derive(Debug, Default)]
+pub(crate) struct AccessBuffer {
+    entries: Vec<Access>,
+    /// When the oldest entry was buffered.
+    since: Option<std::time::Instant>,
+}
+
+/// One recall's access: what was asked, what it answered, when, from which project.
+#[derive(Debug)]
+struct Access {
+    at: String,
+    project: String,
+    query: String,
+    ids: Vec<i64>,
+}
+
+fn write_access(tx: &cairn_store::WriteTx<'_>, access: &Access) -> cairn_store::Result<()> {
+    tx.touch(&access.ids, &access.at)?;
+    let detail =
+        json!({"op": "recall", "query": access.query, "results": access.ids, "at": access.at});
+    let receipt = cairn_core::receipt::receipt(&detail);
+    tx.append_event(
+        &NewEvent {
+            at: &access.at,
+            op: "recall",
+            memory_id: None,
+            project: Some(&access.project),
+            detail: &detail,
+        },
+        &receipt,
+    )?;
+    Ok(())
 }
 
 fn round(value: f64) -> f64 {

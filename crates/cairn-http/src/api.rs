@@ -778,13 +778,15 @@ async fn recall(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    handle(
-        app,
-        headers,
-        Op::read("recall"),
-        Input::Body(body),
-        |engine, _, args: RecallBody| Ok(engine.recall(&args.request()?)?),
-    )
+    // `handle`'s shape, with the recall routed by the service: a lexical one runs on a reader
+    // engine, beside writes and other recalls.
+    let op = Op::read("recall");
+    let caller = caller(&app, &headers, op.needed, op.name).await?;
+    let args: RecallBody = body::json(&body::bytes(&app, &headers, body).await?)?;
+    blocking(move || {
+        let request = args.request()?;
+        ok(&app.service.recall(&caller.request, &request)?)
+    })
     .await
 }
 

@@ -112,7 +112,7 @@ pub fn authorize(
     let anonymous = RequestContext::remote(String::new(), String::new(), SuppliedGit::default());
     let grant = app
         .service
-        .call(&anonymous, "authenticate", |engine| {
+        .read(&anonymous, "authenticate", |engine| {
             engine.authenticate(secret)
         })
         .map_err(|error| match error {

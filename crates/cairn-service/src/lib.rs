@@ -2,10 +2,15 @@
 //! stdio, `cairn serve` over HTTP and its MCP endpoint).
 //!
 //! A [`Service`] is a `Sync` handle over one brain. It owns:
-//! - **one engine** behind a mutex (opened on first use, and again after a failed open or a
-//!   panic), so every request shares its caches: the vector matrix (brought up to date after
-//!   writes by reading only the changed rows), its int8 copy, the full-text counts. SQLite
-//!   serializes writers anyway; a read holds the engine for the length of one query;
+//! - **one writer engine** behind a mutex (opened on first use, and again after a failed open
+//!   or a panic), so every request shares its caches: the vector matrix (brought up to date
+//!   after writes by reading only the changed rows), its int8 copy, the full-text counts.
+//!   SQLite serializes writers anyway;
+//! - **reader engines** beside it, one per core, each on its own connection (WAL readers):
+//!   token checks and lexical recalls ([`Service::read`], [`Service::recall`]) run there side
+//!   by side and never wait for a write;
+//! - optionally, **buffered access records** ([`ServiceOptions::buffer_accesses`]): what
+//!   recall records of each access is written in batches, so a recall never writes;
 //! - **one embedder**, loaded on a background thread at start-up ([`Service::start_embedder`]),
 //!   handed to the engine once it is there (until then recall answers lexical-only and says so);
 //! - **the background indexer**, on its own connection: embeds the records still without a
@@ -24,10 +29,13 @@
 pub mod errors;
 
 use cairn_embed::Embedder;
-use cairn_engine::{Context, EmbedderLoader, Engine, EngineError, GitSource};
+use cairn_engine::{
+    Context, EmbedderLoader, Engine, EngineError, GitSource, Mode, RecallAnswer, RecallRequest,
+};
 use chrono::{DateTime, Utc};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
@@ -36,6 +44,19 @@ pub use cairn_engine::{ErrorKind, SuppliedGit};
 /// How often the background indexer looks for records still without a vector, unless
 /// [`ServiceOptions::index_interval`] says.
 pub const INDEX_INTERVAL: Duration = Duration::from_secs(10);
+
+/// With [`ServiceOptions::buffer_accesses`], recall accesses are written once the oldest has
+/// waited this long (the flusher looks every quarter of it, so a crash loses at most the
+/// accesses of the last 1.25 times it).
+pub const ACCESS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// With [`ServiceOptions::buffer_accesses`], this many buffered recall accesses are written at
+/// once, whatever their age.
+pub const ACCESS_BATCH: usize = 256;
+
+/// Most reader engines a service keeps by default ([`ServiceOptions::readers`] is one per core
+/// up to this), so lexical recalls run side by side.
+pub const MAX_READERS: usize = 4;
 
 /// The brain a service serves and how.
 #[derive(Debug, Clone)]
@@ -47,6 +68,15 @@ pub struct ServiceOptions {
     pub index_interval: Duration,
     /// A fixed clock (`CAIRN_NOW`, tests); the real clock when `None`.
     pub now: Option<DateTime<Utc>>,
+    /// Buffer what recall records of each access (use counts, last access, `recall` events)
+    /// and write it in one transaction per [`ACCESS_BATCH`] accesses or [`ACCESS_FLUSH_INTERVAL`],
+    /// and on [`Service::stop`] or when the last handle is dropped, instead of one write
+    /// transaction per recall. A crash loses at most the accesses of the last 1.25 s; records
+    /// and every other write are written before they are acknowledged as always.
+    pub buffer_accesses: bool,
+    /// Reader engines for calls that only read ([`Service::read`]): one per core, at most
+    /// [`MAX_READERS`], by default.
+    pub readers: usize,
 }
 
 impl ServiceOptions {
@@ -56,6 +86,10 @@ impl ServiceOptions {
             read_only: false,
             index_interval: INDEX_INTERVAL,
             now: None,
+            buffer_accesses: false,
+            readers: std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .min(MAX_READERS),
         }
     }
 }
@@ -113,6 +147,11 @@ struct Inner {
     /// Opened on first use (and again after a failed open or a panic), so a brain that is
     /// briefly locked or missing at start-up does not take the service down.
     engine: Mutex<Option<Engine>>,
+    /// Engines on connections of their own for calls that only read ([`Service::read`]),
+    /// each opened on first use.
+    readers: Vec<Mutex<Option<Engine>>>,
+    /// Where [`Service::read`] looks for a free reader first (round robin).
+    next_reader: AtomicUsize,
     /// The embedding model once the background load finished (`None` inside: none
     /// configured, or it could not load).
     embedder: OnceLock<Option<Arc<dyn Embedder>>>,
@@ -120,17 +159,43 @@ struct Inner {
     stopped: (Mutex<bool>, Condvar),
 }
 
+impl Drop for Inner {
+    /// The last handle is gone: buffered accesses are written before the engine closes.
+    fn drop(&mut self) {
+        for slot in std::iter::once(&mut self.engine).chain(&mut self.readers) {
+            let slot = slot
+                .get_mut()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some(engine) = slot.as_mut() {
+                flush_accesses(engine);
+            }
+        }
+    }
+}
+
 impl Service {
     /// A lexical-only service until [`Service::start_embedder`] is called.
     pub fn new(options: ServiceOptions) -> Service {
-        Service {
+        let buffer = options.buffer_accesses && !options.read_only;
+        let readers = options.readers.max(1);
+        let service = Service {
             inner: Arc::new(Inner {
                 options,
                 engine: Mutex::new(None),
+                readers: (0..readers).map(|_| Mutex::new(None)).collect(),
+                next_reader: AtomicUsize::new(0),
                 embedder: OnceLock::new(),
                 stopped: (Mutex::new(false), Condvar::new()),
             }),
+        };
+        if buffer {
+            let weak = Arc::downgrade(&service.inner);
+            std::thread::Builder::new()
+                .name("cairn-access-flush".into())
+                .spawn(move || access_flusher(weak))
+                .expect("start the access flusher thread");
         }
+        service
     }
 
     pub fn options(&self) -> &ServiceOptions {
@@ -173,11 +238,29 @@ impl Service {
         self.inner.embedder.get().map(Option::is_some)
     }
 
-    /// Ends the background indexer's wait (it finishes the batch it is embedding, if any).
+    /// Ends the background indexer's wait (it finishes the batch it is embedding, if any) and
+    /// writes the recall accesses still buffered.
     pub fn stop(&self) {
         let (flag, wake) = &self.inner.stopped;
         *lock(flag) = true;
         wake.notify_all();
+        for slot in self.slots() {
+            if let Some(engine) = lock(slot).as_mut() {
+                flush_accesses(engine);
+            }
+        }
+    }
+
+    /// Writes the recall accesses buffered so far ([`ServiceOptions::buffer_accesses`]) and
+    /// answers how many.
+    pub fn flush_accesses(&self) -> Result<usize, EngineError> {
+        let mut written = 0;
+        for slot in self.slots() {
+            if let Some(engine) = lock(slot).as_mut() {
+                written += engine.flush_accesses()?;
+            }
+        }
+        Ok(written)
     }
 
     /// Runs `work` on the engine in `request`'s context. Engine errors come back as they are;
@@ -190,36 +273,126 @@ impl Service {
         work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
         let mut slot = lock(&self.inner.engine);
-        let options = &self.inner.options;
-        let context = Context {
-            project: request.project.clone(),
-            cwd: request.cwd.clone(),
-            actor: request.actor.clone(),
-            read_only: options.read_only,
-            now: options.now,
+        let embedder = match self.inner.embedder.get() {
+            Some(Some(embedder)) => Some(embedder),
+            _ => None,
         };
-        if slot.is_none() {
-            *slot = Some(Engine::open(&options.db, context.clone())?);
-        }
-        let engine = slot.as_mut().expect("opened just above");
-        engine.set_context(context);
-        engine.set_git_source(request.git.clone());
-        if !engine.embedder_is_loaded()
-            && let Some(Some(embedder)) = self.inner.embedder.get()
-        {
-            engine.set_shared_embedder(Arc::clone(embedder));
-            // The background pass (started with the model) embeds what is pending: a write
-            // here embeds only what it wrote.
-            engine.leave_backlog_to_indexer();
-        }
-        match std::panic::catch_unwind(AssertUnwindSafe(|| work(engine))) {
-            Ok(answer) => answer,
-            Err(_) => {
-                *slot = None;
-                Err(EngineError::Internal(format!(
-                    "`{operation}` failed unexpectedly (an internal error, logged on stderr); nothing is known to have changed — try again"
-                )))
+        run_on(
+            &mut slot,
+            &self.inner.options,
+            embedder,
+            request,
+            operation,
+            work,
+        )
+    }
+
+    /// Runs `work` like [`Service::call`], but on one of the reader engines (their own
+    /// connections, WAL readers beside the writer), so calls that only read answer side by side
+    /// and never wait for a write. A reader has no embedder: semantic work goes to
+    /// [`Service::call`]. A write made here is still safe (SQLite serializes it with the
+    /// writer's), only not what a reader is for.
+    pub fn read<T>(
+        &self,
+        request: &RequestContext,
+        operation: &str,
+        work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        let readers = &self.inner.readers;
+        let first = self.inner.next_reader.fetch_add(1, Ordering::Relaxed) % readers.len();
+        let free = (0..readers.len()).find_map(|step| {
+            match readers[(first + step) % readers.len()].try_lock() {
+                Ok(guard) => Some(guard),
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
             }
+        });
+        let mut slot = match free {
+            Some(guard) => guard,
+            None => lock(&readers[first]),
+        };
+        run_on(
+            &mut slot,
+            &self.inner.options,
+            None,
+            request,
+            operation,
+            work,
+        )
+    }
+
+    /// A recall, on a reader engine when it is lexical (asked so, or no model is resident), on
+    /// the engine with the model and the vectors otherwise.
+    pub fn recall(
+        &self,
+        request: &RequestContext,
+        recall: &RecallRequest,
+    ) -> Result<RecallAnswer, EngineError> {
+        let lexical = recall.mode == Mode::Lexical || self.embedder_state() != Some(true);
+        if lexical {
+            self.read(request, "recall", |engine| engine.recall(recall))
+        } else {
+            self.call(request, "recall", |engine| engine.recall(recall))
+        }
+    }
+
+    /// Every engine slot (the writer's first, then the readers').
+    fn slots(&self) -> impl Iterator<Item = &Mutex<Option<Engine>>> {
+        std::iter::once(&self.inner.engine).chain(&self.inner.readers)
+    }
+}
+
+/// Runs `work` on the engine in `slot` (opened first if needed) in `request`'s context: see
+/// [`Service::call`].
+fn run_on<T>(
+    slot: &mut Option<Engine>,
+    options: &ServiceOptions,
+    embedder: Option<&Arc<dyn Embedder>>,
+    request: &RequestContext,
+    operation: &str,
+    work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
+    let context = Context {
+        project: request.project.clone(),
+        cwd: request.cwd.clone(),
+        actor: request.actor.clone(),
+        read_only: options.read_only,
+        now: options.now,
+    };
+    if slot.is_none() {
+        let mut engine = Engine::open(&options.db, context.clone())?;
+        if options.buffer_accesses && !options.read_only {
+            engine.buffer_accesses();
+        }
+        *slot = Some(engine);
+    }
+    let engine = slot.as_mut().expect("opened just above");
+    engine.set_context(context);
+    engine.set_git_source(request.git.clone());
+    if !engine.embedder_is_loaded()
+        && let Some(embedder) = embedder
+    {
+        engine.set_shared_embedder(Arc::clone(embedder));
+        // The background pass (started with the model) embeds what is pending: a write
+        // here embeds only what it wrote.
+        engine.leave_backlog_to_indexer();
+    }
+    match std::panic::catch_unwind(AssertUnwindSafe(|| work(engine))) {
+        Ok(answer) => {
+            let (pending, _) = engine.pending_accesses();
+            if pending >= ACCESS_BATCH {
+                flush_accesses(engine);
+            }
+            answer
+        }
+        Err(_) => {
+            // Its transaction (if any) rolled back; what it had buffered is still whole.
+            if let Some(mut engine) = slot.take() {
+                flush_accesses(&mut engine);
+            }
+            Err(EngineError::Internal(format!(
+                "`{operation}` failed unexpectedly (an internal error, logged on stderr); nothing is known to have changed — try again"
+            )))
         }
     }
 }
@@ -228,6 +401,41 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Writes `engine`'s buffered accesses; a failure is said on stderr (they stay buffered and
+/// the next flush tries again).
+fn flush_accesses(engine: &mut Engine) {
+    if let Err(error) = engine.flush_accesses() {
+        let (pending, _) = engine.pending_accesses();
+        eprintln!(
+            "cairn: {pending} recall access(es) could not be written yet ({error}); they are tried again"
+        );
+    }
+}
+
+/// Writes buffered recall accesses once the oldest has waited [`ACCESS_FLUSH_INTERVAL`]
+/// (checked every quarter of it). Stops when the service is stopped or gone.
+fn access_flusher(inner: Weak<Inner>) {
+    let tick = ACCESS_FLUSH_INTERVAL / 4;
+    loop {
+        std::thread::sleep(tick);
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        if *lock(&strong.stopped.0) {
+            return;
+        }
+        for slot in std::iter::once(&strong.engine).chain(&strong.readers) {
+            if let Some(engine) = lock(slot).as_mut()
+                && let (pending, Some(since)) = engine.pending_accesses()
+                && pending > 0
+                && since.elapsed() >= ACCESS_FLUSH_INTERVAL
+            {
+                flush_accesses(engine);
+            }
+        }
+    }
 }
 
 /// Once the model is resident: embeds the records still waiting for a vector, then reads the
@@ -409,6 +617,171 @@ mod tests {
         assert!(error.to_string().contains("`boom` failed unexpectedly"));
         let stats = service.call(&request("p", "a"), "stats", |engine| engine.stats());
         assert!(stats.is_ok());
+    }
+
+    fn buffering_service() -> (tempfile::TempDir, Service) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = ServiceOptions::new(dir.path().join("brain.db"));
+        options.buffer_accesses = true;
+        (dir, Service::new(options))
+    }
+
+    fn remember(service: &Service, body: &str) -> i64 {
+        service
+            .call(&request("alpha", "agent-a"), "remember", |engine| {
+                engine.remember(&RememberRequest::new(MemoryType::Note, body))
+            })
+            .unwrap()
+            .id
+            .unwrap()
+    }
+
+    fn recall(service: &Service, query: &str) -> cairn_engine::RecallAnswer {
+        service
+            .call(&request("alpha", "agent-a"), "recall", |engine| {
+                engine.recall(&cairn_engine::RecallRequest::new(query))
+            })
+            .unwrap()
+    }
+
+    /// `(use_count, recall events)` of `id`, read on a connection of its own.
+    fn accesses_on_disk(db: &std::path::Path, id: i64) -> (u32, usize) {
+        let context = Context {
+            project: "alpha".into(),
+            cwd: PathBuf::new(),
+            actor: "check".into(),
+            read_only: true,
+            now: None,
+        };
+        let engine = Engine::open(db, context).unwrap();
+        let uses = engine.get(id).unwrap().use_count;
+        let events = engine.store().reader().events(None, 0).unwrap();
+        (uses, events.iter().filter(|e| e.op == "recall").count())
+    }
+
+    #[test]
+    fn buffered_accesses_are_written_when_the_service_stops() {
+        let (dir, service) = buffering_service();
+        let id = remember(&service, "the cache listens on port 7000");
+        for _ in 0..3 {
+            let answer = recall(&service, "cache port");
+            assert_eq!(answer.results[0].id, id);
+            assert!(answer.warnings.is_empty(), "{:?}", answer.warnings);
+        }
+        service.stop();
+        assert_eq!(accesses_on_disk(&dir.path().join("brain.db"), id), (3, 3));
+        assert_eq!(service.flush_accesses().unwrap(), 0, "nothing is left");
+    }
+
+    #[test]
+    fn buffered_accesses_are_written_when_the_last_handle_goes() {
+        let (dir, service) = buffering_service();
+        let id = remember(&service, "the queue drains every night at two");
+        recall(&service, "queue drains");
+        let clone = service.clone();
+        drop(service);
+        recall(&clone, "queue night");
+        drop(clone);
+        // Dropped here, or on the flusher's thread if it held the service at that moment
+        // (after which nothing else would ever write them): allow a moment for that.
+        let db = dir.path().join("brain.db");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while accesses_on_disk(&db, id) != (2, 2) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the accesses were not written when the service went"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn buffered_accesses_are_written_within_the_flush_interval() {
+        let (dir, service) = buffering_service();
+        let id = remember(&service, "backups are kept for ninety days");
+        recall(&service, "backups kept");
+        // Generous: the flusher writes after one interval; allow many.
+        let deadline = std::time::Instant::now() + ACCESS_FLUSH_INTERVAL * 20;
+        let db = dir.path().join("brain.db");
+        while accesses_on_disk(&db, id) != (1, 1) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the access was not written by the flusher"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(service.flush_accesses().unwrap(), 0);
+    }
+
+    #[test]
+    fn recall_answers_while_another_connection_holds_the_write_lock() {
+        let (dir, service) = buffering_service();
+        let id = remember(&service, "the deploy needs the staging key");
+        let db = dir.path().join("brain.db");
+        let mut writer = Engine::open(
+            &db,
+            Context {
+                project: "alpha".into(),
+                cwd: PathBuf::new(),
+                actor: "writer".into(),
+                read_only: false,
+                now: None,
+            },
+        )
+        .unwrap();
+        // Inside another connection's write transaction: recall neither waits for the lock
+        // nor loses the access.
+        writer
+            .store_mut()
+            .write(|_| {
+                let answer = recall(&service, "deploy staging key");
+                assert_eq!(answer.results[0].id, id);
+                assert!(answer.warnings.is_empty(), "{:?}", answer.warnings);
+                Ok::<_, EngineError>(())
+            })
+            .unwrap();
+        service.stop();
+        assert_eq!(accesses_on_disk(&db, id), (1, 1));
+    }
+
+    #[test]
+    fn a_lexical_recall_answers_while_a_long_call_holds_the_writer_engine() {
+        let (_dir, service) = buffering_service();
+        let id = remember(&service, "the release train leaves on thursdays");
+        let (started, wait_started) = std::sync::mpsc::channel();
+        let (answered, wait_answered) = std::sync::mpsc::channel();
+        let long = {
+            let service = service.clone();
+            std::thread::spawn(move || {
+                service
+                    .call(&request("alpha", "agent-a"), "long", |_| {
+                        started.send(()).unwrap();
+                        // Generous: a recall queued behind this call would never arrive.
+                        Ok(wait_answered.recv_timeout(Duration::from_secs(60)).is_ok())
+                    })
+                    .unwrap()
+            })
+        };
+        wait_started.recv().unwrap();
+        let mut lexical = cairn_engine::RecallRequest::new("release train");
+        lexical.mode = Mode::Lexical;
+        let answer = service
+            .recall(&request("alpha", "agent-a"), &lexical)
+            .unwrap();
+        let _ = answered.send(());
+        assert_eq!(answer.results[0].id, id);
+        assert!(
+            long.join().unwrap(),
+            "the recall waited for the writer engine"
+        );
+    }
+
+    #[test]
+    fn an_unbuffered_service_writes_each_access_at_once() {
+        let (dir, service) = service();
+        let id = remember(&service, "the linter runs before every commit");
+        recall(&service, "linter commit");
+        assert_eq!(accesses_on_disk(&dir.path().join("brain.db"), id), (1, 1));
     }
 
     #[test]

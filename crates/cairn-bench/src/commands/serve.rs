@@ -53,6 +53,9 @@ pub struct ServeArgs {
     /// Keep the work directory (brain, script) for a look afterwards.
     #[arg(long)]
     keep: bool,
+    /// One more argument for `cairn serve` (repeatable), e.g. `--server-arg=--buffer-accesses`.
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    server_args: Vec<String>,
 }
 
 /// The server, stopped with SIGTERM when dropped.
@@ -62,9 +65,10 @@ struct Server {
 }
 
 impl Server {
-    fn start(cairn: &Path, db: &Path, dir: &Path) -> Result<Server> {
+    fn start(cairn: &Path, db: &Path, dir: &Path, extra: &[String]) -> Result<Server> {
         let mut child = Command::new(cairn)
             .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(extra)
             .current_dir(dir)
             .env("CAIRN_DB", db)
             // lexical recall: the load mix is lexical, and a model would embed the writes
@@ -302,7 +306,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         script(&token, &queries, args.write_percent, args.seed),
     )?;
 
-    let server = Server::start(&cairn, &db, &dir)?;
+    let server = Server::start(&cairn, &db, &dir, &args.server_args)?;
     run.say(&format!("cairn serve at {}", server.url));
     let warmup = (args.seconds / 4).max(3);
     run.phase(&format!("warm-up {warmup} s"));
@@ -352,6 +356,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         "seconds": args.seconds, "warm_up_seconds": warmup, "write_percent": args.write_percent,
         "recall_mode": "lexical", "embedder": "none", "seed": args.seed,
         "load_generator": wrk_version, "cairn": cairn.display().to_string(),
+        "server_args": args.server_args,
     });
     let body = format!(
         "\n## `cairn serve` under load\n\n{} memories, {} keep-alive clients (wrk, {} threads), {} s measured after a {} s warm-up; {} % `POST /v1/remember`, the rest lexical `POST /v1/recall`.\n\n| requests/s | p50 | p90 | p99 | p99.9 | errors | server CPU | target |\n|---|---|---|---|---|---|---|---|\n| {:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {} | {} | {} |\n\nLoad average at the end: {}.\n",

@@ -31,6 +31,12 @@ pub struct ServeArgs {
     /// Seconds a client has to send its request body.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     body_timeout: u64,
+    /// Buffer recall's access records (use counts, last access, `recall` events) and write them
+    /// once a second or per 256 recalls instead of once per recall: a crash loses at most the
+    /// last 1.25 s of them, and a read sees a recall's use count up to that late
+    /// (docs/service.md).
+    #[arg(long)]
+    buffer_accesses: bool,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
     #[arg(
         long,
@@ -94,6 +100,7 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     let mut options = cairn_service::ServiceOptions::new(settings.db.clone());
     options.read_only = settings.read_only;
     options.now = cairn_engine::test_clock_from_env()?;
+    options.buffer_accesses = args.buffer_accesses;
     if let Ok(value) = std::env::var("CAIRN_MCP_INDEX_SECS") {
         options.index_interval = crate::commands::mcp::index_interval(&value)?;
     }
