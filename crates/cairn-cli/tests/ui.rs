@@ -502,3 +502,81 @@ fn a_project_token_sees_only_its_project_in_the_ui() {
     let missing = get(&format!("{}/ui/records/999999", server.url), Some(&session));
     assert_eq!(missing.status, 404);
 }
+
+#[test]
+fn timeline_and_health_show_the_log_the_doctor_and_the_degraded_state() {
+    let brain = Brain::new();
+    let id = remember(
+        &brain,
+        &["--type", "fact", "--title", "a", "--body", "first text"],
+    );
+    remember(
+        &brain,
+        &["--type", "note", "--title", "b", "--body", "second text"],
+    );
+    brain.json(&["update", &id.to_string(), "--body", "changed text"], 0);
+    let server = start_ui(&brain);
+    let session = owner_session(&server);
+    let timeline = get(&format!("{}/ui/timeline", server.url), Some(&session));
+    assert_eq!(timeline.status, 200, "{}", timeline.text);
+    assert_secure_headers(&timeline);
+    assert!(timeline.text.contains(">remember<") && timeline.text.contains(">update<"));
+    assert!(timeline.text.contains(&format!("/ui/records/{id}")));
+    let updates = get(
+        &format!("{}/ui/timeline?op=update", server.url),
+        Some(&session),
+    );
+    assert!(
+        updates.text.contains("1 of the latest 3 events"),
+        "{}",
+        updates.text
+    );
+    let health = get(&format!("{}/ui/health", server.url), Some(&session));
+    assert_eq!(health.status, 200, "{}", health.text);
+    // CAIRN_EMBEDDER=none: no model, said as a banner with the fix.
+    assert!(
+        health.text.contains("Degraded: no embedding model"),
+        "{}",
+        health.text
+    );
+    assert!(health.text.contains("cairn model install"));
+    assert!(health.text.contains("integrity"), "the doctor's checks");
+    assert!(health.text.contains("<svg"), "the growth chart");
+    assert!(
+        health.text.contains("<dt>records</dt><dd>2</dd>"),
+        "{}",
+        health.text
+    );
+}
+
+#[test]
+fn health_needs_a_session_of_every_project_as_the_api_does() {
+    let brain = Brain::new();
+    let token = brain.json(
+        &[
+            "token",
+            "create",
+            "--name",
+            "one",
+            "--project",
+            "test-project",
+            "--role",
+            "read",
+        ],
+        0,
+    )["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let server = start_serve(&brain);
+    let session = post(
+        &format!("{}/ui/login", server.url),
+        None,
+        &[("token", &token)],
+        None,
+    )
+    .session();
+    let health = get(&format!("{}/ui/health", server.url), Some(&session));
+    assert_eq!(health.status, 403, "{}", health.text);
+    assert!(health.text.contains("every project"));
+}

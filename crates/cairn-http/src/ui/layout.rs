@@ -114,7 +114,11 @@ pub fn see_other(to: &str) -> Response {
 }
 
 /// The pages of the navigation bar: (path, label).
-const NAV: [(&str, &str); 1] = [("/", "Search")];
+const NAV: [(&str, &str); 3] = [
+    ("/", "Search"),
+    ("/ui/timeline", "Timeline"),
+    ("/ui/health", "Health"),
+];
 
 /// A whole page: `title`, the signed-in user (`None` on the sign-in page), and the content.
 pub fn page(title: &str, signed: Option<&Signed>, current: &str, content: Markup) -> Markup {

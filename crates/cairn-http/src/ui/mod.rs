@@ -4,17 +4,21 @@
 //! - `session.rs`: sign-in by token (`/ui/login`) or one-time link (`cairn ui`), the
 //!   server-side session map, CSRF;
 //! - `layout.rs`: the page shell, the security headers (CSP, nosniff, no referrer), assets;
-//! - one file per page: `search.rs` (`/`), `record.rs` (`/ui/records/{id}` and its actions).
+//! - one file per page: `search.rs` (`/`), `record.rs` (`/ui/records/{id}` and its actions),
+//!   `timeline.rs`, `health.rs` (with `chart.rs`, SVG drawn on the server).
 //!
 //! Every page is read with a plain GET (JavaScript off works for reading); htmx only swaps the
 //! results in as you type. Every POST carries the session's CSRF token and is refused without
 //! it; a session whose role cannot write sees no write controls and its writes are refused
 //! by the same role check as the API's.
 
+mod chart;
+mod health;
 pub mod layout;
 mod record;
 mod search;
 pub mod session;
+mod timeline;
 
 use crate::App;
 use crate::api::blocking;
@@ -38,6 +42,8 @@ pub fn routes() -> Router<App> {
         .route("/ui/assets/{name}", get(asset))
         .route("/ui/records/{id}", get(record::handler))
         .route("/ui/records/{id}/{action}", post(record::action))
+        .route("/ui/timeline", get(timeline::handler))
+        .route("/ui/health", get(health::handler))
         .layer(axum::middleware::map_response(secure_headers))
 }
 
