@@ -135,6 +135,8 @@ pub fn page(title: &str, signed: Option<&Signed>, current: &str, content: Markup
                     meta name="csrf-token" content=(signed.csrf);
                 }
                 title { (title) " · cairn" }
+                // No icon file: the browser asks for none (and logs no 404).
+                link rel="icon" href="data:,";
                 link rel="stylesheet" href=(asset_url("ui.css"));
                 script src=(asset_url("htmx-2.0.11.min.js")) defer {}
                 script src=(asset_url("ui.js")) defer {}
