@@ -580,3 +580,125 @@ fn health_needs_a_session_of_every_project_as_the_api_does() {
     assert_eq!(health.status, 403, "{}", health.text);
     assert!(health.text.contains("every project"));
 }
+
+const DEPLOY: &str =
+    "deploys go out through the staging cluster and get promoted after smoke tests pass";
+
+#[test]
+fn tending_accepts_inbox_items_and_a_dream_merge_shown_as_a_diff() {
+    let brain = Brain::new();
+    let first = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("{DEPLOY} on fridays, see src/deploy.rs"),
+        ],
+    );
+    let second = remember(
+        &brain,
+        &[
+            "--type",
+            "note",
+            "--body",
+            &format!("{DEPLOY} on mondays, see src/deploy.rs"),
+            "--allow-duplicate",
+        ],
+    );
+    brain.sql(
+        "INSERT INTO inbox (project, kind, suggested_type, body, content_hash, source, created_at) VALUES \
+         ('test-project', 'remember', 'fact', 'The glaze shelf is the top one.', 'h1', 'transcript of session s1', '2026-12-01T00:00:00Z'), \
+         ('test-project', 'remember', 'fact', 'A <script>captured</script> line.', 'h2', 'transcript of session s1', '2026-12-01T00:00:00Z')",
+    );
+    let dream = brain.json(&["dream", "--no-llm"], 0);
+    let dream_id = dream["dream"]["id"].as_str().unwrap().to_string();
+    let server = start_ui(&brain);
+    let session = owner_session(&server);
+    let tending = get(&format!("{}/ui/tending", server.url), Some(&session));
+    assert_eq!(tending.status, 200, "{}", tending.text);
+    assert!(tending.text.contains("The glaze shelf is the top one."));
+    assert!(tending.text.contains("A &lt;script&gt;captured"));
+    assert!(tending.text.contains(&format!("/ui/dreams/{dream_id}")));
+    let csrf = tending.csrf();
+    let items = brain.json(&["inbox", "list"], 0);
+    let items: Vec<i64> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(items.len(), 2);
+    let accepted = post(
+        &format!("{}/ui/inbox/{}/accept", server.url, items[0]),
+        Some(&session),
+        &[("csrf", &csrf), ("type", "fact")],
+        None,
+    );
+    assert_eq!(accepted.status, 303, "{}", accepted.text);
+    let dismissed = post(
+        &format!("{}/ui/inbox/{}/dismiss", server.url, items[1]),
+        Some(&session),
+        &[("csrf", &csrf)],
+        None,
+    );
+    assert_eq!(dismissed.status, 303, "{}", dismissed.text);
+    assert_eq!(brain.json(&["inbox", "list"], 0), serde_json::json!([]));
+    assert_eq!(
+        brain.recall_ids(&["glaze shelf"]).len(),
+        1,
+        "the accepted item is a record"
+    );
+    // The dream's merge, as a word diff of the two records.
+    let page = get(
+        &format!("{}/ui/dreams/{dream_id}", server.url),
+        Some(&session),
+    );
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("merge (1)"), "{}", page.text);
+    let (kept, gone) = if page
+        .text
+        .contains(&format!("Keep <a href=\"/ui/records/{first}\">"))
+    {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert!(
+        page.text.contains("<del>") && page.text.contains("<ins>"),
+        "{}",
+        page.text
+    );
+    // Without the CSRF token nothing is applied.
+    let refused = post(
+        &format!("{}/ui/dreams/{dream_id}/accept", server.url),
+        Some(&session),
+        &[],
+        None,
+    );
+    assert_eq!(refused.status, 403);
+    assert_eq!(
+        brain.json(&["show", &gone.to_string()], 0)["status"],
+        "active"
+    );
+    let accept = post(
+        &format!("{}/ui/dreams/{dream_id}/accept", server.url),
+        Some(&session),
+        &[("csrf", &csrf), ("only", "merge")],
+        None,
+    );
+    assert_eq!(accept.status, 303, "{}", accept.text);
+    assert_eq!(
+        brain.json(&["show", &gone.to_string()], 0)["merged_into"],
+        kept
+    );
+    let after = get(
+        &format!("{}/ui/dreams/{dream_id}", server.url),
+        Some(&session),
+    );
+    assert!(after.text.contains("applied"), "{}", after.text);
+    assert!(
+        !after.text.contains("/accept\""),
+        "a decided set has no controls"
+    );
+}

@@ -33,9 +33,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-mod agent;
-mod graph;
-mod lifecycle;
+pub(crate) mod agent;
+pub(crate) mod graph;
+pub(crate) mod lifecycle;
 
 /// One route of the API, with what `/openapi.json` says about it. Built with [`Endpoint::new`]
 /// and the methods after it.
@@ -346,7 +346,7 @@ fn record_id(text: &str) -> Result<i64, Problem> {
         })
 }
 
-fn whole_brain(caller: &Caller, what: &str) -> Result<(), Problem> {
+pub(crate) fn whole_brain(caller: &Caller, what: &str) -> Result<(), Problem> {
     if caller.every_project() {
         return Ok(());
     }

@@ -114,8 +114,9 @@ pub fn see_other(to: &str) -> Response {
 }
 
 /// The pages of the navigation bar: (path, label).
-const NAV: [(&str, &str); 3] = [
+const NAV: [(&str, &str); 4] = [
     ("/", "Search"),
+    ("/ui/tending", "Tending"),
     ("/ui/timeline", "Timeline"),
     ("/ui/health", "Health"),
 ];

@@ -5,7 +5,8 @@
 //!   server-side session map, CSRF;
 //! - `layout.rs`: the page shell, the security headers (CSP, nosniff, no referrer), assets;
 //! - one file per page: `search.rs` (`/`), `record.rs` (`/ui/records/{id}` and its actions),
-//!   `timeline.rs`, `health.rs` (with `chart.rs`, SVG drawn on the server).
+//!   `timeline.rs`, `health.rs` (with `chart.rs`, SVG drawn on the server), `tending.rs`
+//!   (inbox, review queue, dream proposal sets).
 //!
 //! Every page is read with a plain GET (JavaScript off works for reading); htmx only swaps the
 //! results in as you type. Every POST carries the session's CSRF token and is refused without
@@ -18,6 +19,7 @@ pub mod layout;
 mod record;
 mod search;
 pub mod session;
+mod tending;
 mod timeline;
 
 use crate::App;
@@ -44,6 +46,10 @@ pub fn routes() -> Router<App> {
         .route("/ui/records/{id}/{action}", post(record::action))
         .route("/ui/timeline", get(timeline::handler))
         .route("/ui/health", get(health::handler))
+        .route("/ui/tending", get(tending::handler))
+        .route("/ui/inbox/{id}/{action}", post(tending::inbox_action))
+        .route("/ui/dreams/{id}", get(tending::dream))
+        .route("/ui/dreams/{id}/{action}", post(tending::dream_action))
         .layer(axum::middleware::map_response(secure_headers))
 }
 
