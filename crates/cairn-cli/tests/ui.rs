@@ -702,3 +702,135 @@ fn tending_accepts_inbox_items_and_a_dream_merge_shown_as_a_diff() {
         "a decided set has no controls"
     );
 }
+
+#[test]
+fn the_graph_page_draws_the_neighbourhood_and_tasks_show_a_measures_trend() {
+    let brain = Brain::new();
+    let decision = remember(
+        &brain,
+        &[
+            "--type",
+            "decision",
+            "--title",
+            "Queue before deploy",
+            "--body",
+            "drain the queue before a deploy",
+        ],
+    );
+    let gotcha = remember(
+        &brain,
+        &[
+            "--type",
+            "gotcha",
+            "--title",
+            "Queue drains slowly",
+            "--body",
+            "the queue takes ten minutes to drain",
+        ],
+    );
+    let third = remember(
+        &brain,
+        &[
+            "--type",
+            "fact",
+            "--title",
+            "Deploy <window>",
+            "--body",
+            "deploys happen at noon",
+        ],
+    );
+    brain.json(
+        &[
+            "relate",
+            &format!("#{gotcha}"),
+            "affects",
+            &format!("#{decision}"),
+        ],
+        0,
+    );
+    brain.json(
+        &[
+            "relate",
+            &format!("#{third}"),
+            "requires",
+            &format!("#{gotcha}"),
+        ],
+        0,
+    );
+    brain.json(
+        &[
+            "task",
+            "add",
+            "Rotate the staging keys",
+            "--due",
+            "2020-01-01",
+        ],
+        0,
+    );
+    for value in ["10", "12", "15"] {
+        brain.json(&["measure", "record", "p95_ms", value, "--unit", "ms"], 0);
+    }
+    let server = start_ui(&brain);
+    let session = owner_session(&server);
+    let graph = get(
+        &format!("{}/ui/graph?node=%23{decision}&depth=2", server.url),
+        Some(&session),
+    );
+    assert_eq!(graph.status, 200, "{}", graph.text);
+    assert_secure_headers(&graph);
+    assert!(
+        graph.text.contains("<svg class=\"graph\""),
+        "{}",
+        graph.text
+    );
+    // The origin and both neighbours (one and two hops away) are drawn, each a link that
+    // walks on from it.
+    assert_eq!(graph.text.matches("<circle").count(), 3, "{}", graph.text);
+    for id in [decision, gotcha, third] {
+        assert!(
+            graph.text.contains(&format!("/ui/graph?node=%23{id}")),
+            "#{id} links on: {}",
+            graph.text
+        );
+    }
+    assert!(graph.text.contains(">affects<") && graph.text.contains(">requires<"));
+    assert!(
+        graph.text.contains("Deploy &lt;window&gt;"),
+        "escaped in the SVG too"
+    );
+    let outward = get(
+        &format!("{}/ui/graph?node=%23{decision}&direction=out", server.url),
+        Some(&session),
+    );
+    assert_eq!(
+        outward.text.matches("<circle").count(),
+        1,
+        "nothing leaves the decision"
+    );
+    let bad = get(
+        &format!(
+            "{}/ui/graph?node=%23{decision}&direction=sideways",
+            server.url
+        ),
+        Some(&session),
+    );
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    let landing = get(&format!("{}/ui/graph", server.url), Some(&session));
+    assert_eq!(landing.status, 200, "{}", landing.text);
+    assert!(landing.text.contains("Clusters"));
+    let tasks = get(&format!("{}/ui/tasks", server.url), Some(&session));
+    assert_eq!(tasks.status, 200, "{}", tasks.text);
+    assert!(tasks.text.contains("Rotate the staging keys"));
+    assert!(
+        tasks.text.contains("<strong>due 2020-01-01"),
+        "{}",
+        tasks.text
+    );
+    assert!(tasks.text.contains("p95_ms"));
+    assert!(tasks.text.contains("last 15 ms"), "{}", tasks.text);
+    assert_eq!(
+        tasks.text.matches("<rect").count(),
+        3,
+        "one bar per reading"
+    );
+}

@@ -114,9 +114,11 @@ pub fn see_other(to: &str) -> Response {
 }
 
 /// The pages of the navigation bar: (path, label).
-const NAV: [(&str, &str); 4] = [
+const NAV: [(&str, &str); 6] = [
     ("/", "Search"),
     ("/ui/tending", "Tending"),
+    ("/ui/graph", "Graph"),
+    ("/ui/tasks", "Tasks"),
     ("/ui/timeline", "Timeline"),
     ("/ui/health", "Health"),
 ];

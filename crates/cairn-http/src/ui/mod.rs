@@ -6,7 +6,8 @@
 //! - `layout.rs`: the page shell, the security headers (CSP, nosniff, no referrer), assets;
 //! - one file per page: `search.rs` (`/`), `record.rs` (`/ui/records/{id}` and its actions),
 //!   `timeline.rs`, `health.rs` (with `chart.rs`, SVG drawn on the server), `tending.rs`
-//!   (inbox, review queue, dream proposal sets).
+//!   (inbox, review queue, dream proposal sets), `graph.rs` (neighbourhoods as SVG), `tasks.rs`
+//!   (tasks, measures' trend charts).
 //!
 //! Every page is read with a plain GET (JavaScript off works for reading); htmx only swaps the
 //! results in as you type. Every POST carries the session's CSRF token and is refused without
@@ -14,11 +15,13 @@
 //! by the same role check as the API's.
 
 mod chart;
+mod graph;
 mod health;
 pub mod layout;
 mod record;
 mod search;
 pub mod session;
+mod tasks;
 mod tending;
 mod timeline;
 
@@ -47,6 +50,8 @@ pub fn routes() -> Router<App> {
         .route("/ui/timeline", get(timeline::handler))
         .route("/ui/health", get(health::handler))
         .route("/ui/tending", get(tending::handler))
+        .route("/ui/graph", get(graph::handler))
+        .route("/ui/tasks", get(tasks::handler))
         .route("/ui/inbox/{id}/{action}", post(tending::inbox_action))
         .route("/ui/dreams/{id}", get(tending::dream))
         .route("/ui/dreams/{id}/{action}", post(tending::dream_action))
