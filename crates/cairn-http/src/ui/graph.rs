@@ -207,7 +207,15 @@ fn neighbourhood(answer: &NeighborsAnswer, form: &Form) -> Markup {
         .max(1);
     let half = RING * f64::from(max_hop) + 110.0;
     let at = |node: &NodeView| positions.get(&key(node)).map_or((0.0, 0.0), |p| (p.0, p.1));
-    let mut drawn: Vec<(bool, i64)> = vec![key(&answer.origin)];
+    // Each node once (a node reached along two paths is listed twice).
+    let mut seen = vec![key(&answer.origin)];
+    let mut nodes: Vec<&NodeView> = Vec::new();
+    for neighbour in &answer.neighbors {
+        if !seen.contains(&key(&neighbour.node)) {
+            seen.push(key(&neighbour.node));
+            nodes.push(&neighbour.node);
+        }
+    }
     html! {
         p {
             "From " strong { (answer.origin.describe()) } ": " (answer.reached) " reached, direction "
@@ -241,11 +249,8 @@ fn neighbourhood(answer: &NeighborsAnswer, form: &Form) -> Markup {
             }
             g.nodes {
                 (node_markup(&answer.origin, (0.0, 0.0), true, form))
-                @for neighbour in &answer.neighbors {
-                    @if !drawn.contains(&key(&neighbour.node)) {
-                        @let _ = drawn.push(key(&neighbour.node));
-                        (node_markup(&neighbour.node, at(&neighbour.node), false, form))
-                    }
+                @for node in &nodes {
+                    (node_markup(node, at(node), false, form))
                 }
             }
         }
