@@ -51,11 +51,75 @@ fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
         Some("The build cache is per branch"),
         "CI keeps one cache per branch; a new branch starts cold.",
     );
-    brain.remember(
+    let nodes = brain.remember(
         "fact",
         Some("Staging runs on two nodes"),
         "The staging cluster has two nodes behind one load balancer.",
+    )["id"]
+        .as_i64()
+        .unwrap();
+    // Two near-duplicates the dream proposes to merge.
+    let queue =
+        "releases go out through the canary pool and get promoted after the smoke tests pass";
+    let twin_a = brain.json(
+        &[
+            "remember",
+            "--type",
+            "note",
+            "--body",
+            &format!("{queue} on fridays, see src/release.rs"),
+        ],
+        0,
+    )["id"]
+        .as_i64()
+        .unwrap();
+    let twin_b = brain.json(
+        &[
+            "remember",
+            "--type",
+            "note",
+            "--body",
+            &format!("{queue} on mondays, see src/release.rs"),
+            "--allow-duplicate",
+        ],
+        0,
+    )["id"]
+        .as_i64()
+        .unwrap();
+    let dream = brain.json(&["dream", "--no-llm"], 0);
+    let dream_id = dream["dream"]["id"].as_str().unwrap().to_string();
+    // A neighbourhood: the decision requires the fact, which affects a note.
+    brain.json(
+        &[
+            "relate",
+            &format!("#{id}"),
+            "requires",
+            &format!("#{nodes}"),
+        ],
+        0,
     );
+    brain.json(
+        &[
+            "relate",
+            &format!("#{nodes}"),
+            "affects",
+            &format!("#{twin_a}"),
+        ],
+        0,
+    );
+    brain.json(
+        &[
+            "task",
+            "add",
+            "Rotate the staging keys",
+            "--due",
+            "2020-01-01",
+        ],
+        0,
+    );
+    for value in ["180", "150", "165", "120"] {
+        brain.json(&["measure", "record", "deploy_minutes", value], 0);
+    }
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("cairn"))
         .args(["ui", "--no-open"])
         .current_dir(brain.dir.path())
@@ -83,7 +147,8 @@ fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
         .env("URL", &url)
         .env("RECORD", id.to_string())
         .env("QUERY", "staging deployments")
-        .env("TITLE", "Deployments go through the staging cluster");
+        .env("TITLE", "Deployments go through the staging cluster")
+        .env("DREAM", &dream_id);
     if let Ok(dir) = std::env::var("CAIRN_UI_SCREENSHOTS") {
         std::fs::create_dir_all(&dir).unwrap();
         story.env("SCREENSHOTS", dir);
@@ -98,12 +163,20 @@ fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("browser stories: ok"), "{stdout}");
-    for story in ["search", "record", "timeline", "health"] {
+    for story in [
+        "search", "record", "tending", "graph", "tasks", "timeline", "health",
+    ] {
         assert!(
             stdout.contains(&format!("story {story}: ok")),
             "{story}: {stdout}"
         );
     }
+    // The merge accepted in the browser is applied: one of the twins is merged into the other.
+    let merged = [twin_a, twin_b]
+        .iter()
+        .filter(|id| !brain.json(&["show", &id.to_string()], 0)["merged_into"].is_null())
+        .count();
+    assert_eq!(merged, 1, "the dream's merge was applied");
     // The edit made in the browser went through the engine.
     let shown = brain.json(&["show", &id.to_string()], 0);
     assert!(

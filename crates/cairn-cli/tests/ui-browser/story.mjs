@@ -5,7 +5,8 @@
 // of every page is saved there (docs/ui/ in the repository).
 //
 // Environment: LINK (the one-time sign-in link), URL (the server), RECORD (a seeded record's
-// id), QUERY (words that find it), TITLE (its title), SCREENSHOTS (optional directory).
+// id), QUERY (words that find it), TITLE (its title), DREAM (a proposal set with a merge),
+// SCREENSHOTS (optional directory).
 
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
@@ -77,6 +78,56 @@ const stories = {
     check(diff.join(" ").includes("browser."), `the edit is in the history's diff: ${diff}`);
     const history = await page.locator("ol.history").innerText();
     check(/update/.test(history), `the history lists the update: ${history}`);
+  },
+  async tending(page) {
+    await page.goto(`${url}/ui/tending`);
+    await axe(page, "tending");
+    await shot(page, "tending");
+    await page.locator(`a[href="/ui/dreams/${env("DREAM")}"]`).click();
+    await page.waitForURL(new RegExp(`/ui/dreams/${env("DREAM")}$`));
+    const merge = page.locator("section[aria-label=merge] .diff");
+    check(await merge.count() === 1, "the merge is shown as a diff");
+    check(await merge.locator("ins, del").count() > 0, "the diff marks what differs");
+    await axe(page, "dream");
+    await shot(page, "dream");
+    await page.locator("form[action$='/accept'] input[value=merge]").check();
+    await page.locator("form[action$='/accept'] button[type=submit]").click();
+    await page.waitForURL(new RegExp(`/ui/dreams/${env("DREAM")}$`));
+    const outcome = await page.locator("section[aria-label=merge]").innerText();
+    check(/applied/.test(outcome), `the merge is applied: ${outcome}`);
+  },
+  async graph(page) {
+    await page.goto(`${url}/ui/graph?node=%23${env("RECORD")}&depth=2`);
+    const nodes = page.locator("svg.graph .node");
+    check(await nodes.count() >= 3, `the neighbourhood is drawn: ${await nodes.count()} nodes`);
+    const svg = page.locator("svg.graph");
+    const before = await svg.getAttribute("viewBox");
+    await page.locator("button[data-zoom=in]").click();
+    const zoomed = await svg.getAttribute("viewBox");
+    check(zoomed !== before, `zoom changes the view: ${before} -> ${zoomed}`);
+    const box = await svg.boundingBox();
+    await page.mouse.move(box.x + 10, box.y + 10);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 80, box.y + 60, { steps: 4 });
+    await page.mouse.up();
+    check(await svg.getAttribute("viewBox") !== zoomed, "dragging pans the view");
+    await page.locator("button[data-zoom=reset]").click();
+    await axe(page, "graph");
+    await shot(page, "graph");
+    // Clicking a node walks on from it.
+    const other = page.locator("svg.graph .node.record").first();
+    const href = await other.getAttribute("href");
+    await other.click();
+    await page.waitForURL((u) => u.href.endsWith(href));
+    check(await page.locator("svg.graph .node").count() >= 2, "the walk goes on from the clicked node");
+  },
+  async tasks(page) {
+    await page.goto(`${url}/ui/tasks`);
+    const text = await page.locator("main").innerText();
+    check(/Rotate the staging keys/.test(text), "the task is listed");
+    check(await page.locator(".chart rect").count() === 4, "one bar per reading");
+    await axe(page, "tasks");
+    await shot(page, "tasks");
   },
   async timeline(page) {
     await page.goto(`${url}/ui/timeline`);

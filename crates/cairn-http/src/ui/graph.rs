@@ -20,7 +20,7 @@ use maud::{Markup, html};
 use std::collections::HashMap;
 
 /// Radius of one hop's ring, in SVG units.
-const RING: f64 = 150.0;
+const RING: f64 = 110.0;
 
 pub(crate) async fn handler(
     State(app): State<App>,
@@ -205,7 +205,7 @@ fn neighbourhood(answer: &NeighborsAnswer, form: &Form) -> Markup {
         .max()
         .unwrap_or(0)
         .max(1);
-    let half = RING * f64::from(max_hop) + 110.0;
+    let half = RING * f64::from(max_hop) + 80.0;
     let at = |node: &NodeView| positions.get(&key(node)).map_or((0.0, 0.0), |p| (p.0, p.1));
     // Each node once (a node reached along two paths is listed twice).
     let mut seen = vec![key(&answer.origin)];
