@@ -540,7 +540,22 @@ fn timeline_and_health_show_the_log_the_doctor_and_the_degraded_state() {
         health.text
     );
     assert!(health.text.contains("cairn model install"));
-    assert!(health.text.contains("integrity"), "the doctor's checks");
+    assert!(
+        !health.text.contains("integrity"),
+        "the doctor runs when asked"
+    );
+    assert!(health.text.contains("/ui/health?doctor=1"));
+    let checked = get(
+        &format!("{}/ui/health?doctor=1", server.url),
+        Some(&session),
+    );
+    assert_eq!(checked.status, 200, "{}", checked.text);
+    assert!(checked.text.contains("integrity"), "the doctor's checks");
+    assert!(
+        checked.text.contains("Every check passes."),
+        "{}",
+        checked.text
+    );
     assert!(health.text.contains("<svg"), "the growth chart");
     assert!(
         health.text.contains("<dt>records</dt><dd>2</dd>"),
@@ -817,7 +832,17 @@ fn the_graph_page_draws_the_neighbourhood_and_tasks_show_a_measures_trend() {
     assert_eq!(bad.status, 400, "{}", bad.text);
     let landing = get(&format!("{}/ui/graph", server.url), Some(&session));
     assert_eq!(landing.status, 200, "{}", landing.text);
-    assert!(landing.text.contains("Clusters"));
+    assert!(landing.text.contains("Find the clusters"));
+    let clusters = get(
+        &format!("{}/ui/graph?clusters=1", server.url),
+        Some(&session),
+    );
+    assert_eq!(clusters.status, 200, "{}", clusters.text);
+    assert!(
+        clusters.text.contains("records went in"),
+        "{}",
+        clusters.text
+    );
     let tasks = get(&format!("{}/ui/tasks", server.url), Some(&session));
     assert_eq!(tasks.status, 200, "{}", tasks.text);
     assert!(tasks.text.contains("Rotate the staging keys"));

@@ -53,10 +53,16 @@ pub(crate) async fn handler(
                 neighbourhood(&answer, &form)
             }
             None => {
+                        // Clusters read every active record of the project: when asked.
+                let with_clusters = form.flag("clusters");
                 let (clusters, entities) =
                     on_engine(app, &signed.caller, "clusters", |engine| {
                         Ok((
-                            engine.clusters(&ClustersRequest::default())?,
+                            if with_clusters {
+                                Some(engine.clusters(&ClustersRequest::default())?)
+                            } else {
+                                None
+                            },
                             engine.entities(&EntitiesRequest {
                                 entity_type: None,
                                 limit: 50,
@@ -66,8 +72,13 @@ pub(crate) async fn handler(
                 html! {
                     section aria-labelledby="clusters-h" {
                         h2 #clusters-h { "Clusters" }
+                        @if clusters.is_none() {
+                            p { a href="/ui/graph?clusters=1#clusters-h" { "Find the clusters" } " (label propagation over every record of the project: seconds on a large brain)." }
+                        }
+                        @if let Some(clusters) = &clusters {
                         p.hint { (clusters.records) " records went in; " (clusters.found) " clusters of at least 4." }
-                        @for cluster in &clusters.clusters {
+                        }
+                        @for cluster in clusters.iter().flat_map(|c| c.clusters.iter()) {
                             h3 { "Cluster #" (cluster.id) " (" (cluster.size) ")" }
                             ul {
                                 @for member in &cluster.members {

@@ -1,15 +1,17 @@
-//! `/ui/health`: the brain's counts (`GET /v1/stats`), the doctor's verdicts (`GET /v1/doctor`),
-//! the embedding lag, the file's size, growth over time as a chart, and a banner when the
-//! model is missing (recall is then lexical-only) with the fix. Covers the whole brain, so
-//! like the API it needs a session of every project (a token made with `--all`, or `cairn ui`).
+//! `/ui/health`: the brain's counts (`GET /v1/stats`), the embedding state, the file's size,
+//! growth over time as a chart, and a banner when the model is missing (recall is then
+//! lexical-only) with the fix; with `?doctor=1` also the doctor's verdicts (`GET /v1/doctor`:
+//! an integrity check reads the whole file, seconds at 100,000 records, so it runs when asked).
+//! Covers the whole brain, so like the API it needs a session of every project (a token made
+//! with `--all`, or `cairn ui`).
 
 use super::chart;
 use super::layout::page;
-use super::read_page;
+use super::{Form, read_page};
 use crate::App;
 use crate::api::on_engine;
 use crate::problem::Problem;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use cairn_engine::EngineError;
@@ -19,8 +21,13 @@ use std::collections::BTreeMap;
 /// The events read for the growth chart (the newest ones).
 const GROWTH_EVENTS: usize = 20_000;
 
-pub(crate) async fn handler(State(app): State<App>, headers: HeaderMap) -> Response {
+pub(crate) async fn handler(
+    State(app): State<App>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
     read_page(app, headers, move |app, signed| {
+        let with_doctor = Form::query(query.as_deref()).flag("doctor");
         if !signed.caller.every_project() {
             return Err(Problem::from_engine(&EngineError::Forbidden {
                 role: signed.caller.grant.role.as_str(),
@@ -31,7 +38,11 @@ pub(crate) async fn handler(State(app): State<App>, headers: HeaderMap) -> Respo
         let (stats, doctor, events) = on_engine(app, &signed.caller, "stats", |engine| {
             Ok((
                 engine.stats()?,
-                engine.doctor(false)?,
+                if with_doctor {
+                    Some(engine.doctor(false)?)
+                } else {
+                    None
+                },
                 engine.activity(GROWTH_EVENTS, false)?,
             ))
         })?;
@@ -50,7 +61,9 @@ pub(crate) async fn handler(State(app): State<App>, headers: HeaderMap) -> Respo
             })
             .collect();
         let model = app.service.embedder_state();
-        let semantic = doctor.checks.iter().find(|c| c.name == "semantic index");
+        let semantic = doctor
+            .as_ref()
+            .and_then(|d| d.checks.iter().find(|c| c.name == "semantic index"));
         let content = html! {
             h1 { "Health" }
             @if model == Some(false) {
@@ -88,7 +101,7 @@ pub(crate) async fn handler(State(app): State<App>, headers: HeaderMap) -> Respo
                 h2 #lag-h { "Embedding" }
                 p {
                     "Model: " (match model { None => "loading", Some(true) => "ready", Some(false) => "none" }) ". "
-                    @if let Some(check) = semantic { (check.detail) }
+                    @if let Some(check) = semantic { (check.detail) } @else { "The doctor's checks below count the records still waiting for a vector." }
                 }
             }
             section aria-labelledby="growth-h" {
@@ -97,14 +110,23 @@ pub(crate) async fn handler(State(app): State<App>, headers: HeaderMap) -> Respo
             }
             section aria-labelledby="doctor-h" {
                 h2 #doctor-h { "Doctor" }
-                p { @if doctor.ok { "Every check passes." } @else { strong { "Something needs repair." } } }
-                ul.checks {
-                    @for check in &doctor.checks {
-                        li class=(if !check.ok { "check bad" } else if check.warning { "check warn" } else { "check" }) {
-                            strong { (if !check.ok { "✗ " } else if check.warning { "! " } else { "✓ " }) (check.name) }
-                            ": " (check.detail)
+                @match &doctor {
+                    None => p {
+                        a href="/ui/health?doctor=1#doctor-h" { "Run the doctor's checks" }
+                        " (they read the whole file: a few seconds on a large brain)."
+                    },
+                    Some(doctor) => {
+                        p { @if doctor.ok { "Every check passes." } @else { strong { "Something needs repair." } " " code { "cairn doctor --repair" } " repairs what it can." } }
+                        ul.checks {
+                            @for check in &doctor.checks {
+                                li class=(if !check.ok { "check bad" } else if check.warning { "check warn" } else { "check" }) {
+                                    strong { (if !check.ok { "✗ " } else if check.warning { "! " } else { "✓ " }) (check.name) }
+                                    ": " (check.detail)
+                                    @if let Some(fix) = &check.fix { " — " code { (fix) } }
+                                }
+                            }
                         }
-                    }
+                    },
                 }
             }
         };
