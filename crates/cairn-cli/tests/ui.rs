@@ -146,17 +146,48 @@ fn get(url: &str, session: Option<&str>) -> Answer {
 }
 
 fn post(url: &str, session: Option<&str>, form: &[(&str, &str)], origin: Option<&str>) -> Answer {
+    let cookie = session.map(|session| format!("cairn_session={session}"));
+    post_with_cookie(url, cookie.as_deref(), form, origin)
+}
+
+fn post_with_cookie(
+    url: &str,
+    cookie: Option<&str>,
+    form: &[(&str, &str)],
+    origin: Option<&str>,
+) -> Answer {
     let mut request = agent()
         .post(url)
         .header("Content-Type", "application/x-www-form-urlencoded");
-    if let Some(session) = session {
-        request = request.header("Cookie", format!("cairn_session={session}"));
+    if let Some(cookie) = cookie {
+        request = request.header("Cookie", cookie);
     }
     if let Some(origin) = origin {
         request = request.header("Origin", origin);
     }
     let body: String = form_urlencoded(form);
     answer(request.send(body))
+}
+
+/// Signs in at `/ui/login` as a browser does: the form's page first (its nonce, in a field
+/// and a cookie), then the POST with both.
+fn token_login(server: &Server, token: &str, origin: Option<&str>) -> Answer {
+    let login = format!("{}/ui/login", server.url);
+    let page = get(&login, None);
+    assert_eq!(page.status, 200, "{}", page.text);
+    let cookie = page.header("set-cookie");
+    let nonce = cookie
+        .strip_prefix("cairn_login=")
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("no login cookie: {cookie:?}"))
+        .to_string();
+    assert!(page.text.contains(&format!("value=\"{nonce}\"")));
+    post_with_cookie(
+        &login,
+        Some(&format!("cairn_login={nonce}")),
+        &[("token", token), ("nonce", &nonce)],
+        origin,
+    )
 }
 
 fn form_urlencoded(pairs: &[(&str, &str)]) -> String {
@@ -216,7 +247,7 @@ fn the_login_link_works_once_and_the_cookie_is_http_only_strict_and_path_root() 
     // The link is spent: a second browser gets the sign-in form with a 401, and no cookie.
     let second = get(&server.link, None);
     assert_eq!(second.status, 401);
-    assert!(second.header("set-cookie").is_empty());
+    assert!(!second.header("set-cookie").contains("cairn_session"));
     assert!(second.text.contains("used already or has expired"));
     // A made-up code is the same.
     let guessed = get(
@@ -380,22 +411,24 @@ fn a_read_token_sees_no_write_controls_and_its_writes_are_refused_by_the_server(
     let form_page = get(&login, None);
     assert_eq!(form_page.status, 200);
     assert_secure_headers(&form_page);
-    let refused = post(
-        &login,
-        None,
-        &[("token", &format!("cairn_{}", "0".repeat(64)))],
-        None,
-    );
+    let wrong = format!("cairn_{}", "0".repeat(64));
+    let refused = token_login(&server, &wrong, None);
     assert_eq!(refused.status, 401, "{}", refused.text);
-    assert!(refused.header("set-cookie").is_empty());
-    let foreign = post(
-        &login,
-        None,
-        &[("token", &reader)],
-        Some("http://evil.example"),
-    );
+    assert!(!refused.header("set-cookie").contains("cairn_session"));
+    let foreign = token_login(&server, &reader, Some("http://evil.example"));
     assert_eq!(foreign.status, 403);
-    let signed = post(&login, None, &[("token", &reader)], None);
+    // A form another site made (no nonce, or one this browser never got) signs nobody in.
+    let forged = post(&login, None, &[("token", &reader)], None);
+    assert_eq!(forged.status, 403, "{}", forged.text);
+    let mismatched = post_with_cookie(
+        &login,
+        Some(&format!("cairn_login={}", "1".repeat(64))),
+        &[("token", &reader), ("nonce", &"2".repeat(64))],
+        None,
+    );
+    assert_eq!(mismatched.status, 403);
+    assert!(!mismatched.header("set-cookie").contains("cairn_session"));
+    let signed = token_login(&server, &reader, None);
     assert_eq!(signed.status, 303, "{}", signed.text);
     let session = signed.session();
     let page = get(&format!("{}/ui/records/{id}", server.url), Some(&session));
@@ -480,13 +513,7 @@ fn a_project_token_sees_only_its_project_in_the_ui() {
         .unwrap()
         .to_string();
     let server = start_serve(&brain);
-    let signed = post(
-        &format!("{}/ui/login", server.url),
-        None,
-        &[("token", &token)],
-        None,
-    );
-    let session = signed.session();
+    let session = token_login(&server, &token, None).session();
     let own = get(&format!("{}/ui/records/{mine}", server.url), Some(&session));
     assert_eq!(own.status, 200);
     assert!(
@@ -584,13 +611,7 @@ fn health_needs_a_session_of_every_project_as_the_api_does() {
         .unwrap()
         .to_string();
     let server = start_serve(&brain);
-    let session = post(
-        &format!("{}/ui/login", server.url),
-        None,
-        &[("token", &token)],
-        None,
-    )
-    .session();
+    let session = token_login(&server, &token, None).session();
     let health = get(&format!("{}/ui/health", server.url), Some(&session));
     assert_eq!(health.status, 403, "{}", health.text);
     assert!(health.text.contains("every project"));

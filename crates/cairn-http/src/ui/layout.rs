@@ -132,8 +132,9 @@ pub fn page(title: &str, signed: Option<&Signed>, current: &str, content: Markup
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
-                // htmx: no inline indicator style (the CSP forbids it), no eval.
-                meta name="htmx-config" content=r#"{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false}"#;
+                // htmx: no inline indicator style (the CSP forbids it), no eval, and no copy of
+                // the pages in localStorage (back reloads from the server).
+                meta name="htmx-config" content=r#"{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"historyCacheSize":0,"refreshOnHistoryMiss":true}"#;
                 @if let Some(signed) = signed {
                     meta name="csrf-token" content=(signed.csrf);
                 }

@@ -183,13 +183,22 @@ async fn asset(Path(name): Path<String>) -> Response {
     response
 }
 
-fn login_form(message: Option<&str>, status: StatusCode) -> Response {
+/// The cookie and hidden field that tie a sign-in form to the browser that loaded it (a
+/// double submit: a `SameSite=Strict` cookie another site's form cannot send).
+const LOGIN_COOKIE: &str = "cairn_login";
+
+fn login_form(app: &App, message: Option<&str>, status: StatusCode) -> Response {
+    let nonce = match session::random_secret() {
+        Ok(nonce) => nonce,
+        Err(problem) => return problem_page(&problem, None),
+    };
     let content = html! {
         h1 { "Sign in" }
         @if let Some(message) = message {
             p.problem role="alert" { (message) }
         }
         form.stack method="post" action="/ui/login" {
+            input type="hidden" name="nonce" value=(nonce);
             label for="token" { "Token" }
             input #token type="password" name="token" autocomplete="off" required
                 placeholder="cairn_…" spellcheck="false";
@@ -202,18 +211,24 @@ fn login_form(message: Option<&str>, status: StatusCode) -> Response {
             ", or run " code { "cairn ui" } " on the machine of the brain for a one-time link."
         }
     };
-    html_response(status, page("Sign in", None, "", content))
+    let mut response = html_response(status, page("Sign in", None, "", content));
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        app.ui.named_cookie(LOGIN_COOKIE, &nonce, 600),
+    );
+    response
 }
 
 /// `GET /ui/login`: the form, or with `?code=` the one-time link of `cairn ui`.
 async fn login_page(State(app): State<App>, RawQuery(query): RawQuery) -> Response {
     let form = Form::query(query.as_deref());
     let Some(code) = form.get("code") else {
-        return login_form(None, StatusCode::OK);
+        return login_form(&app, None, StatusCode::OK);
     };
     match app.ui.redeem(code) {
         Some(identity) => signed_in(&app, identity),
         None => login_form(
+            &app,
             Some(
                 "This sign-in link was used already or has expired: a link signs one browser in, once. Run `cairn ui` again for a new one, or sign in with a token.",
             ),
@@ -245,8 +260,27 @@ async fn login(State(app): State<App>, headers: HeaderMap, body: Body) -> Respon
         Err(problem) => return problem_page(&problem, None),
     };
     let form = Form::parse(&bytes);
+    // The form must come from a page this browser loaded from here.
+    let nonce_ok = match (
+        session::cookie_value(&headers, LOGIN_COOKIE),
+        form.get("nonce"),
+    ) {
+        (Some(cookie), Some(field)) => {
+            session::constant_time_eq(cookie.as_bytes(), field.as_bytes())
+        }
+        _ => false,
+    };
+    if !nonce_ok {
+        return login_form(
+            &app,
+            Some(
+                "This sign-in form is stale or did not come from this page; nobody was signed in — try again.",
+            ),
+            StatusCode::FORBIDDEN,
+        );
+    }
     let Some(secret) = form.get("token").map(str::to_string) else {
-        return login_form(Some("Give a token."), StatusCode::BAD_REQUEST);
+        return login_form(&app, Some("Give a token."), StatusCode::BAD_REQUEST);
     };
     let project = form.get("project").map(str::to_string);
     let identity = Identity::Token {
@@ -261,16 +295,18 @@ async fn login(State(app): State<App>, headers: HeaderMap, body: Body) -> Respon
     match check {
         Ok(_) => signed_in(&app, identity),
         Err(problem) if problem.status == StatusCode::UNAUTHORIZED => login_form(
+            &app,
             Some("That token does not work here (wrong, revoked or expired)."),
             StatusCode::UNAUTHORIZED,
         ),
         Err(problem) if project.is_none() && problem.status == StatusCode::BAD_REQUEST => {
             login_form(
+                &app,
                 Some("This token is for every project: name the project to open."),
                 StatusCode::BAD_REQUEST,
             )
         }
-        Err(problem) => login_form(Some(&problem.detail), problem.status),
+        Err(problem) => login_form(&app, Some(&problem.detail), problem.status),
     }
 }
 

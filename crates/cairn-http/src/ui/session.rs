@@ -212,6 +212,15 @@ impl Ui {
         .expect("hex digits and ASCII flags")
     }
 
+    /// A `Set-Cookie` value for another short-lived cookie of the UI, with the same flags.
+    pub(crate) fn named_cookie(&self, name: &str, value: &str, seconds: u64) -> HeaderValue {
+        let secure = if self.inner.secure { "; Secure" } else { "" };
+        HeaderValue::from_str(&format!(
+            "{name}={value}; HttpOnly; SameSite=Strict; Path=/ui/login; Max-Age={seconds}{secure}"
+        ))
+        .expect("hex digits and ASCII flags")
+    }
+
     /// The `Set-Cookie` value that removes the session cookie.
     pub(crate) fn cleared_cookie(&self) -> HeaderValue {
         let secure = if self.inner.secure { "; Secure" } else { "" };
