@@ -880,3 +880,49 @@ fn the_graph_page_draws_the_neighbourhood_and_tasks_show_a_measures_trend() {
         "one bar per reading"
     );
 }
+
+#[test]
+fn a_record_page_gives_recalls_freshness_verdict_in_the_owners_checkout() {
+    let brain = Brain::new();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(brain.dir.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.org")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.org")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "first"]);
+    let id = remember(
+        &brain,
+        &[
+            "--type",
+            "fact",
+            "--title",
+            "port",
+            "--body",
+            "the api listens on 7777",
+        ],
+    );
+    // Stamped at a commit this tree does not have (a rebase, another clone).
+    brain.sql(&format!(
+        "UPDATE memories SET commit_rev = 'deadbeefdeadbeefdeadbeefdeadbeefdeadbeef' WHERE id = {id}"
+    ));
+    let server = start_ui(&brain);
+    let session = owner_session(&server);
+    let page = get(&format!("{}/ui/records/{id}", server.url), Some(&session));
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(
+        page.text
+            .contains("stored at deadbeef, which is not in this tree"),
+        "{}",
+        page.text
+    );
+}

@@ -12,11 +12,10 @@ pub fn bars(caption: &str, points: &[(String, f64)]) -> Markup {
     let max = points.iter().map(|(_, v)| *v).fold(0.0_f64, f64::max);
     let count = points.len().max(1) as f64;
     let slot = WIDTH / count;
-    let bar = (slot * 0.8).max(1.0);
+    let bar = (slot * 0.8).clamp(1.0, 48.0);
     html! {
         figure.chart {
-            svg viewBox=(format!("0 0 {WIDTH} {}", HEIGHT + AXIS)) role="img" aria-label=(caption)
-                preserveAspectRatio="none" {
+            svg viewBox=(format!("0 0 {WIDTH} {}", HEIGHT + AXIS)) role="img" aria-label=(caption) {
                 line.axis x1="0" y1=(HEIGHT) x2=(WIDTH) y2=(HEIGHT) {}
                 @for (index, (label, value)) in points.iter().enumerate() {
                     @let h = if max > 0.0 { value / max * (HEIGHT - 4.0) } else { 0.0 };

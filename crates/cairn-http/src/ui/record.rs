@@ -50,6 +50,8 @@ struct View {
     newer: Vec<Memory>,
     merged_into: Option<i64>,
     surfaced_at: Option<String>,
+    /// Recall's verdict against the working tree (the local owner's checkout only).
+    freshness: Option<String>,
     neighbours: Option<NeighborsAnswer>,
     now: String,
 }
@@ -100,6 +102,7 @@ pub(crate) async fn handler(
                 conflicts: engine.conflicts_of(id)?,
                 merged_into: engine.merged_into(id)?,
                 surfaced_at: engine.surfaced_at(id)?,
+                freshness: engine.freshness_of(&memory),
                 now: cairn_core::time::format_ts(engine.now()),
                 memory,
                 older,
@@ -153,6 +156,7 @@ fn content(app: &App, signed: &Signed, view: &View, form: &Form) -> Markup {
                     }
                     @if let Some(expires) = &memory.expires_at { " Expires " (expires) "." }
                     @if let Some(commit) = &memory.commit { " Written at commit " code { (short(commit)) } "." }
+                    @if let Some(verdict) = &view.freshness { " " strong { (verdict) } }
                     @if let Some(at) = &view.surfaced_at { " Last handed to an agent " (at) "." }
                 }
             }
