@@ -14,6 +14,8 @@ if ! command -v sqlite3 >/dev/null 2>&1; then
         (apt-get update -qq && apt-get install -y -qq sqlite3) >/dev/null
     fi
 fi
+# Chromium, playwright-core and axe-core for the web UI's browser tests.
+bash scripts/install-browser.sh
 if [ -f scripts/install-model.sh ]; then
     bash scripts/install-model.sh
 fi

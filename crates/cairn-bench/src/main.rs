@@ -44,6 +44,9 @@ enum Command {
     /// `cairn serve` under load: wrk with 32 keep-alive clients, 90 % lexical recall and 10 %
     /// remember, at 100,000 memories: requests/s, p99, errors, server CPU.
     Serve(commands::serve::ServeArgs),
+    /// The web UI at 100,000 memories: every page's time (p95), a search keystroke's round
+    /// trip, and the first page's transfer with its assets.
+    Ui(commands::ui::UiArgs),
     /// The code map on a tree of real code (5,000 files): the first full map and its peak RSS,
     /// an up-to-date map, the map after one file changed, `hook session-start` with the code
     /// map section, and whether the same input gives a byte-identical map.
@@ -64,6 +67,7 @@ fn main() -> anyhow::Result<()> {
         Command::Wiki(args) => commands::wiki::run(args),
         Command::Agent(args) => commands::agent::run(args),
         Command::Serve(args) => commands::serve::run(args),
+        Command::Ui(args) => commands::ui::run(args),
         Command::Codemap(args) => commands::codemap::run(args),
         Command::Daemon(args) => commands::daemon::run(args),
     }

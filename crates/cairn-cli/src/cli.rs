@@ -44,6 +44,8 @@ pub enum Command {
     Mcp,
     /// HTTP JSON API over this brain (docs/service.md): loopback by default, bearer tokens.
     Serve(serve::ServeArgs),
+    /// The web UI on this brain: a loopback server and a one-time sign-in link (docs/ui.md).
+    Ui(serve::UiArgs),
     /// Access tokens of `cairn serve`.
     Token {
         #[command(subcommand)]
@@ -89,6 +91,7 @@ pub fn run(settings: &Settings, command: &Command, name: &str) -> Result<ExitCod
         Command::Hook(hook) => Ok(crate::hook::run_hook(settings, hook)),
         Command::Mcp => mcp::run(settings),
         Command::Serve(args) => serve::run_serve(settings, args),
+        Command::Ui(args) => serve::run_ui(settings, args),
         Command::Token { command } => serve::run_token(settings, command),
         Command::Install(install) => install::run(settings, install),
         Command::Semantic(command) => semantic::run(settings, command),

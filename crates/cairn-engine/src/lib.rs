@@ -303,6 +303,17 @@ impl Engine {
         }
     }
 
+    /// The freshness verdict recall shows for `memory` (the web UI's record page): `None` for a
+    /// record without a commit, of another project, or when git is the client's.
+    pub fn freshness_of(&self, memory: &cairn_core::memory::Memory) -> Option<String> {
+        let stamped_in = match memory.project.as_deref() {
+            None => git::StampedIn::Personal,
+            Some(project) if project == self.context.project => git::StampedIn::ThisProject,
+            Some(_) => return None,
+        };
+        self.freshness(memory.commit.as_deref()?, stamped_in)
+    }
+
     /// A freshness verdict; none when the repository is the client's, not ours.
     fn freshness(&self, commit: &str, stamped_in: git::StampedIn) -> Option<String> {
         match &self.git {

@@ -34,10 +34,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-mod agent;
-mod graph;
+pub(crate) mod agent;
+pub(crate) mod graph;
 mod hooks;
-mod lifecycle;
+pub(crate) mod lifecycle;
 
 /// One route of the API, with what `/openapi.json` says about it. Built with [`Endpoint::new`]
 /// and the methods after it.
@@ -326,7 +326,7 @@ pub(crate) fn item_not_found(what: &str, id: impl std::fmt::Display, listed_at: 
 
 /// The record `id`, or not-found when it is missing or the caller may not see it (the same
 /// answer for both).
-fn visible(engine: &Engine, caller: &Caller, id: i64) -> Result<Memory, EngineError> {
+pub(crate) fn visible(engine: &Engine, caller: &Caller, id: i64) -> Result<Memory, EngineError> {
     let memory = engine.get(id)?;
     if caller.sees(memory.project.as_deref()) {
         Ok(memory)
@@ -348,7 +348,7 @@ fn record_id(text: &str) -> Result<i64, Problem> {
         })
 }
 
-fn whole_brain(caller: &Caller, what: &str) -> Result<(), Problem> {
+pub(crate) fn whole_brain(caller: &Caller, what: &str) -> Result<(), Problem> {
     if caller.every_project() {
         return Ok(());
     }
@@ -506,7 +506,7 @@ pub struct RecallBody {
 }
 
 impl RecallBody {
-    fn request(self) -> Result<RecallRequest, EngineError> {
+    pub(crate) fn request(self) -> Result<RecallRequest, EngineError> {
         let mut request = RecallRequest::new(self.query);
         request.limit = self.limit.unwrap_or(10).clamp(1, 200);
         request.scope = self.scope;
@@ -578,7 +578,7 @@ pub struct UpdateBody {
 }
 
 impl UpdateBody {
-    fn request(self) -> Result<UpdateRequest, EngineError> {
+    pub(crate) fn request(self) -> Result<UpdateRequest, EngineError> {
         Ok(UpdateRequest {
             title: self.title,
             body: self.body,
@@ -862,17 +862,7 @@ async fn update(
         Op::write("update"),
         Input::Body(body),
         move |engine, caller, args: UpdateBody| {
-            let id = record_id(&id)?;
-            let request = args.request()?;
-            visible(engine, caller, id)?;
-            let updated = engine.update_with_warnings(id, &request)?;
-            Ok(UpdatedAnswer {
-                status: "updated",
-                id: updated.memory.id,
-                redacted: updated.redacted,
-                record: updated.memory,
-                warnings: updated.warnings,
-            })
+            update_record(engine, caller, record_id(&id)?, args)
         },
     )
     .await
@@ -890,16 +880,7 @@ async fn forget(
         Op::write("forget"),
         Input::Query(query),
         move |engine, caller, args: ForgetQuery| {
-            if args.hard {
-                require(caller, Role::Admin, "forget")?;
-            }
-            let id = record_id(&id)?;
-            visible(engine, caller, id)?;
-            let memory = engine.forget(id, args.hard)?;
-            Ok(ForgottenAnswer {
-                status: if args.hard { "deleted" } else { "archived" },
-                id: memory.id,
-            })
+            forget_record(engine, caller, record_id(&id)?, args.hard)
         },
     )
     .await
@@ -915,16 +896,7 @@ async fn restore(
         headers,
         Op::write("restore"),
         Input::Nothing,
-        move |engine, caller, _: NoQuery| {
-            let id = record_id(&id)?;
-            visible(engine, caller, id)?;
-            let memory = engine.restore(id)?;
-            Ok(RestoredAnswer {
-                status: "restored",
-                id: memory.id,
-                record_status: memory.status,
-            })
-        },
+        move |engine, caller, _: NoQuery| restore_record(engine, caller, record_id(&id)?),
     )
     .await
 }
@@ -941,14 +913,7 @@ async fn verify(
         Op::write("verify"),
         Input::Body(body),
         move |engine, caller, args: VerifyBody| {
-            let id = record_id(&id)?;
-            visible(engine, caller, id)?;
-            let memory = engine.verify(id, &args.source)?;
-            Ok(VerifiedAnswer {
-                status: "verified",
-                id: memory.id,
-                review_at: memory.review_at,
-            })
+            verify_record(engine, caller, record_id(&id)?, &args.source)
         },
     )
     .await
@@ -985,21 +950,7 @@ async fn supersede(
         Op::write("supersede"),
         Input::Body(body),
         move |engine, caller, args: SupersedeBody| {
-            let id = record_id(&id)?;
-            let old = visible(engine, caller, id)?;
-            let memory_type = match args.memory_type.as_deref() {
-                Some(given) => given.parse::<MemoryType>().map_err(EngineError::from)?,
-                None => old.memory_type,
-            };
-            // as `cairn remember --supersedes ID` with the old record's scope and filing
-            let mut request = RememberRequest::new(memory_type, args.body);
-            request.title = args.title.or(old.title.clone());
-            request.scope = Some(old.scope.clone());
-            request.personal = old.project.is_none();
-            request.source = args.source;
-            request.supersedes = Some(id);
-            request.fork_ok = args.fork_ok;
-            remembered(engine.remember(&request)?)
+            supersede_record(engine, caller, record_id(&id)?, args)
         },
     )
     .await
@@ -1167,6 +1118,99 @@ async fn import(
         ok(&report)
     })
     .await
+}
+
+// ---- the record changes, shared by the handlers above and the web UI ----------------------
+
+/// `cairn update` of record `id` (after the caller's write role was checked).
+pub(crate) fn update_record(
+    engine: &mut Engine,
+    caller: &Caller,
+    id: i64,
+    args: UpdateBody,
+) -> Result<UpdatedAnswer, Problem> {
+    let request = args.request()?;
+    visible(engine, caller, id)?;
+    let updated = engine.update_with_warnings(id, &request)?;
+    Ok(UpdatedAnswer {
+        status: "updated",
+        id: updated.memory.id,
+        redacted: updated.redacted,
+        record: updated.memory,
+        warnings: updated.warnings,
+    })
+}
+
+/// `cairn forget` of record `id`; `hard` needs the admin role.
+pub(crate) fn forget_record(
+    engine: &mut Engine,
+    caller: &Caller,
+    id: i64,
+    hard: bool,
+) -> Result<ForgottenAnswer, Problem> {
+    if hard {
+        require(caller, Role::Admin, "forget")?;
+    }
+    visible(engine, caller, id)?;
+    let memory = engine.forget(id, hard)?;
+    Ok(ForgottenAnswer {
+        status: if hard { "deleted" } else { "archived" },
+        id: memory.id,
+    })
+}
+
+/// `cairn restore` of record `id`.
+pub(crate) fn restore_record(
+    engine: &mut Engine,
+    caller: &Caller,
+    id: i64,
+) -> Result<RestoredAnswer, Problem> {
+    visible(engine, caller, id)?;
+    let memory = engine.restore(id)?;
+    Ok(RestoredAnswer {
+        status: "restored",
+        id: memory.id,
+        record_status: memory.status,
+    })
+}
+
+/// `cairn verify` of record `id` against `source`.
+pub(crate) fn verify_record(
+    engine: &mut Engine,
+    caller: &Caller,
+    id: i64,
+    source: &str,
+) -> Result<VerifiedAnswer, Problem> {
+    visible(engine, caller, id)?;
+    let memory = engine.verify(id, source)?;
+    Ok(VerifiedAnswer {
+        status: "verified",
+        id: memory.id,
+        review_at: memory.review_at,
+    })
+}
+
+/// `cairn remember --supersedes ID`: the new text of record `id`'s claim, in the old record's
+/// scope and filing.
+pub(crate) fn supersede_record(
+    engine: &mut Engine,
+    caller: &Caller,
+    id: i64,
+    args: SupersedeBody,
+) -> Result<RememberOutcome, Problem> {
+    let old = visible(engine, caller, id)?;
+    let memory_type = match args.memory_type.as_deref() {
+        Some(given) => given.parse::<MemoryType>().map_err(EngineError::from)?,
+        None => old.memory_type,
+    };
+    let mut request = RememberRequest::new(memory_type, args.body);
+    request.title = args.title.or(old.title.clone());
+    request.scope = Some(old.scope.clone());
+    request.personal = old.project.is_none();
+    request.source = args.source;
+    request.supersedes = Some(id);
+    request.fork_ok = args.fork_ok;
+    remembered(engine.remember(&request)?)
 }
 
 // ---- the list -----------------------------------------------------------------------------

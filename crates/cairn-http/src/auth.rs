@@ -109,16 +109,7 @@ pub fn authorize(
         return local_caller(headers);
     }
     let secret = bearer(headers).ok_or_else(Problem::unauthorized)?;
-    let anonymous = RequestContext::remote(String::new(), String::new(), SuppliedGit::default());
-    let grant = app
-        .service
-        .read(&anonymous, "authenticate", |engine| {
-            engine.authenticate(secret)
-        })
-        .map_err(|error| match error {
-            EngineError::Unauthorized => Problem::unauthorized(),
-            other => Problem::from_engine(&other),
-        })?;
+    let grant = grant_of(app, secret)?;
     if !grant.role.allows(needed) {
         return Err(Problem::from_engine(&EngineError::Forbidden {
             role: grant.role.as_str(),
@@ -126,7 +117,40 @@ pub fn authorize(
             needed: needed.as_str(),
         }));
     }
-    let named = header(headers, PROJECT_HEADER)?.filter(|p| !p.is_empty());
+    let named = header(headers, PROJECT_HEADER)?;
+    let commit = header(headers, COMMIT_HEADER)?;
+    caller_in(grant, named, commit)
+}
+
+/// The caller a token `secret` is, in project `named` (needed for a token of every project;
+/// another project than a project token's answers not-found), stamping writes with `commit`.
+/// Blocking (reads the brain). Used by the bearer check above and by the web UI's sessions.
+pub fn authorize_secret(
+    app: &App,
+    secret: &str,
+    named: Option<&str>,
+    commit: Option<&str>,
+) -> Result<Caller, Problem> {
+    caller_in(grant_of(app, secret)?, named, commit)
+}
+
+/// Who token `secret` is (missing, wrong, revoked and expired: the same 401).
+fn grant_of(app: &App, secret: &str) -> Result<Grant, Problem> {
+    let anonymous = RequestContext::remote(String::new(), String::new(), SuppliedGit::default());
+    // On a reader engine: token checks never wait behind a write.
+    app.service
+        .read(&anonymous, "authenticate", |engine| {
+            engine.authenticate(secret)
+        })
+        .map_err(|error| match error {
+            EngineError::Unauthorized => Problem::unauthorized(),
+            other => Problem::from_engine(&other),
+        })
+}
+
+/// The request context of `grant` in project `named`, writes stamped with `commit`.
+fn caller_in(grant: Grant, named: Option<&str>, commit: Option<&str>) -> Result<Caller, Problem> {
+    let named = named.filter(|p| !p.is_empty());
     let project = match (&grant.project, named) {
         (Some(mine), None) => mine.clone(),
         (Some(mine), Some(named)) if named == mine => mine.clone(),
@@ -145,7 +169,7 @@ pub fn authorize(
             .with("field", serde_json::json!(PROJECT_HEADER)));
         }
     };
-    let head = match header(headers, COMMIT_HEADER)? {
+    let head = match commit {
         None | Some("") => None,
         Some(commit)
             if (7..=64).contains(&commit.len())

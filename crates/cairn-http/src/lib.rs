@@ -6,7 +6,8 @@
 //! (`body.rs`), and answered with the JSON shape of the CLI's `--json` or a problem document
 //! (`problem.rs`). `/openapi.json` is built from the same endpoint list as the router
 //! (`openapi.rs`). SIGTERM or SIGINT stops accepting, lets every request in flight finish
-//! (bounded by [`ServeOptions::grace`]), and returns.
+//! (bounded by [`ServeOptions::grace`]), and returns. The web UI (`ui/`) is served at `/` and
+//! under `/ui/` by the same router, on the same service.
 
 pub mod api;
 pub mod auth;
@@ -15,6 +16,7 @@ pub mod mcp;
 pub mod openapi;
 pub mod problem;
 pub mod tls;
+pub mod ui;
 
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -69,6 +71,8 @@ pub struct App {
     activity: Arc<idle::Activity>,
     openapi: Arc<String>,
     mcp: mcp::McpService,
+    /// The web UI's sessions and one-time login codes.
+    pub ui: ui::Ui,
 }
 
 /// Where to listen.
@@ -98,16 +102,18 @@ pub struct ServeOptions {
     pub watch: Option<PathBuf>,
 }
 
-/// The router: `/healthz`, `/openapi.json`, the `/v1` endpoints and `/mcp`. `loopback`: the
-/// server listens on a loopback address or a Unix socket (MCP's `Host` check then admits
-/// loopback names only; elsewhere the token is the protection and a proxy's name is the host).
-pub fn router(service: Service, limits: Limits, loopback: bool) -> Router {
+/// The router: `/healthz`, `/openapi.json`, the `/v1` endpoints, `/mcp` and the web UI (`/`,
+/// `/ui/…`, with the sessions of `ui`). `loopback`: the server listens on a loopback address or
+/// a Unix socket (MCP's `Host` check then admits loopback names only; elsewhere the token is
+/// the protection and a proxy's name is the host).
+pub fn router(service: Service, limits: Limits, loopback: bool, ui: ui::Ui) -> Router {
     router_for(
         service,
         limits,
         loopback,
         false,
         Arc::new(idle::Activity::new()),
+        ui,
     )
 }
 
@@ -119,6 +125,7 @@ fn router_for(
     loopback: bool,
     local: bool,
     activity: Arc<idle::Activity>,
+    ui: ui::Ui,
 ) -> Router {
     let endpoints = api::endpoints();
     let openapi = Arc::new(openapi::document(&endpoints).to_string());
@@ -129,6 +136,7 @@ fn router_for(
         local,
         activity,
         openapi,
+        ui,
     };
     let mut router: Router<App> = Router::new()
         .route("/healthz", axum::routing::get(healthz))
@@ -138,6 +146,7 @@ fn router_for(
         router = router.route(endpoint.path, endpoint.route);
     }
     router
+        .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(app)
@@ -200,6 +209,18 @@ pub fn serve(
     options: ServeOptions,
     ready: impl FnOnce(&str),
 ) -> Result<(), String> {
+    let ui = ui::Ui::new(options.tls.is_some());
+    serve_with_ui(service, options, ui, ready)
+}
+
+/// [`serve`] with the web UI's state made by the caller (`cairn ui` makes its one-time login
+/// code in it before the server starts).
+pub fn serve_with_ui(
+    service: Service,
+    options: ServeOptions,
+    ui: ui::Ui,
+    ready: impl FnOnce(&str),
+) -> Result<(), String> {
     let acceptor = match (&options.tls, &options.listen) {
         (None, _) => None,
         (Some(files), Listen::Tcp(_)) => Some(files.acceptor()?),
@@ -229,6 +250,7 @@ pub fn serve(
         loopback,
         options.local,
         Arc::clone(&activity),
+        ui,
     );
     let result = runtime.block_on(run(router, activity, options, acceptor, ready));
     service.stop();

@@ -10,4 +10,5 @@ pub mod graph;
 pub mod lifecycle;
 pub mod semantic;
 pub mod serve;
+pub mod ui;
 pub mod wiki;

@@ -1,4 +1,5 @@
-//! `cairn serve` (the HTTP API over the service layer) and `cairn token` (its access tokens).
+//! `cairn serve` (the HTTP API and web UI over the service layer), `cairn ui` (the web UI on
+//! the local brain, signed in by a one-time link) and `cairn token` (access tokens).
 
 use crate::output::print_json;
 use crate::settings::Settings;
@@ -85,22 +86,27 @@ pub struct TokenCreateArgs {
     expires: Option<String>,
 }
 
-pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
-    // The local daemon: its socket and start lock first, so a second daemon for the same brain
-    // stops before it loads anything.
-    let daemon = if args.local {
-        let socket = crate::daemon::socket_path(&settings.db, true)
-            .map_err(|message| anyhow::anyhow!(message))?;
-        let lock = crate::daemon::take_lock(&socket).map_err(|message| anyhow::anyhow!(message))?;
-        let idle = crate::daemon::idle_secs().map_err(|message| anyhow::anyhow!(message))?;
-        Some((socket, lock, Duration::from_secs(idle)))
-    } else {
-        None
-    };
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Print the sign-in link only; do not open a browser.
+    #[arg(long)]
+    no_open: bool,
+    /// Port on 127.0.0.1 (default: a free one).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    port: u16,
+}
+
+/// The service over the brain, opened now (a brain that cannot be opened is said at start, not
+/// at the first request), with the model loading in the background.
+fn open_service(
+    settings: &Settings,
+    who: &'static str,
+    buffer_accesses: bool,
+) -> Result<cairn_service::Service> {
     let mut options = cairn_service::ServiceOptions::new(settings.db.clone());
     options.read_only = settings.read_only;
     options.now = cairn_engine::test_clock_from_env()?;
-    options.buffer_accesses = args.buffer_accesses;
+    options.buffer_accesses = buffer_accesses;
     if let Ok(value) = std::env::var("CAIRN_MCP_INDEX_SECS") {
         options.index_interval = crate::commands::mcp::index_interval(&value)?;
     }
@@ -115,7 +121,23 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     service
         .call(&local, "open", |engine| engine.stats().map(|_| ()))
         .with_context(|| format!("cannot serve {}", settings.db.display()))?;
-    service.start_embedder(crate::embedder::loader(settings), "cairn serve");
+    service.start_embedder(crate::embedder::loader(settings), who);
+    Ok(service)
+}
+
+pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
+    // The local daemon: its socket and start lock first, so a second daemon for the same brain
+    // stops before it loads anything.
+    let daemon = if args.local {
+        let socket = crate::daemon::socket_path(&settings.db, true)
+            .map_err(|message| anyhow::anyhow!(message))?;
+        let lock = crate::daemon::take_lock(&socket).map_err(|message| anyhow::anyhow!(message))?;
+        let idle = crate::daemon::idle_secs().map_err(|message| anyhow::anyhow!(message))?;
+        Some((socket, lock, Duration::from_secs(idle)))
+    } else {
+        None
+    };
+    let service = open_service(settings, "cairn serve", args.buffer_accesses)?;
     if args.max_body == 0 {
         bail!("--max-body 0 would refuse every body; give a size in bytes (default 1048576)");
     }
@@ -162,6 +184,89 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     eprintln!("cairn serve: stopped");
     drop(daemon);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn ui`: a loopback server on this brain whose one-time link signs one browser in as the
+/// local owner (admin, every project, this directory's project first).
+pub fn run_ui(settings: &Settings, args: &UiArgs) -> Result<ExitCode> {
+    let service = open_service(settings, "cairn ui", false)?;
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let context = settings.context("ui", &cwd);
+    let owner = cairn_http::ui::Identity::Owner {
+        grant: cairn_engine::tokens::Grant {
+            name: context.actor.clone(),
+            project: None,
+            role: Role::Admin,
+        },
+        request: cairn_service::RequestContext::local(&context),
+    };
+    let ui = cairn_http::ui::Ui::new(false);
+    let code = ui
+        .login_code(owner)
+        .map_err(|message| anyhow::anyhow!(message))?;
+    let options = cairn_http::ServeOptions {
+        listen: cairn_http::Listen::Tcp(std::net::SocketAddr::from(([127, 0, 0, 1], args.port))),
+        limits: cairn_http::Limits::default(),
+        grace: Duration::from_secs(30),
+        tls: None,
+        local: false,
+        idle_exit: None,
+        watch: None,
+    };
+    let no_open = args.no_open;
+    let db = settings.db.clone();
+    cairn_http::serve_with_ui(service, options, ui, |address| {
+        let link = format!("{address}/ui/login?code={code}");
+        // stdout: the link alone, for a person or a script to open.
+        outln!("{link}");
+        eprintln!(
+            "cairn ui: serving {} on {address}; the link signs one browser in, once, within 10 minutes; Ctrl-C stops",
+            db.display()
+        );
+        if !no_open {
+            open_browser(&link);
+        }
+    })
+    .map_err(|message| anyhow::anyhow!(message))?;
+    eprintln!("cairn ui: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens `link` with `$BROWSER`, else `xdg-open`; a failure is only a note (the link is printed).
+fn open_browser(link: &str) {
+    let browser = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty())
+        .unwrap_or_else(|| "xdg-open".to_string());
+    let mut words = browser.split_whitespace();
+    let Some(program) = words.next() else {
+        return;
+    };
+    let spawned = std::process::Command::new(program)
+        .args(words)
+        .arg(link)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        Ok(mut child) => {
+            // Reaped in the background: the browser may outlive this call.
+            let program = program.to_string();
+            std::thread::spawn(move || {
+                if let Ok(status) = child.wait()
+                    && !status.success()
+                {
+                    eprintln!(
+                        "cairn ui: note: {program} could not open the link ({status}); open it by hand"
+                    );
+                }
+            });
+        }
+        Err(error) => eprintln!(
+            "cairn ui: note: cannot start {program} ({error}); open the link above by hand"
+        ),
+    }
 }
 
 pub fn run_token(settings: &Settings, command: &TokenCommand) -> Result<ExitCode> {

@@ -146,9 +146,12 @@ pub fn route(command: &Command) -> Route<'_> {
         }
         Command::Mcp => server(super::mcp::forward),
         // The hooks decide for themselves (they fail open within their deadline).
-        Command::Install(_) | Command::Eval { .. } | Command::Serve(_) | Command::Hook(_) => {
-            Route::Here
-        }
+        // `cairn ui` serves the local brain whatever CAIRN_URL says.
+        Command::Install(_)
+        | Command::Eval { .. }
+        | Command::Serve(_)
+        | Command::Ui(_)
+        | Command::Hook(_) => Route::Here,
         Command::Semantic(SemanticCommand::Model {
             command: ModelCommand::Install { .. },
         }) => Route::Here,

@@ -171,7 +171,10 @@ async fn inbox(
 }
 
 /// The inbox item `id` when this token sees it (the engine lists only visible ones).
-fn visible_inbox_item(engine: &cairn_engine::Engine, id: i64) -> Result<InboxRow, Problem> {
+pub(crate) fn visible_inbox_item(
+    engine: &cairn_engine::Engine,
+    id: i64,
+) -> Result<InboxRow, Problem> {
     engine
         .inbox(true)?
         .into_iter()

@@ -70,7 +70,7 @@ fn env(name: &str) -> Option<String> {
 }
 
 /// 404 for a dream id this brain does not have (before the engine's own 400 wording).
-fn known_dream(engine: &Engine, id: &str) -> Result<(), Problem> {
+pub(crate) fn known_dream(engine: &Engine, id: &str) -> Result<(), Problem> {
     if engine.dream_list(0)?.iter().any(|dream| dream.id == id) {
         Ok(())
     } else {

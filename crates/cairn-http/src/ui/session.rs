@@ -1,0 +1,406 @@
+//! Who the browser is: sessions, one-time login codes, CSRF tokens.
+//!
+//! A session is a random 256-bit id (the cookie's value) naming an entry of a server-side map:
+//! who signed in, the CSRF secret, and when it expires. Nothing about the identity is in the
+//! cookie. A session signed in with a token keeps the token in that map (never sent back to the
+//! browser) and checks it again at every request, so `cairn token revoke` ends the session at
+//! once. A one-time login code (`cairn ui`) is another 256-bit secret, compared in constant
+//! time, removed on first use, and dead after [`CODE_LIFETIME`].
+
+use crate::App;
+use crate::auth::{self, Caller};
+use crate::problem::Problem;
+use axum::http::{HeaderMap, HeaderValue, header};
+use cairn_engine::tokens::Grant;
+use cairn_service::RequestContext;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The session cookie's name.
+pub const COOKIE: &str = "cairn_session";
+/// How long a session lasts after sign-in.
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(8 * 3600);
+/// How long a one-time login code works (once).
+pub const CODE_LIFETIME: Duration = Duration::from_secs(10 * 60);
+/// The header htmx sends the CSRF token in (read from the page's `<meta name="csrf-token">`).
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// The form field carrying the CSRF token.
+pub const CSRF_FIELD: &str = "csrf";
+
+/// Who a session (or a login code) signs in as.
+#[derive(Clone)]
+pub enum Identity {
+    /// A bearer token, checked again at every request (revocation ends the session). `project`
+    /// is the project chosen at sign-in (needed for a token of every project).
+    Token {
+        secret: String,
+        project: Option<String>,
+    },
+    /// The brain's local owner (`cairn ui`): a fixed grant and request context.
+    Owner {
+        grant: Grant,
+        request: RequestContext,
+    },
+}
+
+impl std::fmt::Debug for Identity {
+    // Never prints the secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::Token { project, .. } => f
+                .debug_struct("Token")
+                .field("project", project)
+                .finish_non_exhaustive(),
+            Identity::Owner { grant, .. } => {
+                f.debug_struct("Owner").field("name", &grant.name).finish()
+            }
+        }
+    }
+}
+
+struct Session {
+    identity: Identity,
+    csrf: String,
+    expires: Instant,
+}
+
+struct Code {
+    secret: String,
+    identity: Identity,
+    expires: Instant,
+}
+
+/// The UI's state, shared by every connection: the sessions and the login codes.
+#[derive(Clone)]
+pub struct Ui {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Ui {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ui")
+            .field("secure", &self.inner.secure)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    sessions: Mutex<HashMap<String, Session>>,
+    codes: Mutex<Vec<Code>>,
+    /// Served over TLS: the cookie is `Secure`.
+    secure: bool,
+}
+
+/// A signed-in request: who, and the session's CSRF token (for the page's forms).
+#[derive(Debug, Clone)]
+pub struct Signed {
+    pub caller: Caller,
+    pub csrf: String,
+    pub session: String,
+}
+
+impl Signed {
+    /// The role allows changes (and the brain is writable): write controls are shown.
+    pub fn may_write(&self, app: &App) -> bool {
+        self.caller
+            .grant
+            .role
+            .allows(cairn_engine::tokens::Role::Write)
+            && !app.service.read_only()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// 256 random bits from the operating system, as 64 hex digits.
+pub fn random_secret() -> Result<String, Problem> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|error| {
+        Problem::from_kind(
+            cairn_engine::ErrorKind::Other,
+            format!("the operating system gave no random bytes ({error}); nobody was signed in"),
+        )
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl Ui {
+    /// `secure`: the server speaks TLS (the cookie then carries `Secure`).
+    pub fn new(secure: bool) -> Ui {
+        Ui {
+            inner: Arc::new(Inner {
+                sessions: Mutex::new(HashMap::new()),
+                codes: Mutex::new(Vec::new()),
+                secure,
+            }),
+        }
+    }
+
+    /// A one-time login code for `identity`: it signs one browser in, once, within
+    /// [`CODE_LIFETIME`].
+    pub fn login_code(&self, identity: Identity) -> Result<String, String> {
+        let secret = random_secret().map_err(|p| p.detail)?;
+        let mut codes = lock(&self.inner.codes);
+        let now = Instant::now();
+        codes.retain(|code| code.expires > now);
+        codes.push(Code {
+            secret: secret.clone(),
+            identity,
+            expires: now + CODE_LIFETIME,
+        });
+        Ok(secret)
+    }
+
+    /// Takes the code (it never works again); `None` when it is unknown, used or expired.
+    /// Every live code is compared, each in constant time.
+    pub(crate) fn redeem(&self, given: &str) -> Option<Identity> {
+        let mut codes = lock(&self.inner.codes);
+        let now = Instant::now();
+        codes.retain(|code| code.expires > now);
+        let mut found = None;
+        for (index, code) in codes.iter().enumerate() {
+            if constant_time_eq(code.secret.as_bytes(), given.as_bytes()) {
+                found = Some(index);
+            }
+        }
+        found.map(|index| codes.swap_remove(index).identity)
+    }
+
+    /// Starts a session: its id (the cookie's value).
+    pub(crate) fn start(&self, identity: Identity) -> Result<String, Problem> {
+        let id = random_secret()?;
+        let csrf = random_secret()?;
+        let mut sessions = lock(&self.inner.sessions);
+        let now = Instant::now();
+        sessions.retain(|_, session| session.expires > now);
+        sessions.insert(
+            id.clone(),
+            Session {
+                identity,
+                csrf,
+                expires: now + SESSION_LIFETIME,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Ends a session.
+    pub(crate) fn end(&self, id: &str) {
+        lock(&self.inner.sessions).remove(id);
+    }
+
+    /// The `Set-Cookie` value that signs the browser in with session `id`.
+    pub(crate) fn cookie(&self, id: &str) -> HeaderValue {
+        let secure = if self.inner.secure { "; Secure" } else { "" };
+        HeaderValue::from_str(&format!(
+            "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}",
+            SESSION_LIFETIME.as_secs()
+        ))
+        .expect("hex digits and ASCII flags")
+    }
+
+    /// A `Set-Cookie` value for another short-lived cookie of the UI, with the same flags.
+    pub(crate) fn named_cookie(&self, name: &str, value: &str, seconds: u64) -> HeaderValue {
+        let secure = if self.inner.secure { "; Secure" } else { "" };
+        HeaderValue::from_str(&format!(
+            "{name}={value}; HttpOnly; SameSite=Strict; Path=/ui/login; Max-Age={seconds}{secure}"
+        ))
+        .expect("hex digits and ASCII flags")
+    }
+
+    /// The `Set-Cookie` value that removes the session cookie.
+    pub(crate) fn cleared_cookie(&self) -> HeaderValue {
+        let secure = if self.inner.secure { "; Secure" } else { "" };
+        HeaderValue::from_str(&format!(
+            "{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{secure}"
+        ))
+        .expect("ASCII")
+    }
+
+    /// The live session the request's cookie names: its id, identity and CSRF token.
+    fn session(&self, headers: &HeaderMap) -> Option<(String, Identity, String)> {
+        let id = cookie_value(headers, COOKIE)?;
+        let mut sessions = lock(&self.inner.sessions);
+        let now = Instant::now();
+        match sessions.get(&id) {
+            Some(session) if session.expires > now => {
+                Some((id, session.identity.clone(), session.csrf.clone()))
+            }
+            Some(_) => {
+                sessions.remove(&id);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Who the request is, or `None` when it has no live session (or its token stopped working:
+    /// the session is then ended). Blocking (reads the brain for a token): call it from a
+    /// blocking task.
+    pub(crate) fn signed(&self, app: &App, headers: &HeaderMap) -> Result<Option<Signed>, Problem> {
+        let Some((session, identity, csrf)) = self.session(headers) else {
+            return Ok(None);
+        };
+        match caller_of(app, &identity) {
+            Ok(caller) => Ok(Some(Signed {
+                caller,
+                csrf,
+                session,
+            })),
+            Err(problem) if problem.status == axum::http::StatusCode::UNAUTHORIZED => {
+                self.end(&session);
+                Ok(None)
+            }
+            Err(problem) => Err(problem),
+        }
+    }
+}
+
+/// The caller an identity is now: a token is authenticated again.
+pub(crate) fn caller_of(app: &App, identity: &Identity) -> Result<Caller, Problem> {
+    match identity {
+        Identity::Owner { grant, request } => Ok(Caller {
+            grant: grant.clone(),
+            request: request.clone(),
+        }),
+        Identity::Token { secret, project } => {
+            auth::authorize_secret(app, secret, project.as_deref(), None)
+        }
+    }
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+pub(crate) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim().to_string())
+        .filter(|value| !value.is_empty())
+}
+
+/// Whether a state-changing request may go on: the CSRF token it carries (form field or
+/// header) equals the session's, compared in constant time, and its `Origin`, when sent, is
+/// this server.
+pub(crate) fn check_csrf(
+    headers: &HeaderMap,
+    given: Option<&str>,
+    expected: &str,
+) -> Result<(), Problem> {
+    check_origin(headers)?;
+    let given = given.or_else(|| headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()));
+    match given {
+        Some(given) if constant_time_eq(given.trim().as_bytes(), expected.as_bytes()) => Ok(()),
+        _ => Err(Problem::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "csrf",
+            "this form is stale or did not come from this page (its CSRF token is missing or wrong); nothing was done — reload the page and try again",
+        )),
+    }
+}
+
+/// A request whose `Origin` is another site is refused (a missing or `null` `Origin` passes:
+/// the CSRF token still has to match, and the cookie is `SameSite=Strict`).
+pub(crate) fn check_origin(headers: &HeaderMap) -> Result<(), Problem> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().unwrap_or("");
+    // Under `Referrer-Policy: no-referrer` browsers send `Origin: null` with a form's POST:
+    // no origin to compare, the CSRF token decides.
+    if origin == "null" {
+        return Ok(());
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let origin_host = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .unwrap_or("");
+    if !host.is_empty() && origin_host.eq_ignore_ascii_case(host) {
+        return Ok(());
+    }
+    Err(Problem::new(
+        axum::http::StatusCode::FORBIDDEN,
+        "cross-origin",
+        format!(
+            "a request from {origin:?} may not change this brain; nothing was done — use the pages this server serves"
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_works_once() {
+        let ui = Ui::new(false);
+        let identity = Identity::Token {
+            secret: "x".into(),
+            project: None,
+        };
+        let code = ui.login_code(identity).unwrap();
+        assert_eq!(code.len(), 64);
+        assert!(ui.redeem("nonsense").is_none());
+        assert!(ui.redeem(&code).is_some());
+        assert!(ui.redeem(&code).is_none());
+    }
+
+    #[test]
+    fn the_cookie_is_http_only_strict_and_secure_under_tls() {
+        let plain = Ui::new(false).cookie("ab").to_str().unwrap().to_string();
+        assert!(plain.contains("HttpOnly") && plain.contains("SameSite=Strict"));
+        assert!(!plain.contains("Secure"));
+        let tls = Ui::new(true).cookie("ab").to_str().unwrap().to_string();
+        assert!(tls.ends_with("; Secure"));
+    }
+
+    #[test]
+    fn csrf_needs_the_token_and_a_matching_origin() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7777"));
+        assert!(check_csrf(&headers, None, "abc").is_err());
+        assert!(check_csrf(&headers, Some("abd"), "abc").is_err());
+        assert!(check_csrf(&headers, Some("abc"), "abc").is_ok());
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example"),
+        );
+        assert!(check_csrf(&headers, Some("abc"), "abc").is_err());
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:7777"),
+        );
+        assert!(check_csrf(&headers, Some("abc"), "abc").is_ok());
+    }
+
+    #[test]
+    fn cookies_are_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; cairn_session=beef; b=2"),
+        );
+        assert_eq!(cookie_value(&headers, COOKIE).as_deref(), Some("beef"));
+        assert_eq!(cookie_value(&headers, "c"), None);
+    }
+}
