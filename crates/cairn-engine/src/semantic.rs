@@ -96,6 +96,8 @@ pub struct SemanticConfig {
     /// share of the first ten lexical hits that the first ten semantic hits also hold, the
     /// semantic weight is multiplied by `1 − this × (1 − a)` (0: off, a fixed weight). A
     /// semantic leg that finds other things than the words do is trusted less for that query.
+    /// Off: measured on both development splits, it trades LoCoMo for REALTALK like a milder
+    /// fixed weight (docs/retrieval.md, "Issue 20").
     pub agreement: f64,
 }
 
