@@ -14,6 +14,12 @@ if ! command -v sqlite3 >/dev/null 2>&1; then
         (apt-get update -qq && apt-get install -y -qq sqlite3) >/dev/null
     fi
 fi
+if [ ! -f /usr/share/dict/words ] && command -v apt-get >/dev/null 2>&1; then
+    # The word list the benchmarks' synthetic corpora draw from (`cairn-bench core`; without
+    # it they fall back to generated pseudo-words and their figures are not comparable).
+    echo "== installing wamerican (/usr/share/dict/words, for the benchmarks' corpora)"
+    (apt-get update -qq && apt-get install -y -qq wamerican) >/dev/null
+fi
 # Chromium, playwright-core and axe-core for the web UI's browser tests.
 bash scripts/install-browser.sh
 if [ -f scripts/install-model.sh ]; then
