@@ -264,14 +264,10 @@ pub const COST_WEIGHT: f64 = 4.0;
 pub fn map_order_within(index: &Index, ranking: &Ranking, budget: usize) -> Vec<usize> {
     let files = index.files();
     let limit = (budget.max(1) * render::CHARS_PER_TOKEN) as f64;
-    let weight = std::env::var("CAIRN_EXP_COST_WEIGHT")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(COST_WEIGHT);
     let adjusted: Vec<f64> = files
         .iter()
         .zip(&ranking.scores)
-        .map(|(f, &s)| s / (1.0 + weight * shown_cost(f) as f64 / limit))
+        .map(|(f, &s)| s / (1.0 + COST_WEIGHT * shown_cost(f) as f64 / limit))
         .collect();
     let focus = &ranking.focus;
     let mut order: Vec<usize> = (0..files.len()).collect();

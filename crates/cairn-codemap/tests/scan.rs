@@ -268,7 +268,9 @@ fn at_a_small_budget_a_cheap_neighbour_goes_before_an_expensive_one_of_similar_r
     );
     let mut wide = String::from("pub fn wide_helper_fn() {}\n");
     for i in 0..40 {
-        wide.push_str(&format!("pub fn wide_extra_{i}(value: u32) -> u32 {{ value }}\n"));
+        wide.push_str(&format!(
+            "pub fn wide_extra_{i}(value: u32) -> u32 {{ value }}\n"
+        ));
     }
     write(root, "a_wide.rs", wide);
     write(root, "z_narrow.rs", "pub fn narrow_helper_fn() {}\n");
