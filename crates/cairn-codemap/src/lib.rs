@@ -242,6 +242,45 @@ pub fn map_order(index: &Index, ranking: &Ranking) -> Vec<usize> {
     order
 }
 
+/// What showing a file is estimated to take, in characters, before its details are read: its
+/// path line and a line per top-level definition ([`TOP_LEVEL_LINE_CHARS`] each).
+pub fn shown_cost(file: &IndexFile) -> usize {
+    let top = file.defs.iter().filter(|d| d.top_level).count();
+    file.meta.path.chars().count() + 1 + top * TOP_LEVEL_LINE_CHARS
+}
+
+/// The characters a top-level definition line is counted for in [`shown_cost`].
+pub const TOP_LEVEL_LINE_CHARS: usize = 40;
+
+/// How much a file's share of the budget lowers its place: its score is divided by
+/// `1 + COST_WEIGHT × shown_cost / (4 × budget)`.
+pub const COST_WEIGHT: f64 = 4.0;
+
+/// [`map_order`] for a map of `budget` tokens: a file's score is divided by
+/// `1 + COST_WEIGHT × (its estimated cost / the budget's characters)`, so that at a small
+/// budget a file that would take a large share of it (a central file with many definitions)
+/// gives way to cheaper ones of similar score, while at a large budget the order is nearly the
+/// rank's. The focus files still come first; ties by path.
+pub fn map_order_within(index: &Index, ranking: &Ranking, budget: usize) -> Vec<usize> {
+    let files = index.files();
+    let limit = (budget.max(1) * render::CHARS_PER_TOKEN) as f64;
+    let adjusted: Vec<f64> = files
+        .iter()
+        .zip(&ranking.scores)
+        .map(|(f, &s)| s / (1.0 + COST_WEIGHT * shown_cost(f) as f64 / limit))
+        .collect();
+    let focus = &ranking.focus;
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| {
+        focus
+            .contains(&b)
+            .cmp(&focus.contains(&a))
+            .then_with(|| adjusted[b].total_cmp(&adjusted[a]))
+            .then_with(|| files[a].meta.path.cmp(&files[b].meta.path))
+    });
+    order
+}
+
 /// The map of `index` focused on `focus` (paths relative to the root), cut to `budget` tokens.
 /// Symbols are ranked only for the files whose lines are placed before the symbol lines; the
 /// detail (names, signatures) of such a file that has none is asked of `detail`, and an error
@@ -266,7 +305,7 @@ pub fn build_map_with(
     mut detail: impl FnMut(&IndexFile) -> Result<Detail, String>,
 ) -> Result<Rendered, String> {
     let ranking = rank_with(index, graph, focus, options);
-    let order = map_order(index, &ranking);
+    let order = map_order_within(index, &ranking, budget);
     let files = index.files();
     let heads: Vec<render::FileHead<'_>> = order
         .iter()

@@ -254,3 +254,45 @@ fn a_skipped_file_is_remembered_and_not_read_again_while_unchanged() {
     assert!(changed.skipped.is_empty());
     assert_eq!(changed.parsed, ["bin.c"]);
 }
+
+#[test]
+fn at_a_small_budget_a_cheap_neighbour_goes_before_an_expensive_one_of_similar_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // The focus uses one name from each of two files, equally: `a_wide.rs` defines forty other
+    // top-level functions (it would take a large share of a small budget), `z_narrow.rs` none.
+    write(
+        root,
+        "focus.rs",
+        "pub fn focus_entry() { wide_helper_fn(); narrow_helper_fn(); }\n",
+    );
+    let mut wide = String::from("pub fn wide_helper_fn() {}\n");
+    for i in 0..40 {
+        wide.push_str(&format!(
+            "pub fn wide_extra_{i}(value: u32) -> u32 {{ value }}\n"
+        ));
+    }
+    write(root, "a_wide.rs", wide);
+    write(root, "z_narrow.rs", "pub fn narrow_helper_fn() {}\n");
+    let index = indexed(scan(root, &Index::default(), None));
+    let focus = ["focus.rs".to_string()];
+    let options = RankOptions::default();
+    let ranking = cairn_codemap::rank_index(&index, &focus, &options);
+    let path_of = |order: Vec<usize>| -> Vec<String> {
+        order
+            .into_iter()
+            .map(|i| index.files()[i].meta.path.clone())
+            .collect()
+    };
+    // The rank alone puts the wide file first (the two are linked alike: ties go by path).
+    let by_rank = path_of(cairn_codemap::map_order(&index, &ranking));
+    assert_eq!(by_rank, ["focus.rs", "a_wide.rs", "z_narrow.rs"]);
+    let small = path_of(cairn_codemap::map_order_within(&index, &ranking, 256));
+    assert_eq!(small, ["focus.rs", "z_narrow.rs", "a_wide.rs"]);
+    // The map itself follows the budget-aware order, and is the same twice.
+    let a = build_map(&index, &focus, 256, &options, no_detail).unwrap();
+    let b = build_map(&index, &focus, 256, &options, no_detail).unwrap();
+    assert_eq!(a.text, b.text);
+    let shown: Vec<&str> = a.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(shown[..2], ["focus.rs", "z_narrow.rs"]);
+}
