@@ -201,7 +201,10 @@ fn check_fixture(version: u32) {
     }
     // Who wrote each event (v16): the session start is the hook's; the events written before
     // v16 name nobody (never guessed), and `cairn log --actor` finds one actor's.
-    let log = brain.json(&["--project", "fixture-project", "log", "--limit", "100"], 0);
+    let log = brain.json(
+        &["--project", "fixture-project", "log", "--limit", "100"],
+        0,
+    );
     let actors: Vec<&str> = log
         .as_array()
         .unwrap()

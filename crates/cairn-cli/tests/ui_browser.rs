@@ -55,7 +55,9 @@ fn wait_for_the_model(url: &str) {
         match model.as_deref() {
             Some("ready") => return,
             Some("off") => {
-                eprintln!("no embedding model on this machine: the pictures show the degraded banner");
+                eprintln!(
+                    "no embedding model on this machine: the pictures show the degraded banner"
+                );
                 return;
             }
             _ if std::time::Instant::now() > deadline => {
@@ -158,7 +160,9 @@ fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
     if screenshots.is_none() {
         server.env("CAIRN_EMBEDDER", "none");
     } else {
-        server.env_remove("CAIRN_EMBEDDER").env_remove("CAIRN_MODEL");
+        server
+            .env_remove("CAIRN_EMBEDDER")
+            .env_remove("CAIRN_MODEL");
     }
     let mut child = server
         .args(["ui", "--no-open"])
@@ -193,7 +197,7 @@ fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
         .env("TITLE", "Deployments go through the staging cluster")
         .env("DREAM", &dream_id);
     if let Some(dir) = &screenshots {
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(dir).unwrap();
         story.env("SCREENSHOTS", dir);
     }
     let output = story.output().expect("node runs");

@@ -405,7 +405,14 @@ impl Engine {
         self.store.write(|tx| {
             let dropped = tx.delete_awareness(id)?;
             if dropped {
-                append_event(tx, "unaware", Some(&project), &at, &actor, json!({"awareness": id}))?;
+                append_event(
+                    tx,
+                    "unaware",
+                    Some(&project),
+                    &at,
+                    &actor,
+                    json!({"awareness": id}),
+                )?;
             }
             Ok::<_, EngineError>(dropped)
         })

@@ -348,7 +348,14 @@ impl Engine {
             verified.last_accessed_at = Some(now.clone());
             let norm = verified.title.as_deref().map(text::normalize_title);
             tx.update_memory(&verified, norm.as_deref(), &previous, "verify", &actor)?;
-            log_event(tx, "verify", &verified, &now, &actor, json!({"source": source}))?;
+            log_event(
+                tx,
+                "verify",
+                &verified,
+                &now,
+                &actor,
+                json!({"source": source}),
+            )?;
             Ok(verified)
         })
     }

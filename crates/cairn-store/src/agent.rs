@@ -618,7 +618,10 @@ mod tests {
             .project_events_by(&visible, None, Some("hook"), 10)
             .unwrap();
         assert_eq!(hook.len(), 1);
-        assert_eq!((hook[0].actor.as_str(), hook[0].detail["n"].clone()), ("hook", 2.into()));
+        assert_eq!(
+            (hook[0].actor.as_str(), hook[0].detail["n"].clone()),
+            ("hook", 2.into())
+        );
         let cli = reader
             .project_events_by(&visible, None, Some("cli"), 5)
             .unwrap();
@@ -626,7 +629,11 @@ mod tests {
         assert!(cli.iter().all(|e| e.actor == "cli" && e.op == "recall"));
         assert!(cli.windows(2).all(|w| w[0].id < w[1].id), "oldest first");
         let every = reader.project_events_by(&visible, None, None, 100).unwrap();
-        assert_eq!(every.len(), 55, "every visible event, the unrecorded one too");
+        assert_eq!(
+            every.len(),
+            55,
+            "every visible event, the unrecorded one too"
+        );
         assert_eq!(every[0].actor, "");
         assert!(
             reader

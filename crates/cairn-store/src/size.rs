@@ -137,9 +137,19 @@ mod tests {
             .iter()
             .find(|t| t.name == "sqlite_autoindex_meta_1")
             .expect("meta's primary key");
-        assert_eq!((key_index.kind.as_str(), key_index.table.as_str()), ("index", "meta"));
-        let events = sizes.tables.iter().find(|t| t.name == "events_actor").unwrap();
-        assert_eq!((events.kind.as_str(), events.table.as_str()), ("index", "events"));
+        assert_eq!(
+            (key_index.kind.as_str(), key_index.table.as_str()),
+            ("index", "meta")
+        );
+        let events = sizes
+            .tables
+            .iter()
+            .find(|t| t.name == "events_actor")
+            .unwrap();
+        assert_eq!(
+            (events.kind.as_str(), events.table.as_str()),
+            ("index", "events")
+        );
         assert!(
             sizes
                 .tables

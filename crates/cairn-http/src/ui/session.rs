@@ -263,7 +263,6 @@ impl Ui {
         Ok(id)
     }
 
-
     /// Ends a session.
     pub(crate) fn end(&self, id: &str) {
         lock(&self.inner.sessions).remove(id);
@@ -501,7 +500,10 @@ mod tests {
         let live = |id: &str| ui.session_at(&cookie(id), at(13)).is_some();
         assert!(!live(&ids[1]), "the oldest unused one is signed out");
         assert!(!live(&ids[2]), "then the next oldest");
-        assert!(live(&ids[0]) && live(&fourth) && live(&fifth), "the newest stay in");
+        assert!(
+            live(&ids[0]) && live(&fourth) && live(&fifth),
+            "the newest stay in"
+        );
         assert_eq!(lock(&ui.inner.sessions).len(), 3, "never more than the cap");
     }
 
@@ -517,11 +519,20 @@ mod tests {
             now += Duration::from_secs(3600);
             assert!(ui.session_at(&cookie(&busy), now).is_some());
         }
-        assert!(ui.session_at(&cookie(&idle), now).is_none(), "idle two hours: out");
+        assert!(
+            ui.session_at(&cookie(&idle), now).is_none(),
+            "idle two hours: out"
+        );
         now += Duration::from_secs(3600);
         assert!(now >= start + SESSION_LIFETIME);
-        assert!(ui.session_at(&cookie(&busy), now).is_none(), "eight hours after sign-in: out");
-        assert!(lock(&ui.inner.sessions).is_empty(), "ended sessions are removed");
+        assert!(
+            ui.session_at(&cookie(&busy), now).is_none(),
+            "eight hours after sign-in: out"
+        );
+        assert!(
+            lock(&ui.inner.sessions).is_empty(),
+            "ended sessions are removed"
+        );
     }
 
     #[test]
