@@ -124,8 +124,9 @@ fn check_fixture(version: u32) {
         "abcdef1234567890abcdef1234567890abcdef12"
     );
     let count = |table: &str| brain.sql(&format!("SELECT count(*) FROM {table}"));
-    // remember ×2 and supersede (v1), a summary (v2), an episode (v3), a note (v7), an update (v8).
-    let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7, 7, 7, 7, 7, 7][version as usize - 1];
+    // remember ×2 and supersede (v1), a summary (v2), an episode (v3), a note (v7), an update
+    // (v8), a session start (v16).
+    let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7, 7, 7, 7, 7, 7, 8][version as usize - 1];
     assert_eq!(count("events"), events.to_string(), "v{version}");
     assert_eq!(count("conflicts"), "1");
     assert_eq!(count("scopes"), "1");
@@ -197,6 +198,42 @@ fn check_fixture(version: u32) {
     }
     if version >= 13 {
         assert_eq!(count("codemap_state"), "1", "v{version}");
+    }
+    // Who wrote each event (v16): the session start is the hook's; the events written before
+    // v16 name nobody (never guessed), and `cairn log --actor` finds one actor's.
+    let log = brain.json(
+        &["--project", "fixture-project", "log", "--limit", "100"],
+        0,
+    );
+    let actors: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["actor"].as_str().unwrap())
+        .collect();
+    let expected: Vec<&str> = (0..actors.len())
+        .map(|i| {
+            if version >= 16 && i + 1 == actors.len() {
+                "hook"
+            } else {
+                ""
+            }
+        })
+        .collect();
+    assert!(actors.len() >= 3, "v{version}: {log}");
+    assert_eq!(actors, expected, "v{version}: {log}");
+    let hook = brain.json(
+        &["--project", "fixture-project", "log", "--actor", "hook"],
+        0,
+    );
+    assert_eq!(
+        hook.as_array().unwrap().len(),
+        usize::from(version >= 16),
+        "v{version}: {hook}"
+    );
+    if version >= 16 {
+        assert_eq!(hook[0]["op"], "session_start");
+        assert_eq!(hook[0]["detail"]["session"], "fixture-session");
     }
     if version >= 8 {
         let updated = brain.json(&["show", "2", "--history"], 0);
@@ -318,6 +355,11 @@ fn a_schema_v14_brain_opens_and_answers() {
 #[test]
 fn a_schema_v15_brain_opens_and_answers() {
     check_fixture(15);
+}
+
+#[test]
+fn a_schema_v16_brain_opens_and_answers() {
+    check_fixture(16);
 }
 
 #[test]

@@ -584,11 +584,153 @@ fn timeline_and_health_show_the_log_the_doctor_and_the_degraded_state() {
         checked.text
     );
     assert!(health.text.contains("<svg"), "the growth chart");
+    // Size by table: measured (dbstat reads every page) when asked, like the doctor.
+    assert!(health.text.contains("/ui/health?sizes=1"));
+    assert!(!health.text.contains("table class=\"sizes\""));
+    let sized = get(&format!("{}/ui/health?sizes=1", server.url), Some(&session));
+    assert_eq!(sized.status, 200, "{}", sized.text);
+    assert!(
+        sized.text.contains("table class=\"sizes\""),
+        "{}",
+        sized.text
+    );
+    for btree in ["memories", "events", "history", "memories_fts_data"] {
+        assert!(
+            sized.text.contains(&format!(
+                "<th scope=\"row\"><code>{btree}</code></th><td>table</td>"
+            )),
+            "{btree}: {}",
+            sized.text
+        );
+    }
+    assert!(
+        sized.text.contains(
+            "<th scope=\"row\"><code>events_actor</code></th><td>index of <code>events</code></td>"
+        ),
+        "{}",
+        sized.text
+    );
+    assert!(sized.text.contains("free pages"));
     assert!(
         health.text.contains("<dt>records</dt><dd>2</dd>"),
         "{}",
         health.text
     );
+}
+
+#[test]
+fn the_timeline_filters_by_the_actor_that_wrote_each_event() {
+    let brain = Brain::new();
+    remember(
+        &brain,
+        &[
+            "--type",
+            "fact",
+            "--title",
+            "local",
+            "--body",
+            "written by the cli",
+        ],
+    );
+    let token = brain.json(
+        &[
+            "token",
+            "create",
+            "--name",
+            "agent-a",
+            "--project",
+            "test-project",
+            "--role",
+            "write",
+        ],
+        0,
+    )["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let server = start_serve(&brain);
+    // The same command through the server: its event is the token's.
+    let output = brain
+        .cmd()
+        .env("CAIRN_URL", &server.url)
+        .env("CAIRN_TOKEN", &token)
+        .args([
+            "--json",
+            "remember",
+            "--type",
+            "fact",
+            "--title",
+            "remote",
+            "--body",
+            "written through the server by agent-a",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let session = token_login(&server, &token, None).session();
+    let every = get(&format!("{}/ui/timeline", server.url), Some(&session));
+    assert_eq!(every.status, 200, "{}", every.text);
+    for actor in ["cli", "agent-a"] {
+        assert!(
+            every
+                .text
+                .contains(&format!("<option value=\"{actor}\">{actor}</option>")),
+            "the actors present are offered: {}",
+            every.text
+        );
+        assert!(
+            every.text.contains(&format!("by {actor}")),
+            "{}",
+            every.text
+        );
+    }
+    let mine = get(
+        &format!("{}/ui/timeline?actor=agent-a", server.url),
+        Some(&session),
+    );
+    assert_eq!(mine.status, 200, "{}", mine.text);
+    assert!(
+        mine.text
+            .contains("1 of the latest 1 events by <strong>agent-a</strong>"),
+        "{}",
+        mine.text
+    );
+    assert!(mine.text.contains("by agent-a") && !mine.text.contains("by cli"));
+    assert!(
+        mine.text
+            .contains(r#"<option value="agent-a" selected>agent-a</option>"#)
+    );
+    // Operation AND actor: the cli wrote a remember, agent-a none of the updates.
+    let none = get(
+        &format!("{}/ui/timeline?actor=agent-a&op=update", server.url),
+        Some(&session),
+    );
+    assert!(
+        none.text.contains("0 of the latest 1 events"),
+        "{}",
+        none.text
+    );
+    // `cairn log --actor`, locally and through the server, and the actor in the JSON.
+    let log = brain.json(&["log", "--actor", "agent-a"], 0);
+    let events = log.as_array().unwrap();
+    assert_eq!(events.len(), 1, "{log}");
+    assert_eq!(events[0]["actor"], "agent-a");
+    assert_eq!(events[0]["op"], "remember");
+    let cli = brain.json(&["log", "--actor", "cli"], 0);
+    assert!(
+        cli.as_array().unwrap().iter().all(|e| e["actor"] == "cli")
+            && cli.as_array().unwrap().len() == 1,
+        "{cli}"
+    );
+    let remote = brain
+        .cmd()
+        .env("CAIRN_URL", &server.url)
+        .env("CAIRN_TOKEN", &token)
+        .args(["--json", "log", "--actor", "cli"])
+        .output()
+        .unwrap();
+    let remote: serde_json::Value = serde_json::from_slice(&remote.stdout).unwrap();
+    assert_eq!(remote, cli, "the server answers the same filter");
 }
 
 #[test]

@@ -36,6 +36,38 @@ fn require_tools() {
     }
 }
 
+/// Waits (at most two minutes) until the server's model is no longer loading (`/healthz`):
+/// ready, or off when this machine has none (the pictures then show the degraded banner).
+fn wait_for_the_model(url: &str) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let model = agent
+            .get(format!("{url}/healthz"))
+            .call()
+            .ok()
+            .and_then(|mut answer| answer.body_mut().read_to_string().ok())
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|health| health["model"].as_str().map(str::to_string));
+        match model.as_deref() {
+            Some("ready") => return,
+            Some("off") => {
+                eprintln!(
+                    "no embedding model on this machine: the pictures show the degraded banner"
+                );
+                return;
+            }
+            _ if std::time::Instant::now() > deadline => {
+                panic!("the model was still loading after two minutes ({model:?})")
+            }
+            _ => std::thread::sleep(std::time::Duration::from_millis(250)),
+        }
+    }
+}
+
 #[test]
 fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
     require_tools();
@@ -120,12 +152,24 @@ fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
     for value in ["180", "150", "165", "120"] {
         brain.json(&["measure", "record", "deploy_minutes", value], 0);
     }
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("cairn"))
+    // The pictures show the brain as a user has it: with the embedding model when this machine
+    // has one installed (no degraded banner), so the server then loads the default model.
+    // The stories themselves run lexically, as everywhere else in the suite.
+    let screenshots = std::env::var("CAIRN_UI_SCREENSHOTS").ok();
+    let mut server = Command::new(assert_cmd::cargo::cargo_bin("cairn"));
+    if screenshots.is_none() {
+        server.env("CAIRN_EMBEDDER", "none");
+    } else {
+        server
+            .env_remove("CAIRN_EMBEDDER")
+            .env_remove("CAIRN_MODEL");
+    }
+    let mut child = server
         .args(["ui", "--no-open"])
         .current_dir(brain.dir.path())
         .env("CAIRN_DB", &brain.db)
         .env("CAIRN_PROJECT", "test-project")
-        .env("CAIRN_EMBEDDER", "none")
+        .env("CAIRN_DAEMON", "off")
         .env_remove("CAIRN_URL")
         .env("XDG_DATA_HOME", brain.dir.path().join("data"))
         .stdin(Stdio::null())
@@ -139,6 +183,9 @@ fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
         .unwrap();
     let link = link.trim().to_string();
     let url = link.split("/ui/").next().unwrap().to_string();
+    if screenshots.is_some() {
+        wait_for_the_model(&url);
+    }
     let mut story = Command::new("node");
     story
         .arg("story.mjs")
@@ -149,8 +196,8 @@ fn every_page_works_in_chromium_and_passes_an_accessibility_scan() {
         .env("QUERY", "staging deployments")
         .env("TITLE", "Deployments go through the staging cluster")
         .env("DREAM", &dream_id);
-    if let Ok(dir) = std::env::var("CAIRN_UI_SCREENSHOTS") {
-        std::fs::create_dir_all(&dir).unwrap();
+    if let Some(dir) = &screenshots {
+        std::fs::create_dir_all(dir).unwrap();
         story.env("SCREENSHOTS", dir);
     }
     let output = story.output().expect("node runs");

@@ -52,6 +52,7 @@ pub(crate) fn append_event(
     op: &str,
     project: Option<&str>,
     at: &str,
+    actor: &str,
     detail: serde_json::Value,
 ) -> Result<()> {
     let mut detail = detail;
@@ -65,6 +66,7 @@ pub(crate) fn append_event(
             memory_id: None,
             project,
             detail: &detail,
+            actor,
         },
         &receipt,
     )?;
@@ -148,6 +150,7 @@ impl Engine {
             .map(|d| parse_time_ahead(d, now).map(format_ts))
             .transpose()?;
         let project = self.project_for(personal);
+        let actor = self.context.actor.clone();
         let id = self.store.write(|tx| {
             let id = tx.insert_task(
                 project.as_deref(),
@@ -161,6 +164,7 @@ impl Engine {
                 "task_add",
                 project.as_deref(),
                 &at,
+                &actor,
                 json!({"task": id, "title": title}),
             )?;
             Ok::<_, EngineError>(id)
@@ -187,6 +191,7 @@ impl Engine {
         self.ensure_writable("task done")?;
         let task = self.task(id)?;
         let at = format_ts(self.now());
+        let actor = self.context.actor.clone();
         self.store.write(|tx| {
             if tx.finish_task(id, &at)? {
                 append_event(
@@ -194,6 +199,7 @@ impl Engine {
                     "task_done",
                     task.project.as_deref(),
                     &at,
+                    &actor,
                     json!({"task": id, "title": task.title}),
                 )?;
             }
@@ -225,6 +231,7 @@ impl Engine {
             .transpose()?;
         let at = format_ts(self.now());
         let project = Some(self.context.project.clone());
+        let actor = self.context.actor.clone();
         self.store.write(|tx| {
             let id = tx.insert_measure(
                 project.as_deref(),
@@ -239,6 +246,7 @@ impl Engine {
                 "measure",
                 project.as_deref(),
                 &at,
+                &actor,
                 json!({"measure": id, "name": name, "value": value}),
             )?;
             Ok::<_, EngineError>(())
@@ -298,6 +306,7 @@ impl Engine {
         let body = clean_text(body, "the identity", MAX_IDENTITY_CHARS)?;
         let at = format_ts(self.now());
         let project = self.context.project.clone();
+        let actor = self.context.actor.clone();
         self.store.write(|tx| {
             tx.set_identity(&body, &at)?;
             append_event(
@@ -305,6 +314,7 @@ impl Engine {
                 "identity_set",
                 Some(&project),
                 &at,
+                &actor,
                 json!({"chars": body.chars().count()}),
             )?;
             Ok::<_, EngineError>(())
@@ -361,6 +371,7 @@ impl Engine {
         } else {
             None
         };
+        let actor = self.context.actor.clone();
         let id = self.store.write(|tx| {
             tx.expire_awareness(&at)?;
             if let Some(row) = &dropped {
@@ -372,6 +383,7 @@ impl Engine {
                 "aware",
                 Some(&project),
                 &at,
+                &actor,
                 json!({"awareness": id, "body": body, "expires_at": expires_at, "dropped": dropped.as_ref().map(|d| d.id)}),
             )?;
             Ok::<_, EngineError>(id)
@@ -389,10 +401,18 @@ impl Engine {
         self.ensure_writable("awareness drop")?;
         let at = format_ts(self.now());
         let project = self.context.project.clone();
+        let actor = self.context.actor.clone();
         self.store.write(|tx| {
             let dropped = tx.delete_awareness(id)?;
             if dropped {
-                append_event(tx, "unaware", Some(&project), &at, json!({"awareness": id}))?;
+                append_event(
+                    tx,
+                    "unaware",
+                    Some(&project),
+                    &at,
+                    &actor,
+                    json!({"awareness": id}),
+                )?;
             }
             Ok::<_, EngineError>(dropped)
         })
@@ -403,6 +423,17 @@ impl Engine {
     /// Events of this project (and personal ones), oldest first: the newest `limit`, or with
     /// `last_session` everything since the latest session start.
     pub fn activity(&self, limit: usize, last_session: bool) -> Result<Vec<EventRow>> {
+        self.activity_by(limit, last_session, None)
+    }
+
+    /// [`Engine::activity`] of one actor when `actor` is given (`cairn log --actor`; `""` names
+    /// the events written before schema v16, which recorded no actor).
+    pub fn activity_by(
+        &self,
+        limit: usize,
+        last_session: bool,
+        actor: Option<&str>,
+    ) -> Result<Vec<EventRow>> {
         let projects = self.visible_projects();
         let reader = self.store.reader();
         let from = if last_session {
@@ -410,7 +441,14 @@ impl Engine {
         } else {
             None
         };
-        Ok(reader.project_events(&projects, from, limit.max(1))?)
+        Ok(reader.project_events_by(&projects, from, actor, limit.max(1))?)
+    }
+
+    /// The actors of this project's (and personal) events, sorted: what `activity_by` can
+    /// filter by.
+    pub fn activity_actors(&self) -> Result<Vec<String>> {
+        let projects = self.visible_projects();
+        Ok(self.store.reader().event_actors(&projects)?)
     }
 
     /// Appends a bookkeeping event (hooks: `session_start`, `session_end`).
@@ -418,11 +456,12 @@ impl Engine {
         self.ensure_writable("log")?;
         let at = format_ts(self.now());
         let project = self.context.project.clone();
+        let actor = self.context.actor.clone();
         self.store.write(|tx| {
             if op == "session_end" {
                 tx.expire_awareness(&at)?;
             }
-            append_event(tx, op, Some(&project), &at, detail)
+            append_event(tx, op, Some(&project), &at, &actor, detail)
         })
     }
 

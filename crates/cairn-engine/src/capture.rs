@@ -252,6 +252,7 @@ impl Engine {
                     "capture",
                     Some(&project),
                     &at,
+                    &actor,
                     json!({"session": session_id, "turns": report.turns, "episodes_added": report.episodes_added,
                            "inbox_added": report.inbox_added, "from": from, "to": report.offset_after}),
                 )?;
@@ -295,6 +296,7 @@ impl Engine {
                     "capture",
                     Some(&project),
                     &format_ts(now),
+                    &actor,
                     json!({"session": session_id, "turns": 1, "episodes_added": report.episodes_added,
                            "inbox_added": report.inbox_added}),
                 )?;

@@ -436,6 +436,8 @@ impl Engine {
                     .and_then(Value::as_i64)
                     .map(|id| id_map.get(&id).copied().unwrap_or(id));
                 let project = event.get("project").and_then(Value::as_str);
+                // Who wrote it, as the file says; a file from before schema v16 names nobody.
+                let event_actor = event.get("actor").and_then(Value::as_str).unwrap_or("");
                 let detail = event.get("detail").cloned().unwrap_or(Value::Null);
                 let receipt = event
                     .get("receipt")
@@ -457,6 +459,7 @@ impl Engine {
                         memory_id,
                         project,
                         detail: &detail,
+                        actor: event_actor,
                     },
                     &receipt,
                 )?;
@@ -471,6 +474,7 @@ impl Engine {
                     memory_id: None,
                     project: Some(&default_project),
                     detail: &detail,
+                    actor: &actor,
                 },
                 &receipt,
             )?;
@@ -803,6 +807,7 @@ fn import_memory(
             "update",
             &updated,
             &format_ts(now),
+            actor,
             json!({"via": "import"}),
         )?;
         return Ok((

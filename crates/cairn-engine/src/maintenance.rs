@@ -495,6 +495,12 @@ impl Engine {
         Ok(self.store.reader().stats()?)
     }
 
+    /// The file's pages by table and index, measured with SQLite's `dbstat` (the whole brain:
+    /// it reads every page of the file, so run it when asked).
+    pub fn file_sizes(&self) -> Result<cairn_store::FileSizes> {
+        Ok(self.store.reader().file_sizes()?)
+    }
+
     /// Declares a scope of the context's project.
     pub fn declare_scope(&mut self, scope: &str, description: Option<&str>) -> Result<Scope> {
         self.ensure_writable("scope declare")?;

@@ -866,6 +866,7 @@ impl Engine {
         let access = Access {
             at: format_ts(now),
             project: self.context.project.clone(),
+            actor: self.context.actor.clone(),
             query: query_text.to_string(),
             ids: ids.to_vec(),
         };
@@ -944,11 +945,12 @@ pub(crate) struct AccessBuffer {
     since: Option<std::time::Instant>,
 }
 
-/// One recall's access: what was asked, what it answered, when, from which project.
+/// One recall's access: what was asked, what it answered, when, from which project, by whom.
 #[derive(Debug)]
 struct Access {
     at: String,
     project: String,
+    actor: String,
     query: String,
     ids: Vec<i64>,
 }
@@ -965,6 +967,7 @@ fn write_access(tx: &cairn_store::WriteTx<'_>, access: &Access) -> cairn_store::
             memory_id: None,
             project: Some(&access.project),
             detail: &detail,
+            actor: &access.actor,
         },
         &receipt,
     )?;

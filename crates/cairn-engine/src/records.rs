@@ -217,6 +217,7 @@ impl Engine {
                     "update",
                     &updated,
                     &now,
+                    &actor,
                     json!({"previous_hash": previous.content_hash}),
                 )?;
                 if extract
@@ -275,7 +276,7 @@ impl Engine {
                 tx.delete_memory(&previous, &now, &actor)?;
                 crate::graph::write::unlink_record(tx, id, &now, &actor)?;
                 tx.resolve_conflicts(id, &now)?;
-                log_event(tx, "delete", &previous, &now, json!({"hard": true}))?;
+                log_event(tx, "delete", &previous, &now, &actor, json!({"hard": true}))?;
                 return Ok(previous);
             }
             if previous.status == Status::Archived {
@@ -288,7 +289,7 @@ impl Engine {
             let norm = archived.title.as_deref().map(text::normalize_title);
             tx.update_memory(&archived, norm.as_deref(), &previous, "forget", &actor)?;
             tx.resolve_conflicts(id, &now)?;
-            log_event(tx, "forget", &archived, &now, json!({"previous_status": previous.status.as_str()}))?;
+            log_event(tx, "forget", &archived, &now, &actor, json!({"previous_status": previous.status.as_str()}))?;
             Ok(archived)
         })
     }
@@ -318,7 +319,7 @@ impl Engine {
             restored.last_accessed_at = Some(now.clone());
             let norm = restored.title.as_deref().map(text::normalize_title);
             tx.update_memory(&restored, norm.as_deref(), &previous, "restore", &actor)?;
-            log_event(tx, "restore", &restored, &now, json!({}))?;
+            log_event(tx, "restore", &restored, &now, &actor, json!({}))?;
             Ok(restored)
         })
     }
@@ -347,7 +348,14 @@ impl Engine {
             verified.last_accessed_at = Some(now.clone());
             let norm = verified.title.as_deref().map(text::normalize_title);
             tx.update_memory(&verified, norm.as_deref(), &previous, "verify", &actor)?;
-            log_event(tx, "verify", &verified, &now, json!({"source": source}))?;
+            log_event(
+                tx,
+                "verify",
+                &verified,
+                &now,
+                &actor,
+                json!({"source": source}),
+            )?;
             Ok(verified)
         })
     }

@@ -739,6 +739,7 @@ pub(crate) fn remember_in_batch(
         op,
         &memory,
         &now_text,
+        actor,
         json!({"conflicts": conflicts.iter().map(|c| c.0).collect::<Vec<_>>()}),
     )?;
     let conflict_ids: Vec<i64> = conflicts.iter().map(|c| c.0).collect();
@@ -859,6 +860,7 @@ fn update_existing(
         "update",
         &updated,
         &now_text,
+        actor,
         json!({"previous_hash": existing.content_hash}),
     )?;
     Ok(RememberOutcome {
@@ -1130,6 +1132,7 @@ pub(crate) fn log_event(
     op: &str,
     memory: &Memory,
     at: &str,
+    actor: &str,
     extra: serde_json::Value,
 ) -> Result<String> {
     let detail = json!({
@@ -1148,6 +1151,7 @@ pub(crate) fn log_event(
             memory_id: Some(memory.id),
             project: memory.project.as_deref(),
             detail: &detail,
+            actor,
         },
         &receipt,
     )?;

@@ -284,6 +284,12 @@ fn a_whole_brain_survives_export_and_import() {
     }
 
     let first = export(&source);
+    // Who wrote each event travels with it (schema v16), so the comparison below covers it.
+    let events: Vec<&Value> = first.iter().filter(|l| l["kind"] == "event").collect();
+    assert!(!events.is_empty());
+    for event in &events {
+        assert_eq!(event["actor"], "test", "{event}");
+    }
     let kinds: std::collections::BTreeSet<&str> =
         first.iter().filter_map(|l| l["kind"].as_str()).collect();
     for kind in STATE_KINDS.iter().chain(&["generated", "quarantined_edge"]) {

@@ -709,6 +709,9 @@ struct ActivityArgs {
     /// Only what happened since the last session started.
     #[serde(default)]
     last_session: bool,
+    /// Only the events this actor wrote (e.g. `mcp`, `hook`, `cli`, a token's name).
+    #[serde(default)]
+    actor: Option<String>,
 }
 
 fn activity() -> ToolSpec {
@@ -718,7 +721,11 @@ fn activity() -> ToolSpec {
         "The append-only activity log of this project: what was remembered, changed, captured, done — e.g. what the last session did.",
         READS,
         |engine, args: ActivityArgs| {
-            let events = engine.activity(args.limit.unwrap_or(30), args.last_session)?;
+            let events = engine.activity_by(
+                args.limit.unwrap_or(30),
+                args.last_session,
+                args.actor.as_deref().filter(|actor| !actor.is_empty()),
+            )?;
             let records = std::collections::HashMap::new();
             let lines: Vec<String> = events
                 .iter()

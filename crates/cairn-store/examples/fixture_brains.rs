@@ -8,9 +8,9 @@
 //! version's shape: every table the version added gets representative rows.
 //!
 //! Existing files are never rewritten (a fixture is a frozen sample of its version; v1 and v2
-//! were written by the binary of their day). To add `brain-v16.db` at the next migration:
-//! append its seed to `SEEDS` (rows for whatever v16 adds or changes, written the way the
-//! v16 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
+//! were written by the binary of their day). To add `brain-v17.db` at the next migration:
+//! append its seed to `SEEDS` (rows for whatever v17 adds or changes, written the way the
+//! v17 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
 //! the new file, and add its test in `fixtures.rs`.
 
 use cairn_core::memory::Memory;
@@ -49,6 +49,7 @@ const SEEDS: &[Seed] = &[
     seed_codemap,
     seed_codemap_index,
     seed_codemap_files,
+    seed_event_actor,
 ];
 
 /// v14, `MIGRATION_CODEMAP_INDEX` (the code map kept between calls): the index of v13's one
@@ -102,6 +103,26 @@ fn seed_codemap_files(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO codemap_project (project, skipped) VALUES (?1, ?2)",
         params![PROJECT, Index::default().encode_skipped()],
+    )?;
+    Ok(())
+}
+
+/// v16, `MIGRATION_EVENT_ACTOR` (who wrote each event): a session start as the v16 hook writes
+/// it — the detail without the `op` and `at` its columns hold (`packed` 3), the receipt as its
+/// 32 bytes, and the actor, `hook`. The events of earlier versions keep `''`.
+fn seed_event_actor(conn: &Connection) -> rusqlite::Result<()> {
+    let full = json!({"op": "session_start", "at": T2, "session": "fixture-session",
+        "source": "startup", "client": "claude"});
+    let stored = json!({"session": "fixture-session", "source": "startup", "client": "claude"});
+    conn.execute(
+        "INSERT INTO events (at, op, memory_id, project, detail, receipt, packed, actor) \
+         VALUES (?1, 'session_start', NULL, ?2, ?3, unhex(?4), 3, 'hook')",
+        params![
+            T2,
+            PROJECT,
+            cairn_core::receipt::canonical_json(&stored),
+            cairn_core::receipt::receipt(&full),
+        ],
     )?;
     Ok(())
 }

@@ -431,11 +431,34 @@ impl Reader<'_> {
         from_id: Option<i64>,
         limit: usize,
     ) -> Result<Vec<crate::EventRow>> {
-        let (marks, mut values) = in_list(projects, 2);
+        self.project_events_by(projects, from_id, None, limit)
+    }
+
+    /// [`Reader::project_events`] of one actor when `actor` is given (`""`: the events written
+    /// before schema v16, whose actor was not recorded). The `events_actor` index walks one
+    /// actor's events newest first, so a rare actor costs no scan of the log.
+    pub fn project_events_by(
+        &self,
+        projects: &[Option<String>],
+        from_id: Option<i64>,
+        actor: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::EventRow>> {
+        let (marks, mut values) = in_list(projects, 3);
         values.insert(0, from_id.unwrap_or(0).to_string());
+        let actor_clause = match actor {
+            Some(actor) => {
+                values.insert(1, actor.to_string());
+                "actor = ?2 AND"
+            }
+            None => {
+                values.insert(1, String::new());
+                "?2 = ?2 AND"
+            }
+        };
         let sql = format!(
             "SELECT * FROM (SELECT {} FROM events \
-             WHERE project IN ({marks}) AND id >= CAST(?1 AS INTEGER) ORDER BY id DESC LIMIT {}) ORDER BY id",
+             WHERE {actor_clause} project IN ({marks}) AND id >= CAST(?1 AS INTEGER) ORDER BY id DESC LIMIT {}) ORDER BY id",
             crate::records::EVENT_COLUMNS,
             limit.max(1)
         );
@@ -445,6 +468,27 @@ impl Reader<'_> {
                 rusqlite::params_from_iter(values),
                 crate::records::event_from_row,
             )
+            .map_err(self.agent_map())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.agent_map())
+    }
+
+    /// The actors that wrote events of these projects, sorted; never `""` (the events written
+    /// before schema v16, which recorded no actor). One index probe per distinct actor (a skip
+    /// scan of `events_actor`), then one per actor for a visible event: never a scan of the log.
+    pub fn event_actors(&self, projects: &[Option<String>]) -> Result<Vec<String>> {
+        let (marks, values) = in_list(projects, 1);
+        let sql = format!(
+            "WITH RECURSIVE actors(actor) AS ( \
+                 SELECT min(actor) FROM events \
+                 UNION ALL \
+                 SELECT (SELECT min(e.actor) FROM events e WHERE e.actor > actors.actor) FROM actors WHERE actors.actor IS NOT NULL) \
+             SELECT actor FROM actors WHERE actor IS NOT NULL AND actor != '' \
+             AND EXISTS (SELECT 1 FROM events v WHERE v.actor = actors.actor AND v.project IN ({marks})) ORDER BY actor"
+        );
+        let mut statement = self.conn.prepare_cached(&sql).map_err(self.agent_map())?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values), |row| row.get(0))
             .map_err(self.agent_map())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.agent_map())
@@ -509,5 +553,94 @@ impl Reader<'_> {
                 .map_err(self.agent_map())?
         };
         self.get_many(&ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{NewEvent, Store, StoreError};
+
+    #[test]
+    fn one_actors_events_are_read_newest_first_and_the_actors_present_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        store
+            .write(|tx| {
+                // (project, actor): `''` is an event from before v16, `other` another project's.
+                let rows = [
+                    ("p", ""),
+                    ("p", "cli"),
+                    ("p", "hook"),
+                    ("p", "cli"),
+                    ("q", "other"),
+                    ("", "mcp"),
+                ];
+                for (n, (project, actor)) in rows.iter().enumerate() {
+                    let detail = serde_json::json!({"n": n});
+                    tx.append_event(
+                        &NewEvent {
+                            at: "2026-01-01T00:00:00Z",
+                            op: "note",
+                            memory_id: None,
+                            project: Some(project),
+                            detail: &detail,
+                            actor,
+                        },
+                        "r",
+                    )?;
+                }
+                // Many events of one actor after a rare one: the rare one is still found.
+                for _ in 0..50 {
+                    let detail = serde_json::json!({});
+                    tx.append_event(
+                        &NewEvent {
+                            at: "2026-01-02T00:00:00Z",
+                            op: "recall",
+                            memory_id: None,
+                            project: Some("p"),
+                            detail: &detail,
+                            actor: "cli",
+                        },
+                        "r",
+                    )?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        let reader = store.reader();
+        let visible = [Some("p".to_string()), None];
+        assert_eq!(
+            reader.event_actors(&visible).unwrap(),
+            vec!["cli", "hook", "mcp"],
+            "sorted, without another project's nor the unrecorded one"
+        );
+        let hook = reader
+            .project_events_by(&visible, None, Some("hook"), 10)
+            .unwrap();
+        assert_eq!(hook.len(), 1);
+        assert_eq!(
+            (hook[0].actor.as_str(), hook[0].detail["n"].clone()),
+            ("hook", 2.into())
+        );
+        let cli = reader
+            .project_events_by(&visible, None, Some("cli"), 5)
+            .unwrap();
+        assert_eq!(cli.len(), 5);
+        assert!(cli.iter().all(|e| e.actor == "cli" && e.op == "recall"));
+        assert!(cli.windows(2).all(|w| w[0].id < w[1].id), "oldest first");
+        let every = reader.project_events_by(&visible, None, None, 100).unwrap();
+        assert_eq!(
+            every.len(),
+            55,
+            "every visible event, the unrecorded one too"
+        );
+        assert_eq!(every[0].actor, "");
+        assert!(
+            reader
+                .project_events_by(&visible, None, Some("other"), 10)
+                .unwrap()
+                .is_empty(),
+            "another project's actor sees nothing here"
+        );
     }
 }

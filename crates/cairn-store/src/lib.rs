@@ -17,6 +17,7 @@ mod records;
 mod schema;
 mod search;
 mod sessions;
+mod size;
 mod surfaced;
 #[cfg(test)]
 mod testing;
@@ -42,6 +43,7 @@ pub use records::{
 };
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use search::{EpisodeNeighbours, LexicalHit, LexicalQuery};
+pub use size::{FileSizes, TableSize};
 pub use tokens::TokenRow;
 pub use vectors::{
     META_EMBED_DIM, META_EMBED_MODEL, VectorCounts, VectorMatrix, VectorSpace, blob_to_vector,
@@ -566,6 +568,7 @@ mod tests {
                         memory_id: Some(2),
                         project: Some("p"),
                         detail: &serde_json::json!({"op": "restore", "id": 2, "at": "2026-01-03T00:00:00Z", "status": "active", "content_hash": hash(2)}),
+                        actor: "me",
                     },
                     &hash(8),
                 )

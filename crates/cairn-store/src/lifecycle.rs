@@ -1008,6 +1008,7 @@ mod tests {
                             memory_id: Some(id),
                             project: Some("p"),
                             detail: &detail,
+                            actor: "cli",
                         },
                         "r",
                     )?;

@@ -58,7 +58,7 @@ const PACKED_HASH: i64 = 8;
 
 /// The event columns `event_from_row` reads; the receipt as hex whichever way it is stored.
 pub(crate) const EVENT_COLUMNS: &str = "id, at, op, memory_id, project, detail, \
-     CASE WHEN typeof(receipt) = 'blob' THEN lower(hex(receipt)) ELSE receipt END, packed, lower(hex(content_hash))";
+     CASE WHEN typeof(receipt) = 'blob' THEN lower(hex(receipt)) ELSE receipt END, packed, lower(hex(content_hash)), actor";
 
 /// The detail without the keys equal to the event's columns, which were left out, and the
 /// content hash moved to its column.
@@ -139,6 +139,7 @@ pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<EventRow> {
         project: (!project.is_empty()).then_some(project),
         detail,
         receipt: row.get(6)?,
+        actor: row.get(9)?,
     })
 }
 
@@ -203,6 +204,11 @@ pub struct EventRow {
     pub project: Option<String>,
     pub detail: serde_json::Value,
     pub receipt: String,
+    /// Who wrote it: the actor its operation's history names (`cli`, `hook`, `mcp`, a token's
+    /// name, `import`, …). Empty for an event written before schema v16, which did not record
+    /// it (never guessed).
+    #[serde(default)]
+    pub actor: String,
 }
 
 /// An event to append.
@@ -213,6 +219,8 @@ pub struct NewEvent<'a> {
     pub memory_id: Option<i64>,
     pub project: Option<&'a str>,
     pub detail: &'a serde_json::Value,
+    /// Who is writing it (see [`EventRow::actor`]).
+    pub actor: &'a str,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -570,8 +578,8 @@ impl WriteTx<'_> {
         let receipt = sha256_value(receipt);
         self.tx
             .prepare_cached(
-                "INSERT INTO events (at, op, memory_id, project, detail, receipt, packed, content_hash) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO events (at, op, memory_id, project, detail, receipt, packed, content_hash, actor) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -582,7 +590,8 @@ impl WriteTx<'_> {
                     detail,
                     receipt,
                     packed,
-                    content_hash
+                    content_hash,
+                    event.actor
                 ])
             })
             .map_err(self.map())?;

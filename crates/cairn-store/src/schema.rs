@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 15;
+pub const SCHEMA_VERSION: i64 = 16;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -24,6 +24,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_CODEMAP,
     MIGRATION_CODEMAP_INDEX,
     MIGRATION_CODEMAP_FILES,
+    MIGRATION_EVENT_ACTOR,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -609,6 +610,16 @@ CREATE TABLE codemap_project (
     map_key   TEXT,            -- what the cached map was rendered from (hex); NULL: none
     map       TEXT             -- the cached map (cairn_codemap::Rendered as JSON)
 );
+"#;
+
+/// v16 (issue 16, the timeline's actor filter): who wrote each event — the same actor its
+/// operation's history rows name (`cli`, `hook`, `mcp`, a token's name, `import`, …). Events
+/// written before v16 keep `''`: who wrote them was not recorded, and it is never guessed. The
+/// index answers "the events of this actor, newest first" and lists the actors present (one
+/// probe per distinct actor) without a scan of the log.
+const MIGRATION_EVENT_ACTOR: &str = r#"
+ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
+CREATE INDEX events_actor ON events(actor);
 "#;
 
 #[cfg(test)]

@@ -302,6 +302,7 @@ pub fn run(args: &UiArgs) -> Result<()> {
         ("graph (clusters)", "/ui/graph".to_string()),
         ("tasks", "/ui/tasks".to_string()),
         ("timeline", "/ui/timeline".to_string()),
+        ("timeline (one actor)", "/ui/timeline?actor=cli".to_string()),
         ("health", "/ui/health".to_string()),
     ];
     // Whole-brain checks a page runs only when asked (a link on the page): timed apart, not
@@ -310,6 +311,10 @@ pub fn run(args: &UiArgs) -> Result<()> {
         (
             "health with the doctor's checks",
             "/ui/health?doctor=1".to_string(),
+        ),
+        (
+            "health with the size by table",
+            "/ui/health?sizes=1".to_string(),
         ),
         (
             "graph with the clusters",

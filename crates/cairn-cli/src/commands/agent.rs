@@ -126,6 +126,10 @@ pub struct LogArgs {
     /// Everything since the last session started.
     #[arg(long)]
     pub last_session: bool,
+    /// Only the events this actor wrote (`cli`, `hook`, `mcp`, a token's name, …; events
+    /// written before schema v16 name no actor).
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub actor: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -338,7 +342,7 @@ pub(crate) fn print_measures(settings: &Settings, summaries: &[MeasureSummary], 
 
 fn run_log(settings: &Settings, log: &LogArgs) -> Result<ExitCode> {
     let engine = settings.open("cli")?;
-    let events = engine.activity(log.limit, log.last_session)?;
+    let events = engine.activity_by(log.limit, log.last_session, log.actor.as_deref())?;
     print_log(settings, &events, |id| engine.get(id).ok());
     Ok(ExitCode::SUCCESS)
 }

@@ -132,6 +132,7 @@ pub fn log(remote: &Remote<'_>, args: &LogArgs) -> Result<ExitCode> {
         &[
             ("limit", args.limit.to_string()),
             ("last_session", flag(args.last_session)),
+            ("actor", args.actor.clone().unwrap_or_default()),
         ],
     );
     let events: Vec<EventRow> = read(&client, client.get(&path)?, "events")?;

@@ -133,6 +133,12 @@ const stories = {
     await page.goto(`${url}/ui/timeline`);
     const text = await page.locator("main").innerText();
     check(/update/.test(text), "the edit is on the timeline");
+    // The edit was the owner's (`cairn ui`: actor `ui`), the seeding the CLI's.
+    await page.selectOption("select[name=actor]", "ui");
+    await page.locator("form[action='/ui/timeline'] button[type=submit]").click();
+    await page.waitForURL(/actor=ui/);
+    const mine = await page.locator("main").innerText();
+    check(/by ui/.test(mine) && /update/.test(mine) && !/by cli/.test(mine), `only the owner's events: ${mine}`);
     await axe(page, "timeline");
     await shot(page, "timeline");
   },
@@ -140,6 +146,10 @@ const stories = {
     await page.goto(`${url}/ui/health`);
     check(await page.locator(".chart svg rect").count() > 0, "the growth chart has bars");
     await axe(page, "health");
+    await page.locator("a[href^='/ui/health?sizes=1']").click();
+    await page.waitForURL(/sizes=1/);
+    check(await page.locator("table.sizes tbody tr").count() > 5, "the size of each table and index");
+    await axe(page, "health with the size by table");
     await shot(page, "health");
   },
 };

@@ -579,6 +579,7 @@ fn log_graph_event(
     op: &str,
     at: &str,
     project: &str,
+    actor: &str,
     detail: serde_json::Value,
     record: Option<i64>,
 ) -> Result<String> {
@@ -591,6 +592,7 @@ fn log_graph_event(
             memory_id: record,
             project: Some(project),
             detail: &detail,
+            actor,
         },
         &receipt,
     )?;
@@ -696,6 +698,7 @@ fn relate_in(
                 "relate",
                 &now_text,
                 &project,
+                actor,
                 json!({"quarantined": id, "src": request.src, "relation": relation, "dst": request.dst}),
                 None,
             )?;
@@ -748,6 +751,7 @@ fn relate_in(
                 "relate",
                 &now_text,
                 &project,
+                actor,
                 json!({"seq": seq, "edge": shown}),
                 record,
             )?;
@@ -842,7 +846,7 @@ impl Engine {
             let shown = edge.describe();
             if applied == Applied::Closed {
                 let record = [key.src, key.dst].iter().find(|n| n.kind == cairn_core::graph::NodeKind::Record).map(|n| n.id);
-                log_graph_event(tx, "unrelate", &now_text, &project, json!({"seq": seq, "edge": shown}), record)?;
+                log_graph_event(tx, "unrelate", &now_text, &project, &actor, json!({"seq": seq, "edge": shown}), record)?;
                 let interval = tx.reader().intervals_of_key(&key)?.into_iter().find(|r| r.invalidate_seq == seq);
                 let edge = match interval {
                     Some(row) => EdgeView::from_key(&tx.reader(), &key, row.valid_from, row.valid_to, row.confidence)?,
@@ -929,6 +933,7 @@ impl Engine {
                 "entity",
                 &now_text,
                 &project,
+                &actor,
                 json!({"id": id, "name": clean, "type": entity_type}),
                 None,
             )?;
@@ -985,6 +990,7 @@ impl Engine {
         }
         let now_text = format_ts(self.now());
         let project = self.context.project.clone();
+        let actor = self.context.actor.clone();
         self.store.write(|tx| {
             tx.declare_relation_type(&name, weight, symmetric, description, &now_text)?;
             log_graph_event(
@@ -992,6 +998,7 @@ impl Engine {
                 "relation-type",
                 &now_text,
                 &project,
+                &actor,
                 json!({"name": name, "weight": weight, "symmetric": symmetric}),
                 None,
             )?;

@@ -169,6 +169,7 @@ pub(crate) fn apply_decay(
         "decay",
         &changed,
         now,
+        actor,
         json!({
             "action": change.action,
             "reason": change.reason,

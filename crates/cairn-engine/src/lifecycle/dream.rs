@@ -1378,6 +1378,7 @@ fn apply_proposal(
                     "merge",
                     &kept,
                     context.now_text,
+                    context.actor,
                     json!({"absorbed": merged_ids, "by": context.by}),
                 )?;
             }
@@ -1470,7 +1471,7 @@ fn archive(
     let norm = archived.title.as_deref().map(text::normalize_title);
     tx.update_memory(&archived, norm.as_deref(), previous, op, context.actor)?;
     tx.resolve_conflicts(previous.id, context.now_text)?;
-    log_event(tx, op, &archived, context.now_text, detail)?;
+    log_event(tx, op, &archived, context.now_text, context.actor, detail)?;
     Ok(())
 }
 

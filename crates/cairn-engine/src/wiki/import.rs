@@ -486,6 +486,7 @@ impl Engine {
                         "update",
                         &updated,
                         &now_text,
+                        "wiki",
                         json!({"via": "wiki", "page": path, "previous_hash": existing.content_hash}),
                     )?;
                 }

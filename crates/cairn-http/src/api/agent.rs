@@ -93,6 +93,9 @@ pub struct LogQuery {
     /// Only what happened since the last session started.
     #[serde(default)]
     pub last_session: bool,
+    /// Only the events this actor wrote (a token's name, `cli`, `hook`, …).
+    #[serde(default)]
+    pub actor: Option<String>,
 }
 
 /// `PUT /v1/identity`.
@@ -333,7 +336,11 @@ async fn log(
         Op::read("log"),
         Input::Query(query),
         |engine, _, args: LogQuery| {
-            Ok(engine.activity(args.limit.unwrap_or(30), args.last_session)?)
+            Ok(engine.activity_by(
+                args.limit.unwrap_or(30),
+                args.last_session,
+                args.actor.as_deref().filter(|actor| !actor.is_empty()),
+            )?)
         },
     )
     .await

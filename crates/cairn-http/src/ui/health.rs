@@ -1,7 +1,9 @@
 //! `/ui/health`: the brain's counts (`GET /v1/stats`), the embedding state, the file's size,
 //! growth over time as a chart, and a banner when the model is missing (recall is then
 //! lexical-only) with the fix; with `?doctor=1` also the doctor's verdicts (`GET /v1/doctor`:
-//! an integrity check reads the whole file, seconds at 100,000 records, so it runs when asked).
+//! an integrity check reads the whole file, seconds at 100,000 records, so it runs when asked),
+//! and with `?sizes=1` the file's size by table and index (`Engine::file_sizes`, SQLite's
+//! `dbstat`: it too reads every page, so it too runs when asked).
 //! Covers the whole brain, so like the API it needs a session of every project (a token made
 //! with `--all`, or `cairn ui`).
 
@@ -15,7 +17,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use cairn_engine::EngineError;
-use maud::html;
+use cairn_store::FileSizes;
+use maud::{Markup, html};
 use std::collections::BTreeMap;
 
 /// The events read for the growth chart (the newest ones).
@@ -27,7 +30,9 @@ pub(crate) async fn handler(
     headers: HeaderMap,
 ) -> Response {
     read_page(app, headers, move |app, signed| {
-        let with_doctor = Form::query(query.as_deref()).flag("doctor");
+        let form = Form::query(query.as_deref());
+        let with_doctor = form.flag("doctor");
+        let with_sizes = form.flag("sizes");
         if !signed.caller.every_project() {
             return Err(Problem::from_engine(&EngineError::Forbidden {
                 role: signed.caller.grant.role.as_str(),
@@ -46,6 +51,16 @@ pub(crate) async fn handler(
                 engine.activity(GROWTH_EVENTS, false)?,
             ))
         })?;
+        // On a reader engine: the walk over every page never holds up a write.
+        let sizes = if with_sizes {
+            Some(
+                app.service
+                    .read(&signed.caller.request, "stats", |engine| engine.file_sizes())
+                    .map_err(|e| Problem::from_engine(&e))?,
+            )
+        } else {
+            None
+        };
         let mut per_day: BTreeMap<String, f64> = BTreeMap::new();
         for event in events.iter().filter(|e| e.op == "remember") {
             *per_day
@@ -96,6 +111,7 @@ pub(crate) async fn handler(
                     dt { "file" } dd { (bytes(stats.file_bytes)) }
                     dt { "record text" } dd { (bytes(u64::try_from(stats.body_bytes).unwrap_or(0))) }
                 }
+                (by_table(sizes.as_ref()))
             }
             section aria-labelledby="lag-h" {
                 h2 #lag-h { "Embedding" }
@@ -136,6 +152,59 @@ pub(crate) async fn handler(
         ))
     })
     .await
+}
+
+/// The size by table and index, or the link that measures it.
+fn by_table(sizes: Option<&FileSizes>) -> Markup {
+    let Some(sizes) = sizes else {
+        return html! {
+            p {
+                a href="/ui/health?sizes=1#size-h" { "Measure the size of each table and index" }
+                " (SQLite's dbstat reads every page of the file: a few seconds on a large brain)."
+            }
+        };
+    };
+    let file = sizes.page_count * sizes.page_size;
+    let share = |n: u64| {
+        if file == 0 {
+            String::from("0 %")
+        } else {
+            format!("{:.1} %", n as f64 * 100.0 / file as f64)
+        }
+    };
+    html! {
+        div.table-scroll tabindex="0" role="region" aria-label="size by table and index" { table.sizes {
+            caption { "By table and index, measured with SQLite's dbstat (" (sizes.page_count) " pages of " (bytes(sizes.page_size)) ")" }
+            thead { tr { th scope="col" { "b-tree" } th scope="col" { "kind" } th scope="col" { "size" } th scope="col" { "of the file" } th scope="col" { "holding data" } } }
+            tbody {
+                @for table in &sizes.tables {
+                    tr {
+                        th scope="row" { code { (table.name) } }
+                        td { @if table.kind == "index" { "index of " code { (table.table) } } @else { (table.kind) } }
+                        td { (bytes(table.bytes)) }
+                        td { (share(table.bytes)) }
+                        td { (bytes(table.used_bytes)) }
+                    }
+                }
+                tr {
+                    th scope="row" { "free pages" }
+                    td { "free list" }
+                    td { (bytes(sizes.free_pages * sizes.page_size)) }
+                    td { (share(sizes.free_pages * sizes.page_size)) }
+                    td { "0 B" }
+                }
+                @if sizes.other_pages > 0 {
+                    tr {
+                        th scope="row" { "other pages" }
+                        td { "lock page, pointer maps" }
+                        td { (bytes(sizes.other_pages * sizes.page_size)) }
+                        td { (share(sizes.other_pages * sizes.page_size)) }
+                        td { "—" }
+                    }
+                }
+            }
+        } }
+    }
 }
 
 fn bytes(n: u64) -> String {

@@ -6,6 +6,11 @@
 //! browser) and checks it again at every request, so `cairn token revoke` ends the session at
 //! once. A one-time login code (`cairn ui`) is another 256-bit secret, compared in constant
 //! time, removed on first use, and dead after [`CODE_LIFETIME`].
+//!
+//! The map is bounded ([`SessionLimits`]): a session ends [`SESSION_LIFETIME`] after sign-in
+//! whatever happens, or after [`SESSION_IDLE`] without a request, and at most [`MAX_SESSIONS`]
+//! live at once — a sign-in beyond that signs out the session unused the longest. The map lives
+//! in the server's memory only: a restart signs every browser out (sign in again).
 
 use crate::App;
 use crate::auth::{self, Caller};
@@ -19,8 +24,33 @@ use std::time::{Duration, Instant};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "cairn_session";
-/// How long a session lasts after sign-in.
+/// How long a session lasts after sign-in, used or not.
 pub const SESSION_LIFETIME: Duration = Duration::from_secs(8 * 3600);
+/// A session without a request for this long is signed out.
+pub const SESSION_IDLE: Duration = Duration::from_secs(2 * 3600);
+/// Most sessions alive at once; a sign-in past it signs out the one unused the longest.
+pub const MAX_SESSIONS: usize = 256;
+
+/// The bounds of the session map (the defaults are the constants above).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Most sessions at once.
+    pub max: usize,
+    /// Signed out after this long without a request.
+    pub idle: Duration,
+    /// Signed out this long after sign-in.
+    pub lifetime: Duration,
+}
+
+impl Default for SessionLimits {
+    fn default() -> SessionLimits {
+        SessionLimits {
+            max: MAX_SESSIONS,
+            idle: SESSION_IDLE,
+            lifetime: SESSION_LIFETIME,
+        }
+    }
+}
 /// How long a one-time login code works (once).
 pub const CODE_LIFETIME: Duration = Duration::from_secs(10 * 60);
 /// The header htmx sends the CSRF token in (read from the page's `<meta name="csrf-token">`).
@@ -62,7 +92,16 @@ impl std::fmt::Debug for Identity {
 struct Session {
     identity: Identity,
     csrf: String,
+    /// Sign-in plus the lifetime: over then, however busy.
     expires: Instant,
+    /// The last request (or the sign-in): idle expiry and eviction go by it.
+    last_seen: Instant,
+}
+
+impl Session {
+    fn live(&self, now: Instant, limits: &SessionLimits) -> bool {
+        self.expires > now && now.saturating_duration_since(self.last_seen) < limits.idle
+    }
 }
 
 struct Code {
@@ -87,6 +126,7 @@ impl std::fmt::Debug for Ui {
 
 struct Inner {
     sessions: Mutex<HashMap<String, Session>>,
+    limits: SessionLimits,
     codes: Mutex<Vec<Code>>,
     /// Served over TLS: the cookie is `Secure`.
     secure: bool,
@@ -140,9 +180,18 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 impl Ui {
     /// `secure`: the server speaks TLS (the cookie then carries `Secure`).
     pub fn new(secure: bool) -> Ui {
+        Ui::with_limits(secure, SessionLimits::default())
+    }
+
+    /// [`Ui::new`] with other bounds on the sessions (`limits.max` at least 1).
+    pub fn with_limits(secure: bool, limits: SessionLimits) -> Ui {
         Ui {
             inner: Arc::new(Inner {
                 sessions: Mutex::new(HashMap::new()),
+                limits: SessionLimits {
+                    max: limits.max.max(1),
+                    ..limits
+                },
                 codes: Mutex::new(Vec::new()),
                 secure,
             }),
@@ -181,17 +230,34 @@ impl Ui {
 
     /// Starts a session: its id (the cookie's value).
     pub(crate) fn start(&self, identity: Identity) -> Result<String, Problem> {
+        self.start_at(identity, Instant::now())
+    }
+
+    /// [`Ui::start`] at `now`: the sessions past their time go, and while the map is full the
+    /// one unused the longest is signed out.
+    fn start_at(&self, identity: Identity, now: Instant) -> Result<String, Problem> {
         let id = random_secret()?;
         let csrf = random_secret()?;
+        let limits = self.inner.limits;
         let mut sessions = lock(&self.inner.sessions);
-        let now = Instant::now();
-        sessions.retain(|_, session| session.expires > now);
+        sessions.retain(|_, session| session.live(now, &limits));
+        while sessions.len() >= limits.max {
+            let Some(oldest) = sessions
+                .iter()
+                .min_by_key(|(_, session)| session.last_seen)
+                .map(|(id, _)| id.clone())
+            else {
+                break;
+            };
+            sessions.remove(&oldest);
+        }
         sessions.insert(
             id.clone(),
             Session {
                 identity,
                 csrf,
-                expires: now + SESSION_LIFETIME,
+                expires: now + limits.lifetime,
+                last_seen: now,
             },
         );
         Ok(id)
@@ -232,11 +298,17 @@ impl Ui {
 
     /// The live session the request's cookie names: its id, identity and CSRF token.
     fn session(&self, headers: &HeaderMap) -> Option<(String, Identity, String)> {
+        self.session_at(headers, Instant::now())
+    }
+
+    /// [`Ui::session`] at `now`; a live session's last use becomes `now`.
+    fn session_at(&self, headers: &HeaderMap, now: Instant) -> Option<(String, Identity, String)> {
         let id = cookie_value(headers, COOKIE)?;
+        let limits = self.inner.limits;
         let mut sessions = lock(&self.inner.sessions);
-        let now = Instant::now();
-        match sessions.get(&id) {
-            Some(session) if session.expires > now => {
+        match sessions.get_mut(&id) {
+            Some(session) if session.live(now, &limits) => {
+                session.last_seen = now;
                 Some((id, session.identity.clone(), session.csrf.clone()))
             }
             Some(_) => {
@@ -391,6 +463,76 @@ mod tests {
             HeaderValue::from_static("http://127.0.0.1:7777"),
         );
         assert!(check_csrf(&headers, Some("abc"), "abc").is_ok());
+    }
+
+    fn owner() -> Identity {
+        Identity::Token {
+            secret: "x".into(),
+            project: None,
+        }
+    }
+
+    fn cookie(id: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("{COOKIE}={id}")).unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn past_the_cap_the_session_unused_the_longest_is_signed_out() {
+        let limits = SessionLimits {
+            max: 3,
+            ..SessionLimits::default()
+        };
+        let ui = Ui::with_limits(false, limits);
+        let start = Instant::now();
+        let at = |seconds: u64| start + Duration::from_secs(seconds);
+        let ids: Vec<String> = (0..3)
+            .map(|i| ui.start_at(owner(), at(i)).unwrap())
+            .collect();
+        // The first one is used again: the second is now the one unused the longest.
+        assert!(ui.session_at(&cookie(&ids[0]), at(10)).is_some());
+        let fourth = ui.start_at(owner(), at(11)).unwrap();
+        let fifth = ui.start_at(owner(), at(12)).unwrap();
+        let live = |id: &str| ui.session_at(&cookie(id), at(13)).is_some();
+        assert!(!live(&ids[1]), "the oldest unused one is signed out");
+        assert!(!live(&ids[2]), "then the next oldest");
+        assert!(
+            live(&ids[0]) && live(&fourth) && live(&fifth),
+            "the newest stay in"
+        );
+        assert_eq!(lock(&ui.inner.sessions).len(), 3, "never more than the cap");
+    }
+
+    #[test]
+    fn a_session_ends_when_idle_and_at_its_lifetime_however_busy() {
+        let ui = Ui::new(false);
+        let start = Instant::now();
+        let idle = ui.start_at(owner(), start).unwrap();
+        let busy = ui.start_at(owner(), start).unwrap();
+        let mut now = start;
+        // A request every hour keeps `busy` in, `idle` goes after two hours without one.
+        for _ in 0..7 {
+            now += Duration::from_secs(3600);
+            assert!(ui.session_at(&cookie(&busy), now).is_some());
+        }
+        assert!(
+            ui.session_at(&cookie(&idle), now).is_none(),
+            "idle two hours: out"
+        );
+        now += Duration::from_secs(3600);
+        assert!(now >= start + SESSION_LIFETIME);
+        assert!(
+            ui.session_at(&cookie(&busy), now).is_none(),
+            "eight hours after sign-in: out"
+        );
+        assert!(
+            lock(&ui.inner.sessions).is_empty(),
+            "ended sessions are removed"
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `/ui/timeline`: the event log (`GET /v1/log`'s `Engine::activity`), newest first, grouped by
 //! day, with each session's start marked; "last session" shows what the latest session did.
-//! Filter by operation. Events carry no actor (the history of a record does: its page shows
-//! who changed what); the actor filter is the history's, on the record page.
+//! Filter by actor (who wrote the event — a token's name, `cli`, `hook`, `mcp`, …: the select
+//! lists the actors present, read from the `events_actor` index; the filter is the query's, so
+//! a rare actor's events are found however many others came after) and by operation (among the
+//! events shown). Events written before schema v16 name no actor: they are under "every actor".
 
 use super::layout::page;
 use super::{Form, read_page};
@@ -24,8 +26,12 @@ pub(crate) async fn handler(
     read_page(app, headers, move |app, signed| {
         let form = Form::query(query.as_deref());
         let last_session = form.flag("last_session");
-        let events = on_engine(app, &signed.caller, "log", |engine| {
-            Ok(engine.activity(LIMIT, last_session)?)
+        let actor = form.get("actor").map(str::to_string);
+        let (events, actors) = on_engine(app, &signed.caller, "log", |engine| {
+            Ok((
+                engine.activity_by(LIMIT, last_session, actor.as_deref())?,
+                engine.activity_actors()?,
+            ))
         })?;
         let mut operations: Vec<String> = events.iter().map(|e| e.op.clone()).collect();
         operations.sort();
@@ -39,6 +45,14 @@ pub(crate) async fn handler(
         let content = html! {
             h1 { "Timeline" }
             form.inline method="get" action="/ui/timeline" {
+                label { "Actor "
+                    select name="actor" {
+                        option value="" { "every actor" }
+                        @for name in &actors {
+                            option value=(name) selected[actor.as_deref() == Some(name.as_str())] { (name) }
+                        }
+                    }
+                }
                 label { "Operation "
                     select name="op" {
                         option value="" { "every operation" }
@@ -50,7 +64,11 @@ pub(crate) async fn handler(
                 label.check { input type="checkbox" name="last_session" value="1" checked[last_session]; " last session only" }
                 button type="submit" { "Show" }
             }
-            p.hint { (shown.len()) " of the latest " (events.len()) " events, newest first." }
+            p.hint {
+                (shown.len()) " of the latest " (events.len()) " events"
+                @if let Some(actor) = &actor { " by " strong { (actor) } }
+                ", newest first."
+            }
             (days(&shown))
         };
         Ok(super::layout::html_response(
@@ -82,6 +100,7 @@ fn days(events: &[&EventRow]) -> Markup {
                             @if let Some(id) = event.memory_id {
                                 " " a href=(format!("/ui/records/{id}")) { "#" (id) }
                             }
+                            @if !event.actor.is_empty() { " " span.actor { "by " (event.actor) } }
                             @if event.op == "session_start" { " " strong { "a session started" } }
                             @if let Some(status) = event.detail.get("status").and_then(|s| s.as_str()) {
                                 " · " (status)
