@@ -33,11 +33,7 @@ pub(crate) struct Linear {
 impl Linear {
     /// From a row-major `output × input` weight (PyTorch's layout), the same weight in 4-bit
     /// blocks (`weight` is their expansion), and the bias.
-    pub(crate) fn new(
-        weight: Vec<f32>,
-        packed: Q4Weight,
-        bias: Vec<f32>,
-    ) -> CandleResult<Linear> {
+    pub(crate) fn new(weight: Vec<f32>, packed: Q4Weight, bias: Vec<f32>) -> CandleResult<Linear> {
         let (output, input) = (packed.outputs, packed.inputs);
         let weight_t = Tensor::from_vec(weight, (output, input), &Device::Cpu)?
             .t()?
@@ -240,14 +236,10 @@ const LANES: usize = 16;
 #[inline(always)]
 fn dot_block<const R: usize, const FUSED: bool>(x: &[f32], weight: &[f32], out: &mut [f32]) {
     let width = weight.len();
-    let rows: [&[f32]; R] = std::array::from_fn(|r| &x[r * width..(r + 1) * width]);
-    let mut sums = [[0.0f32; LANES]; R];
-    for (c, w) in weight.chunks_exact(LANES).enumerate() {
-        let w: &[f32; LANES] = w.try_into().expect("chunks of LANES");
-        for (sum, row) in sums.iter_mut().zip(&rows) {
-            let x: &[f32; LANES] = row[c * LANES..(c + 1) * LANES]
-                .try_into()
-                .expect("a row is as wide as the weight");
+    for (r, value) in out.iter_mut().enumerate().take(R) {
+        let row = &x[r * width..(r + 1) * width];
+        let mut sum = [0.0f32; LANES];
+        for (x, w) in row.chunks_exact(LANES).zip(weight.chunks_exact(LANES)) {
             for ((sum, x), w) in sum.iter_mut().zip(x).zip(w) {
                 *sum = if FUSED {
                     x.mul_add(*w, *sum)
@@ -256,8 +248,6 @@ fn dot_block<const R: usize, const FUSED: bool>(x: &[f32], weight: &[f32], out: 
                 };
             }
         }
-    }
-    for (value, sum) in out.iter_mut().zip(&sums) {
         *value = sum.iter().sum();
     }
 }
@@ -302,7 +292,9 @@ impl Encoder {
             let qkv = layer.qkv.forward(&x, rows, self.small_rows)?;
             let context = self.attention(&qkv, lengths)?;
             drop(qkv);
-            let mut attended = layer.attention_out.forward(&context, rows, self.small_rows)?;
+            let mut attended = layer
+                .attention_out
+                .forward(&context, rows, self.small_rows)?;
             drop(context);
             residual_norm(&mut attended, &x, &layer.attention_norm, h, self.eps);
             x = attended;
@@ -579,20 +571,27 @@ mod tests {
 
     /// A deterministic pseudo-random value in [-1, 1).
     fn noise(i: usize) -> f32 {
-        let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
+        let x = (i as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(17);
         (x % 20_000) as f32 / 10_000.0 - 1.0
     }
 
     /// Random 4-bit weights: the scales, nibbles and their f32 expansion (row-major).
     fn random_q4(outputs: usize, inputs: usize, seed: usize) -> (Q4Weight, Vec<f32>) {
         let blocks = outputs * inputs / Q4_BLOCK;
-        let scales: Vec<f32> = (0..blocks).map(|b| 0.01 + noise(seed + b).abs() * 0.05).collect();
+        let scales: Vec<f32> = (0..blocks)
+            .map(|b| 0.01 + noise(seed + b).abs() * 0.05)
+            .collect();
         let nibbles: Vec<u8> = (0..blocks * 16)
             .map(|i| ((noise(seed * 7 + i) + 1.0) * 128.0) as u8)
             .collect();
         let mut dense = vec![0.0f32; outputs * inputs];
         expand_blocks(&scales, &nibbles, &mut dense);
-        (Q4Weight::new(outputs, inputs, scales, nibbles).unwrap(), dense)
+        (
+            Q4Weight::new(outputs, inputs, scales, nibbles).unwrap(),
+            dense,
+        )
     }
 
     #[test]
@@ -622,7 +621,10 @@ mod tests {
                         .sum::<f64>()
                         + f64::from(bias[o]);
                     let (a, b) = (small[r * outputs + o], gemm[r * outputs + o]);
-                    assert!((f64::from(a) - exact).abs() < 1e-4, "{rows} rows, [{r}][{o}]: {a} vs {exact}");
+                    assert!(
+                        (f64::from(a) - exact).abs() < 1e-4,
+                        "{rows} rows, [{r}][{o}]: {a} vs {exact}"
+                    );
                     assert!((a - b).abs() < 1e-4, "[{r}][{o}]: small {a}, gemm {b}");
                 }
             }

@@ -215,7 +215,8 @@ impl Embedder for MiniLmEmbedder {
 
     fn passage_tokens(&self, text: &str) -> usize {
         // A text the tokenizer refuses is refused again by `embed_batch`; count the bound.
-        self.tokenize(text).map_or(self.max_tokens(), |ids| ids.len())
+        self.tokenize(text)
+            .map_or(self.max_tokens(), |ids| ids.len())
     }
 
     fn dimension(&self) -> usize {
