@@ -30,7 +30,7 @@ pub mod tls;
 
 use std::path::PathBuf;
 
-pub use e5::{E5_FILE, E5Embedder, E5Options};
+pub use e5::{E5_FILE, E5Embedder, E5Options, SMALL_PASS_TOKENS};
 pub use error::{EmbedError, INSTALL_HINT, SearchedPlace};
 pub use hash::HashEmbedder;
 pub use http::{HttpConfig, HttpEmbedder};
@@ -56,6 +56,15 @@ pub trait Embedder: Send + Sync {
     /// One unit-length vector per text, in the order given. Empty texts are allowed; texts
     /// longer than the model's input limit are truncated, not refused.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// About how many tokens the model reads for `text` as a stored text (at most its input
+    /// limit): what the indexer bounds a batch by, so its working set does not depend on how
+    /// long the records are. The local models count exactly; this default, for a remote
+    /// model whose tokenizer is not here, takes one token per four bytes (ordinary text
+    /// through a subword vocabulary), at least one.
+    fn passage_tokens(&self, text: &str) -> usize {
+        text.len().div_ceil(4).max(1)
+    }
 
     /// Vectors for search queries. Models trained with asymmetric prefixes (e5: `query: ` vs
     /// `passage: `) embed queries differently from stored texts; for the others this is

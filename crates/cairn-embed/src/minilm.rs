@@ -213,6 +213,12 @@ impl Embedder for MiniLmEmbedder {
         MINILM.id
     }
 
+    fn passage_tokens(&self, text: &str) -> usize {
+        // A text the tokenizer refuses is refused again by `embed_batch`; count the bound.
+        self.tokenize(text)
+            .map_or(self.max_tokens(), |ids| ids.len())
+    }
+
     fn dimension(&self) -> usize {
         MINILM.dimension
     }

@@ -29,8 +29,14 @@ use std::sync::{Arc, OnceLock};
 pub type EmbedderLoader =
     Box<dyn FnOnce() -> std::result::Result<Option<Box<dyn Embedder>>, EmbedError> + Send>;
 
-/// Records embedded per model call and per write transaction.
+/// Records read per indexing step (their texts are built together, at most 64 KB of body
+/// each plus their context).
 const INDEX_BATCH: usize = 64;
+/// Tokens handed to the embedder in one call ([`Embedder::passage_tokens`]): the model's
+/// working set is bounded by this, not by how
+/// many records there are or how long they are (a long record counts what the model reads
+/// of it, at most its input limit: 512 tokens for e5).
+const INDEX_TOKENS: usize = 8 * 1024;
 /// Older pending records a write embeds along with its own (the background pass).
 pub const BACKGROUND_BATCH: usize = 16;
 
@@ -302,6 +308,30 @@ pub fn embedding_text(memory: &Memory, before: &[Memory], after: &[Memory]) -> S
         text.push_str(&next.body);
     }
     text
+}
+
+/// Consecutive ranges of `costs` (each text's tokens, in order) for the embedder's calls:
+/// each range sums to at most `max_tokens` — a single text over it goes alone — and holds at
+/// most `max_texts` texts. Every index is in exactly one range.
+pub(crate) fn token_batches(
+    costs: &[usize],
+    max_tokens: usize,
+    max_texts: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let mut batches = Vec::new();
+    let (mut start, mut tokens) = (0, 0usize);
+    for (index, &cost) in costs.iter().enumerate() {
+        let full = index - start >= max_texts.max(1) || tokens.saturating_add(cost) > max_tokens;
+        if index > start && full {
+            batches.push(start..index);
+            (start, tokens) = (index, 0);
+        }
+        tokens = tokens.saturating_add(cost);
+    }
+    if start < costs.len() {
+        batches.push(start..costs.len());
+    }
+    batches
 }
 
 pub(crate) fn text_hash(text: &str) -> String {
@@ -599,7 +629,12 @@ impl Engine {
             work.push((memory.id, hash, cached, text));
         }
         let missing: Vec<usize> = (0..work.len()).filter(|&i| work[i].2.is_none()).collect();
-        if !missing.is_empty() {
+        let costs: Vec<usize> = missing
+            .iter()
+            .map(|&i| embedder.passage_tokens(&work[i].3))
+            .collect();
+        for batch in token_batches(&costs, INDEX_TOKENS, INDEX_BATCH) {
+            let missing = &missing[batch];
             let texts: Vec<&str> = missing.iter().map(|&i| work[i].3.as_str()).collect();
             match embedder.embed_batch(&texts) {
                 Ok(vectors) if vectors.len() == texts.len() => {
@@ -609,7 +644,7 @@ impl Engine {
                 }
                 _ => {
                     // Find the culprit(s) one by one; the others still get their vectors.
-                    for &i in &missing {
+                    for &i in missing {
                         match embedder.embed_batch(&[work[i].3.as_str()]) {
                             Ok(mut one) if one.len() == 1 => work[i].2 = one.pop(),
                             Ok(_) => {}
@@ -1136,6 +1171,31 @@ pub fn vector_only_floor(model_id: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_batches_bound_long_records_by_tokens() {
+        // 100 records each at e5's 512-token limit: 16 to a call, never more tokens.
+        let long = vec![512usize; 100];
+        let batches = token_batches(&long, INDEX_TOKENS, INDEX_BATCH);
+        assert_eq!(batches.len(), 7);
+        for batch in &batches {
+            let tokens: usize = long[batch.clone()].iter().sum();
+            assert!(tokens <= INDEX_TOKENS, "{batch:?}: {tokens} tokens");
+        }
+        // Short records fill a call up to the record count instead.
+        let short = vec![20usize; 100];
+        let lengths: Vec<usize> = token_batches(&short, INDEX_TOKENS, INDEX_BATCH)
+            .iter()
+            .map(|b| b.len())
+            .collect();
+        assert_eq!(lengths, [64, 36]);
+        // Mixed lengths: consecutive, complete, each within the bound; one text over the
+        // bound goes alone.
+        let mixed = [3000, 3000, 3000, 9000, 1, 8192, 5];
+        let batches = token_batches(&mixed, INDEX_TOKENS, INDEX_BATCH);
+        assert_eq!(batches, [0..2, 2..3, 3..4, 4..5, 5..6, 6..7]);
+        assert!(token_batches(&[], INDEX_TOKENS, INDEX_BATCH).is_empty());
+    }
 
     fn memory(memory_type: MemoryType, title: Option<&str>, body: &str) -> Memory {
         let mut memory: Memory = serde_json::from_value(serde_json::json!({
