@@ -536,7 +536,8 @@ fn a_cli_with_a_live_daemon_goes_through_it_with_the_same_output() {
         String::from_utf8_lossy(&stored.stdout).trim(),
         "stored as #1"
     );
-    assert_eq!(vectors(&brain), 1, "the daemon embedded it as it stored it");
+    // Acknowledged once stored; the daemon's indexer embeds it right after.
+    wait_for("the daemon's indexer embeds it", || vectors(&brain) == 1);
     let answer: Value = serde_json::from_slice(
         &cmd(&brain)
             .args(["--json", "recall", "staging queue"])

@@ -234,7 +234,7 @@ impl Engine {
             .map(|(memory, redacted, mut warnings)| {
                 // A changed text lost its vector (a trigger drops it); embed it again now when an
                 // embedder is configured, else it waits for `cairn reindex` like any pending one.
-                warnings.extend(self.index_after_write(&[memory.id]));
+                warnings.extend(self.index_after_write(&[memory.id], false));
                 Updated {
                     memory,
                     redacted,

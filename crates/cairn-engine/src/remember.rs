@@ -398,7 +398,7 @@ impl Engine {
                 ));
             }
             let written: Vec<i64> = outcome.id.into_iter().collect();
-            if let Some(warning) = self.index_after_write(&written) {
+            if let Some(warning) = self.index_after_write(&written, true) {
                 outcome.warnings.push(warning);
             }
         }

@@ -150,6 +150,11 @@ pub(crate) struct Semantic {
     /// A background indexer embeds the older pending records
     /// ([`Engine::leave_backlog_to_indexer`]): a write embeds only what it wrote.
     backlog_elsewhere: bool,
+    /// The background indexer also embeds what a write stores
+    /// ([`Engine::leave_writes_to_indexer`]): a write only notes its records here, for
+    /// [`Engine::take_unembedded_writes`].
+    writes_elsewhere: bool,
+    unembedded_writes: Vec<i64>,
 }
 
 /// A loaded vector matrix and, on a large one in a long-lived process, its int8 copy and its
@@ -255,6 +260,8 @@ impl Default for Semantic {
             config: SemanticConfig::default(),
             cache: None,
             backlog_elsewhere: false,
+            writes_elsewhere: false,
+            unembedded_writes: Vec::new(),
         }
     }
 }
@@ -355,6 +362,37 @@ impl Engine {
     /// most of a write's time in the daemon).
     pub fn leave_backlog_to_indexer(&mut self) {
         self.semantic.backlog_elsewhere = true;
+    }
+
+    /// The background indexer of this process embeds what each write stores, too: a write is
+    /// acknowledged once it is stored, and the records it wrote wait in
+    /// [`Engine::take_unembedded_writes`] for the caller to hand to the indexer (embedding one
+    /// record took most of a `remember`'s time in the daemon). Until they are embedded, recall
+    /// finds them lexically. Only `remember` is deferred: an update embeds its new text at once
+    /// (and warns when it cannot). Implies [`Engine::leave_backlog_to_indexer`].
+    pub fn leave_writes_to_indexer(&mut self) {
+        self.semantic.backlog_elsewhere = true;
+        self.semantic.writes_elsewhere = true;
+    }
+
+    /// Undoes [`Engine::leave_writes_to_indexer`] (the backlog stays the indexer's): a write
+    /// embeds what it stored before it answers, and warns when it cannot — what a service does
+    /// while its indexer's embeddings fail.
+    pub fn embed_writes_here(&mut self) {
+        self.semantic.writes_elsewhere = false;
+    }
+
+    /// The records written since the last call whose embedding was left to the indexer
+    /// ([`Engine::leave_writes_to_indexer`]), oldest first.
+    pub fn take_unembedded_writes(&mut self) -> Vec<i64> {
+        std::mem::take(&mut self.semantic.unembedded_writes)
+    }
+
+    /// Embeds those of `ids` still without a vector (what writes left to the indexer), and
+    /// nothing else: the background indexer's quick pass after writes.
+    pub fn index_records(&mut self, ids: &[i64]) -> Result<IndexReport> {
+        self.ensure_writable("reindex")?;
+        self.index_written(ids)
     }
 
     /// The loaded embedder, loading it now if it is configured (to share it, see
@@ -723,9 +761,24 @@ impl Engine {
     /// (only `written` when a background indexer takes the rest:
     /// [`Engine::leave_backlog_to_indexer`]). Problems become warnings; the records are stored
     /// either way and stay pending.
-    pub(crate) fn index_after_write(&mut self, written: &[i64]) -> Option<String> {
+    ///
+    /// A `remember` (`new_records`) whose embedding is left to the indexer
+    /// ([`Engine::leave_writes_to_indexer`]) is only noted; an update embeds its new text here
+    /// either way, so a text that cannot be embedded says so in its answer.
+    pub(crate) fn index_after_write(
+        &mut self,
+        written: &[i64],
+        new_records: bool,
+    ) -> Option<String> {
         // No embedder configured (CAIRN_EMBEDDER=none): lexical by choice, nothing to warn of.
         if self.context.read_only || matches!(self.embedder(), Ok(None)) {
+            return None;
+        }
+        if new_records
+            && self.semantic.writes_elsewhere
+            && matches!(self.semantic.slot, Slot::Ready(_))
+        {
+            self.semantic.unembedded_writes.extend_from_slice(written);
             return None;
         }
         let indexed = if self.semantic.backlog_elsewhere {

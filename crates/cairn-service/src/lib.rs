@@ -35,7 +35,7 @@ use cairn_engine::{
 use chrono::{DateTime, Utc};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
@@ -155,8 +155,21 @@ struct Inner {
     /// The embedding model once the background load finished (`None` inside: none
     /// configured, or it could not load).
     embedder: OnceLock<Option<Arc<dyn Embedder>>>,
-    /// Set by [`Service::stop`]: the background indexer ends its wait at once.
-    stopped: (Mutex<bool>, Condvar),
+    /// What the background indexer waits for: [`Service::stop`] (it ends its wait at once) or
+    /// records a write stored without embedding them (it embeds them at once).
+    signals: (Mutex<Signals>, Condvar),
+    /// The indexer's last embedding failed: writes embed what they store themselves (and say
+    /// so when they cannot) until one succeeds again.
+    embedding_fails: AtomicBool,
+}
+
+/// See [`Inner::signals`].
+#[derive(Default)]
+struct Signals {
+    stopped: bool,
+    /// Records written on the writer engine, left to the indexer
+    /// ([`Engine::leave_writes_to_indexer`]), oldest first.
+    unembedded: Vec<i64>,
 }
 
 impl Drop for Inner {
@@ -185,7 +198,8 @@ impl Service {
                 readers: (0..readers).map(|_| Mutex::new(None)).collect(),
                 next_reader: AtomicUsize::new(0),
                 embedder: OnceLock::new(),
-                stopped: (Mutex::new(false), Condvar::new()),
+                signals: (Mutex::new(Signals::default()), Condvar::new()),
+                embedding_fails: AtomicBool::new(false),
             }),
         };
         if buffer {
@@ -241,8 +255,8 @@ impl Service {
     /// Ends the background indexer's wait (it finishes the batch it is embedding, if any) and
     /// writes the recall accesses still buffered.
     pub fn stop(&self) {
-        let (flag, wake) = &self.inner.stopped;
-        *lock(flag) = true;
+        let (signals, wake) = &self.inner.signals;
+        lock(signals).stopped = true;
         wake.notify_all();
         for slot in self.slots() {
             if let Some(engine) = lock(slot).as_mut() {
@@ -277,14 +291,27 @@ impl Service {
             Some(Some(embedder)) => Some(embedder),
             _ => None,
         };
-        run_on(
+        let defer_writes = !self.inner.embedding_fails.load(Ordering::Relaxed);
+        let answer = run_on(
             &mut slot,
             &self.inner.options,
-            embedder,
+            embedder.map(|embedder| (embedder, defer_writes)),
             request,
             operation,
             work,
-        )
+        );
+        // What the call stored is acknowledged now; the indexer embeds it right after.
+        let written = slot
+            .as_mut()
+            .map(Engine::take_unembedded_writes)
+            .unwrap_or_default();
+        drop(slot);
+        if !written.is_empty() {
+            let (signals, wake) = &self.inner.signals;
+            lock(signals).unembedded.extend(written);
+            wake.notify_all();
+        }
+        answer
     }
 
     /// Runs `work` like [`Service::call`], but on one of the reader engines (their own
@@ -347,7 +374,7 @@ impl Service {
 fn run_on<T>(
     slot: &mut Option<Engine>,
     options: &ServiceOptions,
-    embedder: Option<&Arc<dyn Embedder>>,
+    embedder: Option<(&Arc<dyn Embedder>, bool)>,
     request: &RequestContext,
     operation: &str,
     work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
@@ -369,13 +396,18 @@ fn run_on<T>(
     let engine = slot.as_mut().expect("opened just above");
     engine.set_context(context);
     engine.set_git_source(request.git.clone());
-    if !engine.embedder_is_loaded()
-        && let Some(embedder) = embedder
-    {
-        engine.set_shared_embedder(Arc::clone(embedder));
-        // The background pass (started with the model) embeds what is pending: a write
-        // here embeds only what it wrote.
-        engine.leave_backlog_to_indexer();
+    if let Some((embedder, defer_writes)) = embedder {
+        if !engine.embedder_is_loaded() {
+            engine.set_shared_embedder(Arc::clone(embedder));
+        }
+        // The background pass (started with the model) embeds what is pending and, right
+        // after each write, what it wrote: a write here only stores — unless the indexer's
+        // embeddings fail, then a write tries itself and warns.
+        if defer_writes {
+            engine.leave_writes_to_indexer();
+        } else {
+            engine.embed_writes_here();
+        }
     }
     match std::panic::catch_unwind(AssertUnwindSafe(|| work(engine))) {
         Ok(answer) => {
@@ -423,7 +455,7 @@ fn access_flusher(inner: Weak<Inner>) {
         let Some(strong) = inner.upgrade() else {
             return;
         };
-        if *lock(&strong.stopped.0) {
+        if lock(&strong.signals.0).stopped {
             return;
         }
         for slot in std::iter::once(&strong.engine).chain(&strong.readers) {
@@ -439,19 +471,30 @@ fn access_flusher(inner: Weak<Inner>) {
 }
 
 /// Once the model is resident: embeds the records still waiting for a vector, then reads the
-/// vectors into the shared engine so the first hybrid recall is warm; afterwards, every
-/// `index_interval`, embeds what hooks captured since. The embedding runs on its own
-/// connection, so calls never wait for it (the shared engine picks the new vectors up on its
-/// next recall, reading only the changed rows). Stops when the service is stopped or gone.
+/// vectors into the shared engine so the first hybrid recall is warm; afterwards embeds what
+/// each write on the writer engine stored as soon as it is acknowledged, and every
+/// `index_interval` whatever else is pending (what hooks captured, what a write's new turn
+/// took the context vector from). The embedding runs on its own connection, so calls never
+/// wait for it (the shared engine picks the new vectors up on its next recall, reading only
+/// the changed rows). Stops when the service is stopped or gone.
 fn background_pass(inner: Weak<Inner>, embedder: Arc<dyn Embedder>, who: &'static str) {
     let mut indexer: Option<Engine> = None;
     let mut first = true;
+    // When the last sweep for every pending record ran (`None`: not yet).
+    let mut swept: Option<std::time::Instant> = None;
     loop {
         let Some(strong) = inner.upgrade() else {
             return;
         };
+        let written = std::mem::take(&mut lock(&strong.signals.0).unembedded);
         if !strong.options.read_only {
-            index_pending(&strong, &mut indexer, &embedder, who);
+            if !written.is_empty() {
+                index_written(&strong, &mut indexer, &embedder, who, &written);
+            }
+            if swept.is_none_or(|at| at.elapsed() >= strong.options.index_interval) {
+                index_pending(&strong, &mut indexer, &embedder, who);
+                swept = Some(std::time::Instant::now());
+            }
         }
         if first {
             let service = Service {
@@ -464,28 +507,36 @@ fn background_pass(inner: Weak<Inner>, embedder: Arc<dyn Embedder>, who: &'stati
             }
             first = false;
         }
-        let (flag, wake) = &strong.stopped;
-        let stopped = lock(flag);
-        if *stopped {
+        let (signals, wake) = &strong.signals;
+        let waiting = lock(signals);
+        if waiting.stopped {
             return;
         }
-        let (stopped, _) = wake
-            .wait_timeout(stopped, strong.options.index_interval)
+        if !waiting.unembedded.is_empty() {
+            continue;
+        }
+        let next_sweep = strong
+            .options
+            .index_interval
+            .saturating_sub(swept.map_or(Duration::ZERO, |at| at.elapsed()));
+        let (waiting, _) = wake
+            .wait_timeout_while(waiting, next_sweep, |s| {
+                !s.stopped && s.unembedded.is_empty()
+            })
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if *stopped {
+        if waiting.stopped {
             return;
         }
     }
 }
 
-/// Embeds every pending record, a batch at a time, on the indexer's own engine (opened on
-/// first use; after an error it is opened again next time).
-fn index_pending(
+/// The indexer's engine (opened on first use; after an error it is opened again next time).
+fn indexer_engine<'a>(
     inner: &Inner,
-    indexer: &mut Option<Engine>,
+    indexer: &'a mut Option<Engine>,
     embedder: &Arc<dyn Embedder>,
     who: &str,
-) {
+) -> Option<&'a mut Engine> {
     if indexer.is_none() {
         let context = Context {
             project: String::new(),
@@ -502,11 +553,55 @@ fn index_pending(
             }
             Err(error) => {
                 eprintln!("{who}: cannot open the brain to embed pending records: {error}");
-                return;
+                return None;
             }
         }
     }
-    let engine = indexer.as_mut().expect("opened just above");
+    indexer.as_mut()
+}
+
+/// Embeds what writes just stored (those of `ids` still without a vector). A failure is said
+/// on stderr; the records stay pending for the next sweep.
+fn index_written(
+    inner: &Inner,
+    indexer: &mut Option<Engine>,
+    embedder: &Arc<dyn Embedder>,
+    who: &str,
+    ids: &[i64],
+) {
+    let Some(engine) = indexer_engine(inner, indexer, embedder, who) else {
+        return;
+    };
+    let failed = match engine.index_records(ids) {
+        Ok(report) if report.failed == 0 => false,
+        Ok(report) => {
+            eprintln!(
+                "{who}: {} new record(s) could not be embedded yet ({}); they stay pending",
+                report.failed,
+                report.errors.join("; ")
+            );
+            true
+        }
+        Err(error) => {
+            eprintln!("{who}: new records stay pending, embedding them stopped: {error}");
+            *indexer = None;
+            true
+        }
+    };
+    inner.embedding_fails.store(failed, Ordering::Relaxed);
+}
+
+/// Embeds every pending record, a batch at a time, on the indexer's own engine (opened on
+/// first use; after an error it is opened again next time).
+fn index_pending(
+    inner: &Inner,
+    indexer: &mut Option<Engine>,
+    embedder: &Arc<dyn Embedder>,
+    who: &str,
+) {
+    let Some(engine) = indexer_engine(inner, indexer, embedder, who) else {
+        return;
+    };
     loop {
         match engine.index_pending(Some(cairn_engine::BACKGROUND_BATCH), &mut |_, _| {}) {
             Ok(report)
@@ -514,19 +609,27 @@ fn index_pending(
                     && report.pending > 0
                     && report.embedded + report.reused > 0 =>
             {
+                inner.embedding_fails.store(false, Ordering::Relaxed);
                 continue;
             }
-            Ok(report) if report.failed == 0 => return,
+            Ok(report) if report.failed == 0 => {
+                if report.embedded + report.reused > 0 {
+                    inner.embedding_fails.store(false, Ordering::Relaxed);
+                }
+                return;
+            }
             Ok(report) => {
                 eprintln!(
                     "{who}: {} record(s) could not be embedded ({}); `cairn reindex` retries",
                     report.failed,
                     report.errors.join("; ")
                 );
+                inner.embedding_fails.store(true, Ordering::Relaxed);
                 return;
             }
             Err(error) => {
                 eprintln!("{who}: embedding pending records stopped: {error}");
+                inner.embedding_fails.store(true, Ordering::Relaxed);
                 *indexer = None;
                 return;
             }
@@ -804,5 +907,97 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::ReadOnly);
         assert_eq!(errors::http_status(error.kind()), 409);
+    }
+
+    /// An embedder that embeds nothing until the test opens its gate.
+    struct Gated {
+        inner: cairn_embed::HashEmbedder,
+        open: Arc<(Mutex<bool>, Condvar)>,
+    }
+
+    impl Embedder for Gated {
+        fn model_id(&self) -> &str {
+            self.inner.model_id()
+        }
+        fn dimension(&self) -> usize {
+            self.inner.dimension()
+        }
+        fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, cairn_embed::EmbedError> {
+            let (open, opened) = &*self.open;
+            let guard = lock(open);
+            drop(
+                opened
+                    .wait_while(guard, |open| !*open)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            );
+            self.inner.embed_batch(texts)
+        }
+    }
+
+    /// Polls `done` until it holds, failing after a generous bound.
+    fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: not within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// With the model resident, a write is acknowledged once stored — even while the model
+    /// cannot embed anything — and the indexer gives it its vector right after, long before
+    /// its periodic sweep.
+    #[test]
+    fn a_write_is_acknowledged_before_its_vector_and_the_indexer_embeds_it_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = ServiceOptions::new(dir.path().join("brain.db"));
+        options.index_interval = Duration::from_secs(3600);
+        let service = Service::new(options);
+        let open = Arc::new((Mutex::new(false), Condvar::new()));
+        let gated = Gated {
+            inner: cairn_embed::HashEmbedder::new(64),
+            open: Arc::clone(&open),
+        };
+        service.start_embedder(Box::new(move || Ok(Some(Box::new(gated)))), "test");
+        eventually("the model is resident", || {
+            service.embedder_state() == Some(true)
+        });
+        let pending = || {
+            service
+                .call(&request("alpha", "agent-a"), "status", |engine| {
+                    engine.semantic_status()
+                })
+                .unwrap()
+                .counts
+                .pending()
+        };
+
+        let stored = service
+            .call(&request("alpha", "agent-a"), "remember", |engine| {
+                engine.remember(&RememberRequest::new(
+                    MemoryType::Note,
+                    "the kiln fires at night",
+                ))
+            })
+            .unwrap();
+        assert_eq!(stored.status, RememberStatus::Added, "{stored:?}");
+        assert!(stored.warnings.is_empty(), "{:?}", stored.warnings);
+        assert_eq!(pending(), 1, "acknowledged while the model is held back");
+
+        let (flag, opened) = &*open;
+        *lock(flag) = true;
+        opened.notify_all();
+        eventually("the indexer embeds the write", || pending() == 0);
+        let mut semantic = cairn_engine::RecallRequest::new("kiln fires night");
+        semantic.mode = Mode::Semantic;
+        let answer = service
+            .call(&request("alpha", "agent-a"), "recall", |engine| {
+                engine.recall(&semantic)
+            })
+            .unwrap();
+        assert_eq!(answer.results[0].id, stored.id.unwrap(), "{answer:?}");
+        service.stop();
     }
 }
