@@ -182,11 +182,7 @@ impl Engine {
             .meta(&progress_key(session))?
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        Ok(!self
-            .store
-            .reader()
-            .session_turns(session, done, 1)?
-            .is_empty())
+        Ok(self.store.reader().has_session_turns_after(session, done)?)
     }
 
     fn extract_session(

@@ -39,6 +39,34 @@ impl Reader<'_> {
             .map_err(self.sessions_map())
     }
 
+    /// Whether session `session_id` has an active captured turn with an id above `after` (what
+    /// `session_turns(session_id, after, 1)` finds, without reading a body).
+    ///
+    /// It walks the active episodes newest first (`memories_status` holds them in id order)
+    /// and stops at the first of this session's, or at `after`. A session's end comes right
+    /// after its captures, so its newest turn is among the newest episodes: the walk reads a
+    /// few rows where the oldest-first walk of `session_turns` read every active episode before
+    /// the session's (tens of MB at 100k records). A session with nothing above `after` still
+    /// reads the episodes above `after`.
+    pub fn has_session_turns_after(&self, session_id: &str, after: i64) -> Result<bool> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT id FROM memories INDEXED BY memories_status \
+                 WHERE status = 'active' AND type = 'episode' AND id > ?3 \
+                 AND merged_into IS NULL AND source IN (?1, ?2) ORDER BY id DESC LIMIT 1",
+            )
+            .map_err(self.sessions_map())?;
+        let found = statement
+            .exists(params![
+                format!("transcript of session {session_id}"),
+                format!("turn of session {session_id}"),
+                after,
+            ])
+            .map_err(self.sessions_map())?;
+        Ok(found)
+    }
+
     /// The sessions capture has seen, most recently captured first: the transcripts it read
     /// (their offsets) and the sessions whose turns a client handed over one by one (Gemini,
     /// Cursor: episodes with the source `turn of session ID`, no offset).

@@ -84,16 +84,33 @@ pub struct NameInput<'a> {
 pub fn assign(records: &[NameInput<'_>]) -> HashMap<i64, String> {
     // (folder, base) → records claiming it. Suffixed names keep their bare slug before the
     // first `--`, so names can only collide inside one group and groups are independent.
-    let mut claims: HashMap<(String, String), Vec<usize>> = HashMap::with_capacity(records.len());
+    // The folder is keyed by (type, active): `folder` gives the same text for every status but
+    // `Active`, and its text is built once per group, not once per record.
+    let mut claims: HashMap<(MemoryType, bool, String), Vec<usize>> =
+        HashMap::with_capacity(records.len());
     for (index, record) in records.iter().enumerate() {
         let key = (
-            folder(record.memory_type, record.status),
+            record.memory_type,
+            record.status == Status::Active,
             base_slug(record.title, record.memory_type, record.id),
         );
         claims.entry(key).or_default().push(index);
     }
     let mut paths = HashMap::with_capacity(records.len());
-    for ((folder, base), mut members) in claims {
+    for ((memory_type, active, base), mut members) in claims {
+        let folder = folder(
+            memory_type,
+            if active {
+                Status::Active
+            } else {
+                Status::Archived
+            },
+        );
+        if let [index] = members[..] {
+            // the usual case: a slug only one record claims
+            paths.insert(records[index].id, format!("{folder}/{base}.md"));
+            continue;
+        }
         members.sort_by_key(|&i| records[i].id);
         let mut taken: HashSet<String> = HashSet::new();
         for (rank, index) in members.into_iter().enumerate() {
