@@ -135,23 +135,24 @@ pub fn migrate(
                     ));
                 }
             }
-            if in_progress(&mut Side::Pg {
+            let mut side = Side::Pg {
                 target: target.clone_target(),
-                client: target.connect()?,
-            })? {
+                client,
+            };
+            if in_progress(&mut side)? {
                 return Err(target.error(
                     "a migration into this database was interrupted",
                     &"finish it first (re-run the same `cairn migrate` command)",
                 ));
             }
+            if side.migrated_from()?.is_none() {
+                return Err(target.error(
+                    "this database holds no complete brain",
+                    &"only a database filled by `cairn migrate` can be read so far",
+                ));
+            }
             let store = prepare_sqlite(path)?;
-            (
-                Side::Pg {
-                    target: target.clone_target(),
-                    client,
-                },
-                Side::Sqlite { store },
-            )
+            (side, Side::Sqlite { store })
         }
     };
     // The SQLite side's own schema is the reference: it is at SCHEMA_VERSION (checked above).
@@ -394,6 +395,12 @@ impl Side {
     /// `limit` rows from `offset`, in key order, as SQLite values checked against the columns.
     fn read(&mut self, table: &Table, offset: u64, limit: usize) -> Result<Vec<Vec<Value>>> {
         let columns: Vec<String> = table.columns.iter().map(|c| quote(&c.name)).collect();
+        let pg_columns: Vec<String> = table
+            .columns
+            .iter()
+            .flat_map(|c| c.pg_names())
+            .map(|n| quote(&n))
+            .collect();
         match self {
             Side::Sqlite { store } => {
                 let order = if table.key.is_empty() {
@@ -452,7 +459,7 @@ impl Side {
                 };
                 let sql = format!(
                     "SELECT {} FROM {} ORDER BY {} LIMIT $1 OFFSET $2",
-                    columns.join(", "),
+                    pg_columns.join(", "),
                     quote(&table.pg_name),
                     order.join(", ")
                 );
@@ -465,8 +472,19 @@ impl Side {
                 let mut out = Vec::with_capacity(rows.len());
                 for row in rows {
                     let mut values = Vec::with_capacity(table.columns.len());
-                    for (i, column) in table.columns.iter().enumerate() {
+                    let mut i = 0;
+                    for column in &table.columns {
                         let value = match column.kind {
+                            ColumnType::TextOrBlob => {
+                                let text = row.try_get::<_, Option<String>>(i).map_err(bad)?;
+                                i += 1;
+                                let bytes = row.try_get::<_, Option<Vec<u8>>>(i).map_err(bad)?;
+                                match (text, bytes) {
+                                    (Some(text), _) => Value::Text(text),
+                                    (None, Some(bytes)) => Value::Blob(bytes),
+                                    (None, None) => Value::Null,
+                                }
+                            }
                             ColumnType::Integer => row
                                 .try_get::<_, Option<i64>>(i)
                                 .map_err(bad)?
@@ -492,6 +510,7 @@ impl Side {
                                     )
                                 }),
                         };
+                        i += 1;
                         values.push(value);
                     }
                     out.push(values);
@@ -628,12 +647,18 @@ impl Side {
                     target.error(&format!("cannot write into {}", table.pg_name), &e)
                 };
                 let mut tx = client.transaction().map_err(fail)?;
-                let marks: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
+                let pg_names: Vec<String> = table
+                    .columns
+                    .iter()
+                    .flat_map(|c| c.pg_names())
+                    .map(|n| quote(&n))
+                    .collect();
+                let marks: Vec<String> = (1..=pg_names.len()).map(|i| format!("${i}")).collect();
                 let insert = tx
                     .prepare(&format!(
                         "INSERT INTO {} ({}) VALUES ({})",
                         quote(&table.pg_name),
-                        names.join(", "),
+                        pg_names.join(", "),
                         marks.join(", ")
                     ))
                     .map_err(fail)?;
@@ -705,7 +730,8 @@ fn checked(table: &Table, column: &str, kind: ColumnType, value: Value, row: u64
         | (Value::Integer(_), ColumnType::Integer)
         | (Value::Real(_), ColumnType::Real)
         | (Value::Text(_), ColumnType::Text)
-        | (Value::Blob(_), ColumnType::Blob) => true,
+        | (Value::Blob(_), ColumnType::Blob)
+        | (Value::Text(_) | Value::Blob(_), ColumnType::TextOrBlob) => true,
         (Value::Blob(bytes), ColumnType::Vector) => bytes.len() % 4 == 0,
         (Value::Integer(n), ColumnType::Real) => return Ok(Value::Real(*n as f64)),
         _ => false,
@@ -757,6 +783,15 @@ fn pg_params(table: &Table, row: &[Value]) -> Result<Vec<PgParam>> {
                 Box::new(Some(pgvector::Vector::from(floats)))
             }
             (ColumnType::Vector, _) => Box::new(None::<pgvector::Vector>),
+            (ColumnType::TextOrBlob, value) => {
+                let (text, bytes) = match value {
+                    Value::Text(s) => (Some(s.clone()), None),
+                    Value::Blob(b) => (None, Some(b.clone())),
+                    _ => (None, None),
+                };
+                params.push(Box::new(text));
+                Box::new(bytes)
+            }
         };
         params.push(param);
     }

@@ -23,6 +23,15 @@ pub const META_TABLE: &str = "cairn_pg_meta";
 pub const AUTOINCREMENT_TABLE: &str = "cairn_autoincrement";
 /// The columns stored as pgvector `vector`: (table, column).
 const VECTOR_COLUMNS: &[(&str, &str)] = &[("vectors", "vector")];
+/// The TEXT columns SQLite also stores BLOBs in (its types are per value): a body stored as a
+/// delta against the record it was merged into, a SHA-256 as its 32 bytes when it is lowercase
+/// hex (records.rs). PostgreSQL gets two columns, `name` (text) and `name_bytes` (bytea), at
+/// most one of them set, so the storage class survives the round trip.
+const TEXT_OR_BLOB_COLUMNS: &[(&str, &str)] = &[
+    ("memories", "body"),
+    ("memories", "content_hash"),
+    ("events", "receipt"),
+];
 
 /// Whether `text` names a PostgreSQL server rather than a file.
 pub fn is_postgres_url(text: &str) -> bool {
@@ -173,6 +182,8 @@ pub enum ColumnType {
     Blob,
     /// pgvector `vector`; a little-endian f32 BLOB on SQLite.
     Vector,
+    /// A TEXT column whose values may also be BLOBs: `name text` and `name_bytes bytea`.
+    TextOrBlob,
 }
 
 impl ColumnType {
@@ -183,6 +194,17 @@ impl ColumnType {
             ColumnType::Text => "text",
             ColumnType::Blob => "bytea",
             ColumnType::Vector => "vector",
+            ColumnType::TextOrBlob => "text",
+        }
+    }
+}
+
+impl Column {
+    /// Its columns on PostgreSQL (two for [`ColumnType::TextOrBlob`]).
+    pub fn pg_names(&self) -> Vec<String> {
+        match self.kind {
+            ColumnType::TextOrBlob => vec![self.name.clone(), format!("{}_bytes", self.name)],
+            _ => vec![self.name.clone()],
         }
     }
 }
@@ -306,6 +328,8 @@ fn table_of(conn: &rusqlite::Connection, name: &str) -> Result<Table> {
     for (column, declared, not_null, default, pk) in rows {
         let kind = if VECTOR_COLUMNS.contains(&(name, column.as_str())) {
             ColumnType::Vector
+        } else if TEXT_OR_BLOB_COLUMNS.contains(&(name, column.as_str())) {
+            ColumnType::TextOrBlob
         } else {
             column_type(name, &column, &declared)?
         };
@@ -370,6 +394,17 @@ pub fn create_table_sql(table: &Table) -> String {
         .columns
         .iter()
         .map(|c| {
+            if c.kind == ColumnType::TextOrBlob {
+                let bytes = quote(&format!("{}_bytes", c.name));
+                let name = quote(&c.name);
+                let mut part = format!("{name} text, {bytes} bytea");
+                if c.not_null {
+                    part.push_str(&format!(
+                        ", CHECK ({name} IS NOT NULL OR {bytes} IS NOT NULL)"
+                    ));
+                }
+                return part;
+            }
             let mut part = format!("{} {}", quote(&c.name), c.kind.sql());
             if c.not_null {
                 part.push_str(" NOT NULL");
@@ -547,6 +582,8 @@ mod tests {
         );
         let memories = tables.iter().find(|t| t.pg_name == "memories").unwrap();
         assert_eq!(memories.key, vec!["id".to_string()]);
-        assert!(create_table_sql(memories).contains("\"scope\" text NOT NULL DEFAULT 'global'"));
+        let sql = create_table_sql(memories);
+        assert!(sql.contains("\"scope\" text NOT NULL DEFAULT 'global'"), "{sql}");
+        assert!(sql.contains("\"body\" text, \"body_bytes\" bytea, CHECK"), "{sql}");
     }
 }
