@@ -76,7 +76,10 @@ pub fn run(settings: &Settings, command: &Command, name: &str) -> Result<ExitCod
             Command::Migrate(args) => return crate::commands::migrate::run(settings, args),
             Command::Hook(_) => {
                 // The hooks always exit 0: they say why they did nothing, and do nothing.
-                eprintln!("cairn: {}", crate::settings::PostgresNotServed::new(url, name));
+                eprintln!(
+                    "cairn: {}",
+                    crate::settings::PostgresNotServed::new(url, name)
+                );
                 return Ok(ExitCode::SUCCESS);
             }
             _ => return Err(crate::settings::PostgresNotServed::new(url, name).into()),

@@ -689,6 +689,9 @@ impl Side {
                 let tx = store.conn.transaction().map_err(sqlite)?;
                 tx.execute_batch(&format!("DROP TABLE {PROGRESS_TABLE}"))
                     .map_err(sqlite)?;
+                // The full-text index is derived: built from the records now all here.
+                tx.execute_batch("INSERT INTO memories_fts(memories_fts) VALUES('rebuild')")
+                    .map_err(sqlite)?;
                 tx.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('migrated_from', ?1)",
                     [fingerprint],

@@ -583,7 +583,13 @@ mod tests {
         let memories = tables.iter().find(|t| t.pg_name == "memories").unwrap();
         assert_eq!(memories.key, vec!["id".to_string()]);
         let sql = create_table_sql(memories);
-        assert!(sql.contains("\"scope\" text NOT NULL DEFAULT 'global'"), "{sql}");
-        assert!(sql.contains("\"body\" text, \"body_bytes\" bytea, CHECK"), "{sql}");
+        assert!(
+            sql.contains("\"scope\" text NOT NULL DEFAULT 'global'"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("\"body\" text, \"body_bytes\" bytea, CHECK"),
+            "{sql}"
+        );
     }
 }
