@@ -20,6 +20,8 @@ if [ ! -f /usr/share/dict/words ] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing wamerican (/usr/share/dict/words, for the benchmarks' corpora)"
     (apt-get update -qq && apt-get install -y -qq wamerican) >/dev/null
 fi
+# pgvector for the PostgreSQL tests and `cairn migrate --to postgres://...`.
+bash scripts/install-pgvector.sh
 # Chromium, playwright-core and axe-core for the web UI's browser tests.
 bash scripts/install-browser.sh
 if [ -f scripts/install-model.sh ]; then

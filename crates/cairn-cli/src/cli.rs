@@ -57,6 +57,8 @@ pub enum Command {
     Semantic(semantic::SemanticCommand),
     #[command(flatten)]
     Codemap(codemap::CodemapCommand),
+    /// Copy a whole brain between a brain file and PostgreSQL, either way (docs/postgres.md).
+    Migrate(crate::commands::migrate::MigrateArgs),
     /// Retrieval evaluations (a program, not a test).
     Eval {
         #[command(subcommand)]
@@ -68,6 +70,21 @@ pub enum Command {
 /// the server answers every command it serves and every other brain command is refused
 /// (`remote::commands::route`).
 pub fn run(settings: &Settings, command: &Command, name: &str) -> Result<ExitCode> {
+    // A PostgreSQL store can hold a migrated brain, but no command serves it yet.
+    if let Some(url) = &settings.store_url {
+        match command {
+            Command::Migrate(args) => return crate::commands::migrate::run(settings, args),
+            Command::Hook(_) => {
+                // The hooks always exit 0: they say why they did nothing, and do nothing.
+                eprintln!(
+                    "cairn: {}",
+                    crate::settings::PostgresNotServed::new(url, name)
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            _ => return Err(crate::settings::PostgresNotServed::new(url, name).into()),
+        }
+    }
     if let Some(remote) = &settings.remote {
         match crate::remote::commands::route(command) {
             Route::Server(handler) => {
@@ -97,5 +114,6 @@ pub fn run(settings: &Settings, command: &Command, name: &str) -> Result<ExitCod
         Command::Semantic(command) => semantic::run(settings, command),
         Command::Codemap(command) => codemap::run(settings, command),
         Command::Eval { command } => crate::eval_cmd::run(settings, command),
+        Command::Migrate(args) => crate::commands::migrate::run(settings, args),
     }
 }

@@ -54,6 +54,12 @@ pub fn exit_code(error: &anyhow::Error) -> ExitCode {
     if let Some(remote) = error.downcast_ref::<RemoteError>() {
         return ExitCode::from(remote.exit_code());
     }
+    if error
+        .downcast_ref::<crate::settings::PostgresNotServed>()
+        .is_some()
+    {
+        return ExitCode::from(crate::settings::EXIT_CONFIG);
+    }
     match error.downcast_ref::<EngineError>() {
         Some(error) => ExitCode::from(cairn_service::errors::exit_code(error.kind())),
         None => ExitCode::from(1),

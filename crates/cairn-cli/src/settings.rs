@@ -15,6 +15,11 @@ pub struct GlobalArgs {
     /// The brain: a SQLite file (default: $XDG_DATA_HOME/cairn/brain.db).
     #[arg(long, global = true, env = "CAIRN_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
+    /// Where the brain is stored: a SQLite file's path (like --db, which wins when both are
+    /// given), or a postgres:// URL — which `cairn migrate` can fill but no other command can
+    /// serve yet (docs/postgres.md).
+    #[arg(long, global = true, env = "CAIRN_STORE", value_name = "PATH|URL")]
+    pub store: Option<String>,
     /// Project key (default: derived from the git root of the working directory).
     #[arg(long, global = true, env = "CAIRN_PROJECT", value_name = "KEY")]
     pub project: Option<String>,
@@ -55,7 +60,41 @@ pub struct Settings {
     /// `CAIRN_URL` (and `CAIRN_TOKEN`): a cairn server every brain command talks to instead of
     /// the file; `None` when unset or empty.
     pub remote: Option<RemoteSettings>,
+    /// `--store` / `CAIRN_STORE` naming PostgreSQL (the URL as given, never printed as is):
+    /// every command but `cairn migrate` refuses it until the PostgreSQL backend exists.
+    pub store_url: Option<String>,
 }
+
+/// The exit code of a configuration the process cannot run with (as clap's usage errors).
+pub const EXIT_CONFIG: u8 = 2;
+
+/// `--store postgres://…` for a command that needs the backend, which does not exist yet.
+#[derive(Debug)]
+pub struct PostgresNotServed {
+    shown: String,
+    command: String,
+}
+
+impl PostgresNotServed {
+    pub fn new(url: &str, command: &str) -> PostgresNotServed {
+        PostgresNotServed {
+            shown: cairn_store::postgres::redact(url.trim()),
+            command: command.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for PostgresNotServed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`cairn {}` cannot use the PostgreSQL store {} yet: PostgreSQL can hold a brain copied there by `cairn migrate`, but the PostgreSQL backend that serves it is not built yet (docs/postgres.md). Unset CAIRN_STORE / drop --store to use the brain file, or copy the brain back with `cairn migrate --from <url> --to <file>`",
+            self.command, self.shown
+        )
+    }
+}
+
+impl std::error::Error for PostgresNotServed {}
 
 /// Where the server is and the credential to show it (`CAIRN_URL`, `CAIRN_TOKEN`).
 #[derive(Debug, Clone)]
@@ -70,10 +109,22 @@ pub struct RemoteSettings {
 impl Settings {
     /// Reads the global flags and the environment variables no flag covers.
     pub fn new(globals: &GlobalArgs) -> Settings {
+        let store = globals
+            .store
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let store_url = store
+            .filter(|s| cairn_store::postgres::is_postgres_url(s))
+            .map(str::to_string);
+        let store_path = store
+            .filter(|s| !cairn_store::postgres::is_postgres_url(s))
+            .map(PathBuf::from);
         Settings {
             db: globals
                 .db
                 .clone()
+                .or(store_path)
                 .unwrap_or_else(cairn_engine::default_brain_path),
             project: globals
                 .project
@@ -97,6 +148,7 @@ impl Settings {
                 url,
                 token: env_word("CAIRN_TOKEN").map(crate::remote::Secret::new),
             }),
+            store_url,
         }
         .with_daemon()
     }

@@ -162,7 +162,9 @@ impl EngineError {
                 StoreError::DiskFull { .. } => ErrorKind::DiskFull,
                 StoreError::Io { .. }
                 | StoreError::Sqlite { .. }
-                | StoreError::Malformed { .. } => ErrorKind::Other,
+                | StoreError::Malformed { .. }
+                | StoreError::Postgres { .. } => ErrorKind::Other,
+                StoreError::Migration { .. } => ErrorKind::Invalid,
                 StoreError::UnknownColumn { .. } | StoreError::MissingColumn { .. } => {
                     ErrorKind::Invalid
                 }

@@ -61,6 +61,14 @@ pub enum StoreError {
     },
     #[error("the table {table} needs a value for {column:?}; the row was not written")]
     MissingColumn { table: &'static str, column: String },
+    /// A PostgreSQL server could not be reached or refused a statement. `url` is the address
+    /// without its password, and `detail` never holds the password either.
+    #[error("PostgreSQL at {url}: {detail}")]
+    Postgres { url: String, detail: String },
+    /// `cairn migrate` refused or could not go on (a different brain at the destination, a
+    /// value that cannot be carried losslessly, an unsupported URL option).
+    #[error("{detail}")]
+    Migration { detail: String },
 }
 
 impl StoreError {

@@ -13,6 +13,8 @@ mod exchange;
 mod graph;
 mod history;
 mod lifecycle;
+pub mod migrate;
+pub mod postgres;
 mod records;
 mod schema;
 mod search;

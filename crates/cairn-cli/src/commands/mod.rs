@@ -11,6 +11,7 @@ pub mod install;
 pub mod lifecycle;
 pub mod maintenance;
 pub mod mcp;
+pub mod migrate;
 pub mod recall;
 pub mod records;
 pub mod semantic;

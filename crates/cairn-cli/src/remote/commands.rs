@@ -148,6 +148,7 @@ pub fn route(command: &Command) -> Route<'_> {
         // The hooks decide for themselves (they fail open within their deadline).
         // `cairn ui` serves the local brain whatever CAIRN_URL says.
         Command::Install(_)
+        | Command::Migrate(_)
         | Command::Eval { .. }
         | Command::Serve(_)
         | Command::Ui(_)
