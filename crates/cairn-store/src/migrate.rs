@@ -120,7 +120,7 @@ pub fn migrate(
                 Side::Sqlite { store },
                 Side::Pg {
                     target: target.clone_target(),
-                    client,
+                    client: Box::new(client),
                 },
             )
         }
@@ -137,7 +137,7 @@ pub fn migrate(
             }
             let mut side = Side::Pg {
                 target: target.clone_target(),
-                client,
+                client: Box::new(client),
             };
             if in_progress(&mut side)? {
                 return Err(target.error(
@@ -366,7 +366,7 @@ enum Side {
     },
     Pg {
         target: PgTarget,
-        client: ::postgres::Client,
+        client: Box<::postgres::Client>,
     },
 }
 

@@ -42,7 +42,7 @@ pub fn is_postgres_url(text: &str) -> bool {
 /// A PostgreSQL server and database, parsed from a `postgres://` URL. Its `Debug` and
 /// everything it prints show the address without the password.
 pub struct PgTarget {
-    config: postgres::Config,
+    config: Box<postgres::Config>,
     shown: String,
     password: Option<String>,
 }
@@ -90,7 +90,7 @@ impl PgTarget {
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .filter(|p| !p.is_empty());
         Ok(PgTarget {
-            config,
+            config: Box::new(config),
             shown,
             password,
         })
