@@ -228,9 +228,13 @@ pub fn rank_with(
 /// The files in map order: the focus files first (what the agent works on), then by rank,
 /// ties by path. Indices into the index's files.
 pub fn map_order(index: &Index, ranking: &Ranking) -> Vec<usize> {
+    order_by(index, &ranking.focus, &ranking.scores)
+}
+
+/// The files in the order of `scores` (highest first), the `focus` files before all others,
+/// ties by path: the one sort of [`map_order`] and [`map_order_within`].
+pub fn order_by(index: &Index, focus: &[usize], scores: &[f64]) -> Vec<usize> {
     let files = index.files();
-    let scores = &ranking.scores;
-    let focus = &ranking.focus;
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by(|&a, &b| {
         focus
@@ -269,16 +273,7 @@ pub fn map_order_within(index: &Index, ranking: &Ranking, budget: usize) -> Vec<
         .zip(&ranking.scores)
         .map(|(f, &s)| s / (1.0 + COST_WEIGHT * shown_cost(f) as f64 / limit))
         .collect();
-    let focus = &ranking.focus;
-    let mut order: Vec<usize> = (0..files.len()).collect();
-    order.sort_by(|&a, &b| {
-        focus
-            .contains(&b)
-            .cmp(&focus.contains(&a))
-            .then_with(|| adjusted[b].total_cmp(&adjusted[a]))
-            .then_with(|| files[a].meta.path.cmp(&files[b].meta.path))
-    });
-    order
+    order_by(index, &ranking.focus, &adjusted)
 }
 
 /// The map of `index` focused on `focus` (paths relative to the root), cut to `budget` tokens.
