@@ -55,6 +55,14 @@ const stories = {
     await page.fill("#q", "");
     // Typed, not submitted: htmx runs the search after the debounce and swaps #results in.
     await page.locator("#q").pressSequentially(env("QUERY"), { delay: 20 });
+    // Each keystroke may start a search; read the results only once the one for the whole
+    // query has been swapped in (its URL pushed, no request left in flight).
+    await page.waitForFunction(
+      (q) => new URL(location.href).searchParams.get("q") === q,
+      env("QUERY"),
+      { timeout: 10000 },
+    );
+    await page.waitForLoadState("networkidle");
     const hit = page.locator("#results .result .title", { hasText: env("TITLE") });
     await hit.first().waitFor({ timeout: 10000 });
     const why = await page.locator("#results .result").first().locator("dl.why").innerText();
