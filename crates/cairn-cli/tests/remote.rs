@@ -45,7 +45,9 @@ impl Server {
         // Open the brain once so tokens can be made before the server starts.
         brain.json(&["stats"], 0);
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cairn"));
-        cmd.arg("serve");
+        // These tests compare the server's answers with the file's call by call, so each
+        // recall's access record is written before it answers (not buffered, the default).
+        cmd.args(["serve", "--no-buffer-accesses"]);
         if socket {
             cmd.arg("--socket").arg(brain.dir.path().join("cairn.sock"));
         } else {

@@ -810,8 +810,8 @@ fn sigterm_exits_0_and_keeps_every_acknowledged_write_and_no_token_is_ever_shown
     );
 }
 
-/// With `--buffer-accesses` recall's access records are buffered in the server
-/// (docs/service.md): SIGTERM writes them before the process exits.
+/// By default recall's access records are buffered in the server (docs/service.md): SIGTERM
+/// writes them before the process exits.
 #[test]
 fn buffered_recall_access_counts_survive_a_graceful_shutdown() {
     let brain = Brain::new();
@@ -819,7 +819,7 @@ fn buffered_recall_access_counts_survive_a_graceful_shutdown() {
         &brain,
         &["--name", "w", "--project", "alpha", "--role", "write"],
     );
-    let server = Server::start(&brain, &["--buffer-accesses"], &[]);
+    let server = Server::start(&brain, &[], &[]);
     let stored = send(
         &server,
         "POST",
@@ -848,6 +848,60 @@ fn buffered_recall_access_counts_survive_a_graceful_shutdown() {
     assert!(shown["last_accessed_at"].is_string(), "{shown}");
     let recalls = brain.sql("SELECT count(*) FROM events WHERE op = 'recall'");
     assert_eq!(recalls.trim(), "3", "one recall event per recall");
+}
+
+/// Buffered access records reach the file within about a second while the server runs, and
+/// `--no-buffer-accesses` writes each recall's before it answers.
+#[test]
+fn access_records_are_written_within_a_second_or_at_once_without_buffering() {
+    for (args, at_once) in [(&[][..], false), (&["--no-buffer-accesses"][..], true)] {
+        let brain = Brain::new();
+        let writer = token(
+            &brain,
+            &["--name", "w", "--project", "alpha", "--role", "write"],
+        );
+        let server = Server::start(&brain, args, &[]);
+        let stored = send(
+            &server,
+            "POST",
+            "/v1/remember",
+            Some(&writer),
+            r#"{"type": "note", "body": "the glaze needs a second firing"}"#,
+        );
+        assert_eq!(stored.status, 200, "{}", stored.text);
+        let id = stored.body["id"].as_i64().unwrap();
+        let found = send(
+            &server,
+            "POST",
+            "/v1/recall",
+            Some(&writer),
+            r#"{"query": "glaze firing", "mode": "lexical"}"#,
+        );
+        assert_eq!(found.status, 200, "{}", found.text);
+        assert_eq!(found.body["results"][0]["id"], id, "{}", found.text);
+        let uses = || {
+            brain
+                .sql(&format!("SELECT use_count FROM memories WHERE id = {id}"))
+                .trim()
+                .to_string()
+        };
+        if at_once {
+            assert_eq!(uses(), "1", "written before the answer");
+        } else {
+            // Generous: the flusher writes within a second; allow a loaded machine ten.
+            let started = std::time::Instant::now();
+            while uses() != "1" {
+                assert!(
+                    started.elapsed() < std::time::Duration::from_secs(10),
+                    "the buffered access was never written"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        let (code, log) = server.terminate();
+        assert_eq!(code, Some(0), "SIGTERM exits 0; log:\n{log}");
+        assert_eq!(uses(), "1");
+    }
 }
 
 #[test]

@@ -45,9 +45,10 @@ pub use cairn_engine::{ErrorKind, SuppliedGit};
 /// [`ServiceOptions::index_interval`] says.
 pub const INDEX_INTERVAL: Duration = Duration::from_secs(10);
 
-/// With [`ServiceOptions::buffer_accesses`], recall accesses are written once the oldest has
-/// waited this long (the flusher looks every quarter of it, so a crash loses at most the
-/// accesses of the last 1.25 times it).
+/// With [`ServiceOptions::buffer_accesses`], recall accesses are written before the oldest has
+/// waited longer than this (the flusher looks every quarter of it and writes what would be
+/// older than this at its next look), so a crash loses at most the accesses of about the last
+/// this long.
 pub const ACCESS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// With [`ServiceOptions::buffer_accesses`], this many buffered recall accesses are written at
@@ -71,8 +72,10 @@ pub struct ServiceOptions {
     /// Buffer what recall records of each access (use counts, last access, `recall` events)
     /// and write it in one transaction per [`ACCESS_BATCH`] accesses or [`ACCESS_FLUSH_INTERVAL`],
     /// and on [`Service::stop`] or when the last handle is dropped, instead of one write
-    /// transaction per recall. A crash loses at most the accesses of the last 1.25 s; records
-    /// and every other write are written before they are acknowledged as always.
+    /// transaction per recall. A crash loses at most the accesses of about the last second;
+    /// records and every other write are written before they are acknowledged as always.
+    /// `cairn serve` (and its local daemon) turns this on unless `--no-buffer-accesses`;
+    /// [`ServiceOptions::new`] leaves it off (`cairn mcp` over stdio writes each access).
     pub buffer_accesses: bool,
     /// Reader engines for calls that only read ([`Service::read`]): one per core, at most
     /// [`MAX_READERS`], by default.
@@ -462,7 +465,7 @@ fn access_flusher(inner: Weak<Inner>) {
             if let Some(engine) = lock(slot).as_mut()
                 && let (pending, Some(since)) = engine.pending_accesses()
                 && pending > 0
-                && since.elapsed() >= ACCESS_FLUSH_INTERVAL
+                && since.elapsed() + tick >= ACCESS_FLUSH_INTERVAL
             {
                 flush_accesses(engine);
             }

@@ -32,11 +32,14 @@ pub struct ServeArgs {
     /// Seconds a client has to send its request body.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     body_timeout: u64,
-    /// Buffer recall's access records (use counts, last access, `recall` events) and write them
-    /// once a second or per 256 recalls instead of once per recall: a crash loses at most the
-    /// last 1.25 s of them, and a read sees a recall's use count up to that late
-    /// (docs/service.md).
+    /// Write recall's access records (use counts, last access, `recall` events) once per recall
+    /// before it answers, instead of the default: buffered, written within a second or per 256
+    /// recalls, so a crash loses at most the last second of them and a read sees a recall's
+    /// use count up to that late (docs/service.md).
     #[arg(long)]
+    no_buffer_accesses: bool,
+    /// The default (buffered access records); kept so scripts that pass it keep working.
+    #[arg(long, hide = true, conflicts_with = "no_buffer_accesses")]
     buffer_accesses: bool,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
     #[arg(
@@ -137,7 +140,9 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let service = open_service(settings, "cairn serve", args.buffer_accesses)?;
+    // Buffered access records unless --no-buffer-accesses (`--buffer-accesses` is the default).
+    let buffer_accesses = args.buffer_accesses || !args.no_buffer_accesses;
+    let service = open_service(settings, "cairn serve", buffer_accesses)?;
     if args.max_body == 0 {
         bail!("--max-body 0 would refuse every body; give a size in bytes (default 1048576)");
     }
