@@ -97,7 +97,7 @@ pub fn migrate(
         (Endpoint::Sqlite(a), Endpoint::Sqlite(b)) => {
             return Err(StoreError::Migration {
                 detail: format!(
-                    "both sides are SQLite files ({} and {}): copy the file with `cairn backup`, or use export/import",
+                    "both sides are SQLite files ({} and {}): copy the file itself while no cairn process writes to it, or use `cairn export` and `cairn import`",
                     a.display(),
                     b.display()
                 ),
