@@ -29,11 +29,7 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 
 fn brief_text(brain: &Brain, args: &[&str]) -> String {
     let output = brain.cmd().arg("brief").args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::succeeded(&output);
     String::from_utf8(output.stdout).unwrap()
 }
 

@@ -167,3 +167,23 @@ impl Drop for LockHolder {
         self.stop();
     }
 }
+
+/// Asserts that a command ended with exit code `code` and said `needle` on stderr, and answers
+/// its stderr (for the further checks some tests make).
+#[track_caller]
+pub fn refused(output: &std::process::Output, code: i32, needle: &str) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(code), "{stderr}");
+    assert!(stderr.contains(needle), "{stderr}");
+    stderr
+}
+
+/// Asserts that a command succeeded, showing its stderr when it did not.
+#[track_caller]
+pub fn succeeded(output: &std::process::Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -268,18 +268,14 @@ fn a_stale_socket_is_replaced_and_a_live_daemon_is_refused() {
     assert!(live(&socket), "the stale file was replaced");
     // A second daemon for the same brain stops before loading anything.
     let second = cmd(&brain).args(["serve", "--local"]).output().unwrap();
-    assert_eq!(second.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&second.stderr);
-    assert!(stderr.contains("already running or starting"), "{stderr}");
+    common::refused(&second, 1, "already running or starting");
     // And a plain server on the live socket is refused too.
     let third = cmd(&brain)
         .args(["serve", "--socket"])
         .arg(&socket)
         .output()
         .unwrap();
-    assert_eq!(third.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&third.stderr);
-    assert!(stderr.contains("socket of a running server"), "{stderr}");
+    common::refused(&third, 1, "socket of a running server");
     assert!(live(&socket), "the running daemon kept its socket");
     daemon.stop();
 }
@@ -302,9 +298,7 @@ fn a_socket_or_directory_of_another_user_is_refused() {
             .success()
     );
     let refused = cmd(&brain).args(["serve", "--local"]).output().unwrap();
-    assert_eq!(refused.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("belongs to user 65534"), "{stderr}");
+    common::refused(&refused, 1, "belongs to user 65534");
     assert!(socket.exists(), "another user's file is left alone");
     // The CLI does not talk to it either: it answers from the file and says why.
     let output = cmd(&brain)
@@ -337,12 +331,7 @@ fn a_socket_or_directory_of_another_user_is_refused() {
         .env("CAIRN_EMBEDDER", "none")
         .output()
         .unwrap();
-    assert_eq!(refused.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        stderr.contains("belongs to user 65534, not to you"),
-        "{stderr}"
-    );
+    common::refused(&refused, 1, "belongs to user 65534, not to you");
 }
 
 #[test]
@@ -390,11 +379,7 @@ fn a_remember_answered_while_the_daemon_starts_leaves_the_embedding_to_it() {
         ])
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::succeeded(&output);
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
         "stored as #1"
@@ -527,11 +512,7 @@ fn a_cli_with_a_live_daemon_goes_through_it_with_the_same_output() {
         ])
         .output()
         .unwrap();
-    assert!(
-        stored.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stored.stderr)
-    );
+    common::succeeded(&stored);
     assert_eq!(
         String::from_utf8_lossy(&stored.stdout).trim(),
         "stored as #1"
@@ -942,11 +923,7 @@ fn the_cli_starts_the_daemon_detached_and_answers_without_waiting() {
         ])
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::succeeded(&output);
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
         "stored as #1"

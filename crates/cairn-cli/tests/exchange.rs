@@ -11,11 +11,7 @@ fn export_lines(brain: &Brain) -> Vec<Value> {
         .args(["export", "--format", "jsonl"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()

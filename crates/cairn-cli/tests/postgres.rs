@@ -45,11 +45,7 @@ fn export(brain: &Brain, db: &Path) -> String {
         .arg("export")
         .output()
         .expect("cairn export");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::succeeded(&output);
     String::from_utf8(output.stdout).expect("UTF-8")
 }
 
@@ -63,11 +59,7 @@ fn dump(db: &Path) -> String {
             .arg(statement)
             .output()
             .expect("sqlite3");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        common::succeeded(&output);
         String::from_utf8(output.stdout).expect("UTF-8")
     };
     let tables = sql(
@@ -185,11 +177,7 @@ fn a_brain_goes_to_postgres_and_back_with_nothing_lost() {
             .args(["--json", "recall", "the", "--limit", "50"])
             .output()
             .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        common::succeeded(&output);
         let value: Value = serde_json::from_slice(&output.stdout).unwrap();
         let mut ids: Vec<i64> = value["results"]
             .as_array()
@@ -304,11 +292,10 @@ fn a_brain_from_a_newer_cairn_is_refused() {
         migrate(&brain, &pg.url, back.to_str().unwrap(), &[]),
         migrate(&brain, &src, &pg.url, &[]),
     ] {
-        assert_eq!(output.status.code(), Some(1));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            stderr.contains("has schema version 99, newer than this cairn understands (16)"),
-            "{stderr}"
+        common::refused(
+            &output,
+            1,
+            "has schema version 99, newer than this cairn understands (16)",
         );
     }
     assert!(!back.exists() || std::fs::metadata(&back).unwrap().len() == 0);
@@ -346,12 +333,7 @@ fn a_server_that_is_down_is_named_without_the_password() {
         "postgres://u:hunter2-s3cret@h/db?sslmode=require",
         &[],
     );
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("sslmode=require is not supported yet"),
-        "{stderr}"
-    );
+    let stderr = common::refused(&output, 1, "sslmode=require is not supported yet");
     assert!(!stderr.contains("s3cret"), "{stderr}");
 }
 
@@ -376,9 +358,7 @@ fn a_destination_holding_another_brain_is_refused() {
         &pg.url_with_password("pw-s3cret"),
         &[],
     );
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("already holds a brain"), "{stderr}");
+    let stderr = common::refused(&output, 1, "already holds a brain");
     assert!(!stderr.contains("s3cret"), "{stderr}");
     let n: i64 = pg
         .client()
@@ -390,9 +370,7 @@ fn a_destination_holding_another_brain_is_refused() {
     // The PostgreSQL brain into a file holding another brain.
     let before = export(&other, &other.db);
     let output = migrate(&other, &pg.url, other.db.to_str().unwrap(), &[]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("already holds a brain"), "{stderr}");
+    common::refused(&output, 1, "already holds a brain");
     assert_eq!(export(&other, &other.db), before);
 
     // A database with tables of something else.
@@ -402,12 +380,7 @@ fn a_destination_holding_another_brain_is_refused() {
         .batch_execute("CREATE TABLE invoices (id int)")
         .unwrap();
     let output = migrate(&brain, &src, &foreign.url, &[]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("already has tables but no cairn brain"),
-        "{stderr}"
-    );
+    common::refused(&output, 1, "already has tables but no cairn brain");
 }
 
 #[test]
@@ -469,9 +442,5 @@ fn a_postgres_store_is_refused_until_the_backend_exists() {
         .args(["--json", "stats"])
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::succeeded(&output);
 }

@@ -151,11 +151,7 @@ impl Backend {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             let output = self.run(&["--json", "recall", "readiness", "--no-touch"], None);
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            common::succeeded(&output);
             let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
             if answer["degraded"].is_null() {
                 return;

@@ -433,11 +433,7 @@ fn missing_wrong_revoked_and_expired_tokens_all_get_the_same_401() {
             ])
             .output()
             .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        common::succeeded(&output);
         let created: Value = serde_json::from_slice(&output.stdout).unwrap();
         created["token"].as_str().unwrap().to_string()
     };

@@ -81,11 +81,7 @@ fn the_nested_llm_run_cannot_write_through_the_cli_or_mcp() {
         .args(["--json", "dream"])
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::succeeded(&output);
     let report: Value = serde_json::from_str(
         &std::fs::read_to_string(&report_path).expect("the fake LLM ran and wrote its report"),
     )

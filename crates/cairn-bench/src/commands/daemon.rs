@@ -137,6 +137,39 @@ fn row(name: &str, samples: &[f64], target: f64, cpu_ticks: u64, daemon_ticks: u
     })
 }
 
+/// Gives every record of the brain at `db` a vector under the real e5 model's id: each a mix of
+/// two real e5 vectors of corpus sentences plus noise (as `cairn-bench semantic` does), so a
+/// server scans vectors of the real shape without embedding the whole brain. Answers the model
+/// id and the dimension.
+pub(super) fn seed_vectors(db: &Path, words: &[String], rng: &mut Rng) -> Result<(String, usize)> {
+    let model_dir = cairn_embed::locate_model_dir_for(None, &cairn_embed::E5_SMALL)?;
+    let model = cairn_embed::E5Embedder::load(&model_dir, &cairn_embed::E5Options::default())?;
+    let pool_texts: Vec<String> = (0..64).map(|_| sentence(rng, words, 12)).collect();
+    let refs: Vec<&str> = pool_texts.iter().map(String::as_str).collect();
+    let pool = model.embed_batch(&refs)?;
+    let dimension = model.dimension();
+    let model_id = model.model_id().to_string();
+    drop(model);
+    let mut store = cairn_store::Store::open(db)?;
+    store.write(|tx| {
+        tx.set_vector_space(&cairn_store::VectorSpace {
+            model: model_id.clone(),
+            dimension,
+        })?;
+        for id in tx.reader().pending_vector_ids(0, usize::MAX)? {
+            let a = &pool[rng.below(pool.len())];
+            let b = &pool[rng.below(pool.len())];
+            let mut vector: Vec<f32> = (0..dimension)
+                .map(|d| a[d] + 0.5 * b[d] + 0.25 * rng.signed_f32())
+                .collect();
+            cairn_embed::l2_normalize(&mut vector);
+            tx.put_vector(id, &format!("mixed-{id}"), &vector)?;
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok((model_id, dimension))
+}
+
 pub fn run(args: &DaemonArgs) -> Result<()> {
     if args.size == 0 || args.runs == 0 {
         bail!("--size and --runs must be at least 1");
@@ -159,35 +192,10 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     ));
 
     run.phase("vectors");
-    let model_dir = cairn_embed::locate_model_dir_for(None, &cairn_embed::E5_SMALL)?;
-    let model = cairn_embed::E5Embedder::load(&model_dir, &cairn_embed::E5Options::default())?;
-    let pool_texts: Vec<String> = (0..64).map(|_| sentence(&mut rng, &words, 12)).collect();
-    let refs: Vec<&str> = pool_texts.iter().map(String::as_str).collect();
-    let pool = model.embed_batch(&refs)?;
-    let dimension = model.dimension();
-    let model_id = model.model_id().to_string();
-    drop(model);
-    let mut store = cairn_store::Store::open(&db)?;
     let clock = Instant::now();
-    store.write(|tx| {
-        tx.set_vector_space(&cairn_store::VectorSpace {
-            model: model_id.clone(),
-            dimension,
-        })?;
-        for id in tx.reader().pending_vector_ids(0, usize::MAX)? {
-            let a = &pool[rng.below(pool.len())];
-            let b = &pool[rng.below(pool.len())];
-            let mut vector: Vec<f32> = (0..dimension)
-                .map(|d| a[d] + 0.5 * b[d] + 0.25 * rng.signed_f32())
-                .collect();
-            cairn_embed::l2_normalize(&mut vector);
-            tx.put_vector(id, &format!("mixed-{id}"), &vector)?;
-        }
-        Ok::<_, anyhow::Error>(())
-    })?;
-    drop(store);
+    let (model_id, dimension) = seed_vectors(&db, &words, &mut rng)?;
     run.say(&format!(
-        "{} vectors ({model_id}, {dimension} dims) written in {:.1} s",
+        "{} vectors ({model_id}, {dimension} dims) made and written in {:.1} s",
         args.size,
         clock.elapsed().as_secs_f64()
     ));
