@@ -29,7 +29,7 @@ pub enum EvalCommand {
 --db and --project do not: each conversation is ingested into its own brain in a temporary \
 directory, under the conversation's id as project."
     )]
-    Locomo(LocomoArgs),
+    Locomo(Box<LocomoArgs>),
 }
 
 #[derive(Debug, Args)]
