@@ -29,7 +29,7 @@ pub enum EvalCommand {
 --db and --project do not: each conversation is ingested into its own brain in a temporary \
 directory, under the conversation's id as project."
     )]
-    Locomo(LocomoArgs),
+    Locomo(Box<LocomoArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -94,6 +94,28 @@ pub struct LocomoArgs {
     /// the first ten lexical hits among the first ten semantic ones)) (0: off).
     #[arg(long)]
     agreement: Option<f64>,
+    /// The semantic weight follows the semantic leg's confidence per query: × clamp((best
+    /// cosine − reference) / this, 0, 1) (0: off).
+    #[arg(long)]
+    confidence: Option<f64>,
+    /// What the best cosine is measured against: `floor` (the vector-only floor) or `median`
+    /// (the semantic candidates' median cosine).
+    #[arg(long, value_name = "floor|median")]
+    confidence_reference: Option<String>,
+    /// Two-level retrieval: RRF weight of a third list, conversation windows around the best
+    /// fused candidates ranked by the sum of their turns' fused scores (0: off; hybrid only).
+    #[arg(long)]
+    window_weight: Option<f64>,
+    /// Episodes on each side of a window's centre.
+    #[arg(long)]
+    window_turns: Option<usize>,
+    /// Extra rows over the same ingest, each the run's settings with some changed:
+    /// `KEY=VALUE[;KEY=VALUE…]` with keys mode (hybrid, semantic, lexical), weights
+    /// (`LEXICAL/SEMANTIC`), confidence, confidence_reference, window_weight, window_turns,
+    /// agreement, diversity; e.g. `--variant 'confidence=0.05'
+    /// --variant 'confidence=0.1;confidence_reference=median'`. Repeatable.
+    #[arg(long)]
+    variant: Vec<String>,
     /// Extra hybrid rows over the same ingest, to compare fusion settings in one run:
     /// `LEXICAL_WEIGHT:SEMANTIC_WEIGHT:VECTOR_ONLY_RANK[:VECTOR_ONLY_FLOOR]` (rank `all` = no
     /// bound, floor -1 = none), e.g. `--fusion 1:0.5:all,1:1:10,1:1:all:0.8`.
@@ -114,6 +136,63 @@ pub struct LocomoArgs {
     /// Adds a `MODE+facts` row per mode.
     #[arg(long, value_name = "SOURCE", value_parser = ["observations"])]
     facts: Option<String>,
+}
+
+/// A `--variant` row: the run's settings with the named ones changed.
+fn variant_row(spec: &str, base: &SemanticConfig) -> Result<Row> {
+    let mut config = base.clone();
+    let mut mode = Mode::Hybrid;
+    for part in spec.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((key, value)) = part.split_once('=') else {
+            bail!("--variant {spec:?}: expected KEY=VALUE[;KEY=VALUE…], got {part:?}");
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let number = || -> Result<f64> {
+            value
+                .parse::<f64>()
+                .with_context(|| format!("--variant {spec:?}: {key} needs a number, got {value:?}"))
+        };
+        match key {
+            "mode" => {
+                mode = value
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("--variant {spec:?}: {e}"))?
+            }
+            "weights" => {
+                let Some((lexical, semantic)) = value.split_once('/') else {
+                    bail!("--variant {spec:?}: weights are LEXICAL/SEMANTIC, got {value:?}");
+                };
+                config.lexical_weight = lexical.parse().context("lexical weight")?;
+                config.semantic_weight = semantic.parse().context("semantic weight")?;
+            }
+            "confidence" => config.confidence = number()?,
+            "confidence_reference" => {
+                config.confidence_reference = value
+                    .parse()
+                    .map_err(|e: String| anyhow::anyhow!("--variant {spec:?}: {e}"))?;
+            }
+            "window_weight" => config.window_weight = number()?,
+            "window_turns" => {
+                config.window_turns = value.parse().with_context(|| {
+                    format!("--variant {spec:?}: window_turns needs a count, got {value:?}")
+                })?;
+            }
+            "agreement" => config.agreement = number()?,
+            "diversity" => config.diversity = number()?,
+            _ => bail!(
+                "--variant {spec:?}: unknown key {key:?} (mode, weights, confidence, confidence_reference, window_weight, window_turns, agreement, diversity)"
+            ),
+        }
+    }
+    let mode_name = serde_json::to_value(mode)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    Ok(Row {
+        label: format!("{mode_name}[{spec}]"),
+        mode,
+        config: Some(config),
+    })
 }
 
 /// One row of the report: a mode, and for extra hybrid rows their fusion settings.
@@ -635,6 +714,20 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
     if let Some(agreement) = locomo.agreement {
         config.agreement = agreement;
     }
+    if let Some(span) = locomo.confidence {
+        config.confidence = span;
+    }
+    if let Some(reference) = &locomo.confidence_reference {
+        config.confidence_reference = reference
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("--confidence-reference: {e}"))?;
+    }
+    if let Some(weight) = locomo.window_weight {
+        config.window_weight = weight;
+    }
+    if let Some(turns) = locomo.window_turns {
+        config.window_turns = turns;
+    }
     let workdir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let mut shared: Option<Arc<dyn cairn_embed::Embedder>> = None;
     let mut cache: Option<Arc<crate::embed_cache::CachedEmbedder>> = None;
@@ -653,6 +746,9 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
         .collect();
     for spec in &locomo.fusion {
         rows.push(fusion_row(spec, &config)?);
+    }
+    for spec in &locomo.variant {
+        rows.push(variant_row(spec, &config)?);
     }
     let mut tallies: Vec<Tally> = rows.iter().map(|_| Tally::default()).collect();
     let mut facts_tallies: Vec<Tally> = rows.iter().map(|_| Tally::default()).collect();
@@ -799,6 +895,10 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             "date_boost": config.date_boost,
             "lexical_feedback": config.lexical_feedback,
             "agreement": config.agreement,
+            "confidence": config.confidence,
+            "confidence_reference": format!("{:?}", config.confidence_reference).to_lowercase(),
+            "window_weight": config.window_weight,
+            "window_turns": config.window_turns,
         },
         "embedding_cache": cache.as_ref().map(|c| {
             let (reused, embedded) = c.counts();

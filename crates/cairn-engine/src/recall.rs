@@ -236,6 +236,33 @@ fn agreement(lexical: &[Hit], semantic: &[Hit]) -> f64 {
     shared as f64 / places as f64
 }
 
+/// The median strength of a list (`None` when it is empty).
+fn median_strength(hits: &[Hit]) -> Option<f64> {
+    let mut strengths: Vec<f64> = hits.iter().map(|h| h.strength).collect();
+    if strengths.is_empty() {
+        return None;
+    }
+    strengths.sort_by(f64::total_cmp);
+    Some(strengths[strengths.len() / 2])
+}
+
+/// The semantic leg's confidence for one query (`SemanticConfig::confidence`): how far its
+/// best cosine stands above `reference`, in units of `span`, within 0..1. No reference (a
+/// model without a measured floor) or no candidate: 1, the fixed weight.
+fn semantic_confidence(semantic: &[Hit], reference: Option<f64>, span: f64) -> f64 {
+    let best = semantic.iter().map(|h| h.strength).fold(f64::NAN, f64::max);
+    match reference {
+        Some(reference) if best.is_finite() && span > 0.0 => {
+            ((best - reference) / span).clamp(0.0, 1.0)
+        }
+        _ => 1.0,
+    }
+}
+
+/// Two-level retrieval (`SemanticConfig::window_weight`) centres windows on this many of the
+/// best fused candidates.
+const WINDOW_CENTRES: usize = 50;
+
 /// Names of the candidate sources, in the order their lists are fused.
 const LEXICAL: usize = 0;
 const SEMANTIC: usize = 1;
@@ -389,6 +416,17 @@ impl Engine {
                 .as_deref()
                 .and_then(crate::semantic::vector_only_floor)
         });
+        // The semantic leg's confidence for this query, read before the vector-only filter
+        // (from every candidate it found).
+        let confidence = if config.confidence > 0.0 {
+            let reference = match config.confidence_reference {
+                crate::semantic::ConfidenceReference::Floor => floor_of_vector_only,
+                crate::semantic::ConfidenceReference::Median => median_strength(&semantic),
+            };
+            semantic_confidence(&semantic, reference, config.confidence)
+        } else {
+            1.0
+        };
         if request.mode == Mode::Hybrid
             && (config.vector_only_rank != usize::MAX || floor_of_vector_only.is_some())
         {
@@ -410,12 +448,24 @@ impl Engine {
         } else {
             config.semantic_weight
         };
-        let lists = vec![lexical, semantic];
-        let fused = score::rrf_weighted_k(
-            &lists,
-            &[config.lexical_weight, semantic_weight],
-            config.rrf_k,
-        );
+        // Confidence moves the weight only when the lexical leg is there to take over.
+        let semantic_weight = if lexical.is_empty() {
+            semantic_weight
+        } else {
+            semantic_weight * confidence
+        };
+        let weights = [config.lexical_weight, semantic_weight, config.window_weight];
+        let mut lists = vec![lexical, semantic];
+        let mut fused = score::rrf_weighted_k(&lists, &weights[..2], config.rrf_k);
+        if request.mode == Mode::Hybrid
+            && config.window_weight > 0.0
+            && semantic_model.is_some()
+            && !fused.is_empty()
+        {
+            let windows = self.window_list(&fused, &filter, &config, candidate_limit)?;
+            lists.push(windows);
+            fused = score::rrf_weighted_k(&lists, &weights, config.rrf_k);
+        }
         if fused.is_empty() {
             answer.note = Some(format!("nothing found for {:?}", request.query));
             return Ok(answer);
@@ -429,7 +479,7 @@ impl Engine {
             .map(|m| (m.id, m))
             .collect();
         // BM25 strengths are on a ratio scale, cosine similarities are not (score::relevances).
-        let relevances = score::relevances(&fused, &[true, false]);
+        let relevances = score::relevances(&fused, &[true, false, false]);
         // Each candidate answers as the current head of its supersession chain (unless --all);
         // a head reached twice keeps its better placement.
         let mut by_head: BTreeMap<i64, RecallResult> = BTreeMap::new();
@@ -629,6 +679,100 @@ impl Engine {
             .map_err(|error| error.to_string())?;
         self.semantic_candidates(&request.query, filter, limit, query_vector)
             .map(Some)
+    }
+
+    /// Two-level retrieval (`SemanticConfig::window_weight`): the best `WINDOW_CENTRES` fused
+    /// candidates each centre a window of up to `window_turns` episodes on either side (the
+    /// same conversation: each step a neighbour as `episode_neighbours` finds it; a record
+    /// that is not an episode is a window of one); a window scores the sum of its records'
+    /// fused scores. The list holds the records of the windows, best window first, each
+    /// window's records by their own fused score (then nearest the centre); a record is
+    /// listed once, where its best window puts it. Records that no turn-level list found
+    /// enter when they pass the query's filters. Strengths are the window scores.
+    fn window_list(
+        &self,
+        fused: &[score::Fused],
+        filter: &LexicalQuery<'_>,
+        config: &crate::SemanticConfig,
+        limit: usize,
+    ) -> Result<Vec<Hit>> {
+        let own: HashMap<i64, f64> = fused.iter().map(|f| (f.id, f.fused)).collect();
+        let centres: Vec<i64> = fused.iter().take(WINDOW_CENTRES).map(|f| f.id).collect();
+        let reader = self.store.reader();
+        // Each centre's window, nearest first: walk `window_turns` steps each way.
+        let mut links: HashMap<i64, (Option<i64>, Option<i64>)> = HashMap::new();
+        let mut windows: Vec<Vec<i64>> = centres.iter().map(|&id| vec![id]).collect();
+        let mut fronts: Vec<(Option<i64>, Option<i64>)> =
+            centres.iter().map(|&id| (Some(id), Some(id))).collect();
+        for _ in 0..config.window_turns {
+            let mut unknown: Vec<i64> = fronts
+                .iter()
+                .flat_map(|(back, ahead)| [*back, *ahead])
+                .flatten()
+                .filter(|id| !links.contains_key(id))
+                .collect();
+            unknown.sort_unstable();
+            unknown.dedup();
+            if !unknown.is_empty() {
+                for id in &unknown {
+                    links.insert(*id, (None, None));
+                }
+                for (id, previous, next) in
+                    reader.episode_neighbours(&unknown, config.context_window_secs)?
+                {
+                    links.insert(id, (previous, next));
+                }
+            }
+            for (window, (back, ahead)) in windows.iter_mut().zip(fronts.iter_mut()) {
+                *back = back.and_then(|id| links.get(&id).and_then(|l| l.0));
+                *ahead = ahead.and_then(|id| links.get(&id).and_then(|l| l.1));
+                window.extend(back.iter().chain(ahead.iter()).copied());
+            }
+        }
+        let mut ranked: Vec<(f64, usize)> = windows
+            .iter()
+            .enumerate()
+            .map(|(n, window)| {
+                let sum: f64 = window
+                    .iter()
+                    .map(|id| own.get(id).copied().unwrap_or(0.0))
+                    .sum();
+                (sum, n)
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let added: Vec<i64> = windows
+            .iter()
+            .flatten()
+            .filter(|id| !own.contains_key(id))
+            .copied()
+            .collect();
+        let allowed: std::collections::HashSet<i64> =
+            reader.filter_ids(&added, filter)?.into_iter().collect();
+        let mut seen: std::collections::HashSet<i64> = std::collections::HashSet::new();
+        let mut out: Vec<Hit> = Vec::new();
+        for (sum, n) in ranked {
+            let mut members: Vec<(usize, i64)> = windows[n]
+                .iter()
+                .enumerate()
+                .filter(|(_, id)| own.contains_key(id) || allowed.contains(id))
+                .map(|(distance, &id)| (distance, id))
+                .collect();
+            members.sort_by(|a, b| {
+                let (fa, fb) = (own.get(&a.1).unwrap_or(&0.0), own.get(&b.1).unwrap_or(&0.0));
+                fb.total_cmp(fa).then(a.0.cmp(&b.0))
+            });
+            for (_, id) in members {
+                if seen.insert(id) {
+                    out.push(Hit { id, strength: sum });
+                }
+            }
+            if out.len() >= limit {
+                break;
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
     }
 
     /// Conversation context on the lexical side: each `episode` among the best
@@ -984,6 +1128,34 @@ mod tests {
 
     fn hits(ids: &[i64]) -> Vec<Hit> {
         ids.iter().map(|&id| Hit { id, strength: 1.0 }).collect()
+    }
+
+    fn strengths(values: &[f64]) -> Vec<Hit> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(n, &strength)| Hit {
+                id: n as i64,
+                strength,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn confidence_is_the_best_cosine_above_the_reference_in_units_of_the_span() {
+        let list = strengths(&[0.86, 0.84, 0.83, 0.80, 0.79]);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(semantic_confidence(&list, Some(0.80), 0.1), 0.6));
+        assert!(close(semantic_confidence(&list, Some(0.80), 0.05), 1.0));
+        assert!(close(semantic_confidence(&list, Some(0.90), 0.1), 0.0));
+        // No reference (an unmeasured model) or no candidate: the fixed weight.
+        assert_eq!(semantic_confidence(&list, None, 0.1), 1.0);
+        assert_eq!(semantic_confidence(&[], Some(0.8), 0.1), 1.0);
+        assert_eq!(median_strength(&list), Some(0.83));
+        assert_eq!(median_strength(&strengths(&[0.5, 0.9])), Some(0.9));
+        assert_eq!(median_strength(&[]), None);
+        let median = median_strength(&list);
+        assert!(close(semantic_confidence(&list, median, 0.1), 0.3));
     }
 
     #[test]

@@ -105,6 +105,51 @@ pub struct SemanticConfig {
     /// Off: measured on both development splits, it trades LoCoMo for REALTALK like a milder
     /// fixed weight (docs/retrieval.md, "Issue 20").
     pub agreement: f64,
+    /// The semantic leg's own confidence per query sets its weight: the semantic weight is
+    /// multiplied by `clamp((best cosine − reference) / this, 0, 1)`, the reference chosen by
+    /// `confidence_reference` (0: off, a fixed weight). A query whose nearest record stands
+    /// barely above the reference is one the embedding does not recognise, and its ranks are
+    /// trusted less. Off: measured on both development splits (docs/retrieval.md, "Issue 20").
+    pub confidence: f64,
+    /// What the best cosine is measured against (`confidence`).
+    pub confidence_reference: ConfidenceReference,
+    /// Two-level retrieval: a third list, of conversation windows, is fused with the two
+    /// turn-level ones at this RRF weight (0: off; hybrid mode only). A window is a turn of
+    /// the best fused candidates with up to `window_turns` episodes on each side (same
+    /// conversation, as for context); windows rank by the sum of their turns' fused scores,
+    /// and the list holds the turns of the best windows, best window first. The hops of a
+    /// question told over several neighbouring turns gain together. Off: measured on both
+    /// development splits (docs/retrieval.md, "Issue 20").
+    pub window_weight: f64,
+    /// Episodes on each side of a window's centre (`window_weight`).
+    pub window_turns: usize,
+}
+
+/// The reference the semantic leg's confidence is measured against
+/// ([`SemanticConfig::confidence`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConfidenceReference {
+    /// The vector-only floor (`SemanticConfig::vector_only_floor`, else the one measured for
+    /// the model): how far the best match stands above what counts as related at all. A
+    /// model without a measured floor keeps the fixed weight.
+    #[default]
+    Floor,
+    /// The median cosine of the semantic candidates: how far the best match stands out of
+    /// the pool, whatever the model's cosine range.
+    Median,
+}
+
+impl std::str::FromStr for ConfidenceReference {
+    type Err = String;
+    fn from_str(given: &str) -> std::result::Result<Self, String> {
+        match given.trim().to_ascii_lowercase().as_str() {
+            "floor" => Ok(ConfidenceReference::Floor),
+            "median" => Ok(ConfidenceReference::Median),
+            _ => Err(format!(
+                "unknown confidence reference {given:?}: expected floor or median"
+            )),
+        }
+    }
 }
 
 impl Default for SemanticConfig {
@@ -127,6 +172,10 @@ impl Default for SemanticConfig {
             date_boost: 1.1,
             agreement: 0.0,
             lexical_feedback: 0.0,
+            confidence: 0.0,
+            confidence_reference: ConfidenceReference::Floor,
+            window_weight: 0.0,
+            window_turns: 2,
         }
     }
 }

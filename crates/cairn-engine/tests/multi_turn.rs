@@ -190,3 +190,132 @@ fn lexical_feedback_finds_a_record_through_the_words_of_the_best_match() {
     request.floor = Some(0.0);
     assert_eq!(ids(&engine.recall(&request).unwrap()), [best]);
 }
+
+/// The semantic leg's confidence: when the query's nearest record stands below the reference
+/// (here the vector-only floor), the semantic ranks lose their weight and hybrid keeps the
+/// lexical order; far above it, hybrid is the fixed-weight fusion.
+#[test]
+fn a_semantic_leg_without_confidence_leaves_the_order_to_the_words() {
+    use cairn_embed::Embedder;
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open(dir.path());
+    engine.set_embedder(Box::new(HashEmbedder::new(256)));
+    let texts = [
+        "harbor lantern festival boats parade music food stalls evening crowd",
+        "lantern festival",
+        "harbor lantern repair shop opening hours",
+        "festival tickets sold out early",
+        "kafka consumer lag offset partition",
+        "postgres vacuum index bloat autovacuum",
+        "docker image registry cache layer",
+        "oauth token rotate secret vault",
+    ];
+    for text in texts {
+        store(&mut engine, MemoryType::Note, text, None);
+    }
+    engine.index_pending(None, &mut |_, _| {}).unwrap();
+    let query = "harbor lantern festival parade";
+    let hash = HashEmbedder::new(256);
+    let q = hash.embed_query(query).unwrap();
+    let best = texts
+        .iter()
+        .map(|t| {
+            let v = hash.embed_one(t).unwrap();
+            v.iter().zip(&q).map(|(a, b)| (a * b) as f64).sum::<f64>()
+        })
+        .fold(f64::MIN, f64::max);
+    let lexical = ids(&ask(&mut engine, query, Mode::Lexical));
+    let at = |engine: &mut Engine, floor: f64, confidence: f64| {
+        configure(engine, |c| {
+            c.vector_only_floor = Some(floor);
+            c.confidence = confidence;
+        });
+        ids(&ask(engine, query, Mode::Hybrid))
+    };
+    // The floor just above the best cosine: no confidence, the words decide.
+    let fixed_high = at(&mut engine, best + 0.01, 0.0);
+    let unsure = at(&mut engine, best + 0.01, 0.05);
+    assert_eq!(unsure, lexical, "fixed weight: {fixed_high:?}");
+    // Far below it: full confidence, the same answer as the fixed weight.
+    let fixed_low = at(&mut engine, best - 0.5, 0.0);
+    let sure = at(&mut engine, best - 0.5, 0.05);
+    assert_eq!(sure, fixed_low);
+    assert_ne!(
+        fixed_low[..2],
+        lexical[..2],
+        "the semantic leg reorders the top when trusted"
+    );
+    // Lexical mode is never touched.
+    assert_eq!(ids(&ask(&mut engine, query, Mode::Lexical)), lexical);
+}
+
+/// Two-level retrieval: the turn that answers the question two turns later shares no word
+/// with it; the window around the turn that matches brings it in, below that turn.
+#[test]
+fn a_conversation_window_brings_in_the_answer_two_turns_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open(dir.path());
+    // No embedded context, and a floor that keeps unrelated turns out of the semantic list:
+    // only the window can find the answer.
+    configure(&mut engine, |c| {
+        c.context_turns = 0;
+        c.vector_only_floor = Some(0.5);
+    });
+    engine.set_embedder(Box::new(HashEmbedder::new(256)));
+    let turns = [
+        "Melanie: I finally signed up for that pottery class",
+        "Caroline: oh nice, good for you",
+        "Melanie: first session is next Tuesday evening at the community centre",
+        "Caroline: I will come and watch",
+    ];
+    let mut conversation = Vec::new();
+    for (n, text) in turns.iter().enumerate() {
+        let at = format!("2026-11-20T10:00:{:02}Z", n * 10);
+        conversation.push(store(&mut engine, MemoryType::Episode, text, Some(&at)));
+    }
+    // Another conversation, days later, about something else.
+    for (n, text) in [
+        "Caroline: the adoption agency called back",
+        "Melanie: what did they say",
+        "Caroline: the interview is in March",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let at = format!("2026-11-25T18:00:{:02}Z", n * 10);
+        store(&mut engine, MemoryType::Episode, text, Some(&at));
+    }
+    engine.index_pending(None, &mut |_, _| {}).unwrap();
+    let query = "pottery class signed up";
+    let answer_turn = conversation[2];
+    configure(&mut engine, |c| {
+        c.context_turns = 0;
+        c.vector_only_floor = Some(0.5);
+        c.window_weight = 0.0;
+    });
+    let plain = ids(&ask(&mut engine, query, Mode::Hybrid));
+    assert!(!plain.contains(&answer_turn), "{plain:?}");
+    configure(&mut engine, |c| {
+        c.context_turns = 0;
+        c.vector_only_floor = Some(0.5);
+        c.window_weight = 0.5;
+    });
+    let windowed = ids(&ask(&mut engine, query, Mode::Hybrid));
+    let place = |id: i64| windowed.iter().position(|&x| x == id);
+    assert_eq!(windowed[0], conversation[0], "{windowed:?}");
+    assert!(place(answer_turn).is_some(), "{windowed:?}");
+    // A window never crosses into the other conversation: its turns stay out.
+    for id in &windowed {
+        assert!(
+            conversation.contains(id) || plain.contains(id),
+            "{id} came from another conversation: {plain:?} -> {windowed:?}"
+        );
+    }
+    // Windows are a hybrid list: lexical mode is unchanged.
+    let lexical_with = ids(&ask(&mut engine, query, Mode::Lexical));
+    configure(&mut engine, |c| {
+        c.context_turns = 0;
+        c.window_weight = 0.0;
+    });
+    assert_eq!(ids(&ask(&mut engine, query, Mode::Lexical)), lexical_with);
+}
