@@ -552,6 +552,8 @@ fn indexer_engine<'a>(
             Ok(mut engine) => {
                 engine.set_git_source(GitSource::Supplied(SuppliedGit::default()));
                 engine.set_shared_embedder(Arc::clone(embedder));
+                // What it embeds goes straight into the writer engine's matrix (`hand_over`).
+                engine.keep_written_vectors();
                 *indexer = Some(engine);
             }
             Err(error) => {
@@ -561,6 +563,23 @@ fn indexer_engine<'a>(
         }
     }
     indexer.as_mut()
+}
+
+/// Hands the vectors the indexer just stored to the writer engine, which answers hybrid
+/// recalls: it takes them into the matrix it holds ([`Engine::absorb_vectors`]) instead of
+/// finding the changed rows among every stored vector on its next recall (a scan of all of
+/// their fingerprints: at 100,000 vectors most of a recall's time after each write).
+fn hand_over(inner: &Inner, indexer: &mut Option<Engine>) {
+    let Some(engine) = indexer.as_mut() else {
+        return;
+    };
+    let written = engine.take_written_vectors();
+    if written.is_empty() {
+        return;
+    }
+    if let Some(writer) = lock(&inner.engine).as_mut() {
+        writer.absorb_vectors(&written);
+    }
 }
 
 /// Embeds what writes just stored (those of `ids` still without a vector). A failure is said
@@ -591,6 +610,7 @@ fn index_written(
             true
         }
     };
+    hand_over(inner, indexer);
     inner.embedding_fails.store(failed, Ordering::Relaxed);
 }
 
@@ -602,11 +622,13 @@ fn index_pending(
     embedder: &Arc<dyn Embedder>,
     who: &str,
 ) {
-    let Some(engine) = indexer_engine(inner, indexer, embedder, who) else {
-        return;
-    };
     loop {
-        match engine.index_pending(Some(cairn_engine::BACKGROUND_BATCH), &mut |_, _| {}) {
+        let Some(engine) = indexer_engine(inner, indexer, embedder, who) else {
+            return;
+        };
+        let indexed = engine.index_pending(Some(cairn_engine::BACKGROUND_BATCH), &mut |_, _| {});
+        hand_over(inner, indexer);
+        match indexed {
             Ok(report)
                 if report.failed == 0
                     && report.pending > 0
@@ -1001,6 +1023,70 @@ mod tests {
             })
             .unwrap();
         assert_eq!(answer.results[0].id, stored.id.unwrap(), "{answer:?}");
+        service.stop();
+    }
+    /// The indexer's new vectors go straight into the matrix the writer engine holds: a hybrid
+    /// recall after a write embedded by the indexer reads nothing of the brain's vectors (not
+    /// even their fingerprints) and finds the new record semantically.
+    #[test]
+    fn the_indexers_vectors_go_into_the_recalling_engines_matrix_without_a_reread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = ServiceOptions::new(dir.path().join("brain.db"));
+        options.index_interval = Duration::from_secs(3600);
+        let service = Service::new(options);
+        let embedder = cairn_embed::HashEmbedder::new(64);
+        service.start_embedder(Box::new(move || Ok(Some(Box::new(embedder)))), "test");
+        let on_writer = |work: &dyn Fn(&mut Engine) -> usize| {
+            service
+                .call(&request("alpha", "agent-a"), "probe", |engine| {
+                    Ok(work(engine))
+                })
+                .unwrap()
+        };
+        let remember = |body: &str| {
+            service
+                .call(&request("alpha", "agent-a"), "remember", |engine| {
+                    engine.remember(&RememberRequest::new(MemoryType::Note, body))
+                })
+                .unwrap()
+                .id
+                .unwrap()
+        };
+        let semantic_top = |query: &str| {
+            let mut semantic = cairn_engine::RecallRequest::new(query);
+            semantic.mode = Mode::Semantic;
+            // Untouched: what an earlier recall found gains nothing from being found.
+            semantic.touch = false;
+            service
+                .recall(&request("alpha", "agent-a"), &semantic)
+                .unwrap()
+                .results[0]
+                .id
+        };
+        eventually("the model is resident", || {
+            service.embedder_state() == Some(true)
+        });
+        let first = remember("the glaze cracks in a cold kiln");
+        remember("clay dries slowly under plastic");
+        remember("the wheel needs a new belt");
+        eventually("the first three are embedded", || {
+            on_writer(&|engine| engine.semantic_status().unwrap().counts.pending() as usize) == 0
+        });
+        // This recall brings the matrix up to date, whatever the indexer handed over so far.
+        assert_eq!(semantic_top("glaze cracks cold kiln"), first);
+        assert_eq!(on_writer(&|engine| engine.held_vectors().unwrap_or(0)), 3);
+        let reads = on_writer(&|engine| engine.vector_reads());
+
+        let fresh = remember("the kiln fires at night");
+        eventually("the indexer's vector is in the writer's matrix", || {
+            on_writer(&|engine| engine.held_vectors().unwrap_or(0)) == 4
+        });
+        assert_eq!(semantic_top("kiln fires night"), fresh);
+        assert_eq!(
+            on_writer(&|engine| engine.vector_reads()),
+            reads,
+            "the recall after the indexer's write read the brain's vectors again"
+        );
         service.stop();
     }
 }
