@@ -273,6 +273,11 @@ impl Service {
                     None
                 }
             };
+            if let Some(embedder) = &embedder {
+                // The indexer embeds stored texts in the background; a recall waits for its
+                // query: the threads that embed stored texts give way.
+                embedder.prefer_queries();
+            }
             let _ = inner.embedder.set(embedder.clone());
             if let Some(embedder) = embedder {
                 let weak = Arc::downgrade(&inner);
