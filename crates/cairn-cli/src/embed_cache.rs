@@ -151,6 +151,10 @@ impl Embedder for CachedEmbedder {
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.cached("query", texts, |t| self.inner.embed_queries(t))
     }
+
+    fn prefer_queries(&self) {
+        self.inner.prefer_queries();
+    }
 }
 
 #[cfg(test)]

@@ -270,6 +270,9 @@ pub struct E5Embedder {
     pool: rayon::ThreadPool,
     query_pool: rayon::ThreadPool,
     options: E5Options,
+    /// `pool` was made nicer than the query pool ([`Embedder::prefer_queries`]).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    background: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for E5Embedder {
@@ -369,6 +372,7 @@ impl E5Embedder {
             pool,
             query_pool,
             options: options.clone(),
+            background: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -724,9 +728,59 @@ fn read_directory(cursor: &mut Cursor<'_>) -> Option<HashMap<String, (u8, usize,
     Some(directory)
 }
 
+/// How much nicer than the rest of the process the threads that embed stored texts run once
+/// a service embeds them in the background ([`Embedder::prefer_queries`]): at 10 steps the
+/// kernel gives a query's threads about nine tenths of a contended core.
+pub const BACKGROUND_NICENESS: i32 = 10;
+
+/// Makes the calling thread `steps` nicer (at most 19). Linux keeps the niceness per thread,
+/// so `setpriority(PRIO_PROCESS, 0)` touches this thread only.
+#[cfg(target_os = "linux")]
+fn make_this_thread_nicer(steps: i32) -> std::io::Result<()> {
+    let now = rustix::process::getpriority_process(None)?;
+    rustix::process::setpriority_process(None, (now + steps).min(19))?;
+    Ok(())
+}
+
+impl E5Embedder {
+    /// The niceness of each thread that embeds stored texts (what `prefer_queries` changes).
+    #[cfg(target_os = "linux")]
+    pub fn index_thread_niceness(&self) -> Vec<i32> {
+        let mut niceness = self
+            .pool
+            .broadcast(|_| rustix::process::getpriority_process(None).unwrap_or(i32::MIN));
+        niceness.sort_unstable();
+        niceness
+    }
+}
+
 impl Embedder for E5Embedder {
     fn model_id(&self) -> &str {
         E5_SMALL.id
+    }
+
+    fn prefer_queries(&self) {
+        #[cfg(target_os = "linux")]
+        {
+            // Once per thread of the pool; the query pool keeps the process's niceness.
+            if self
+                .background
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                return;
+            }
+            for result in self
+                .pool
+                .broadcast(|_| make_this_thread_nicer(BACKGROUND_NICENESS))
+            {
+                if let Err(error) = result {
+                    eprintln!(
+                        "cairn: the embedding threads keep their priority (cannot lower it: {error})"
+                    );
+                    break;
+                }
+            }
+        }
     }
 
     fn dimension(&self) -> usize {

@@ -30,7 +30,7 @@ pub mod tls;
 
 use std::path::PathBuf;
 
-pub use e5::{E5_FILE, E5Embedder, E5Options, SMALL_PASS_TOKENS};
+pub use e5::{BACKGROUND_NICENESS, E5_FILE, E5Embedder, E5Options, SMALL_PASS_TOKENS};
 pub use error::{EmbedError, INSTALL_HINT, SearchedPlace};
 pub use hash::HashEmbedder;
 pub use http::{HttpConfig, HttpEmbedder};
@@ -65,6 +65,12 @@ pub trait Embedder: Send + Sync {
     fn passage_tokens(&self, text: &str) -> usize {
         text.len().div_ceil(4).max(1)
     }
+
+    /// Stored texts are embedded in the background from now on (a service's indexer) and a
+    /// query is what someone waits for: the threads that embed stored texts yield the cores
+    /// to the ones that embed queries (e5, on Linux: they run 10 steps nicer than the rest of
+    /// the process). A model without threads of its own does nothing.
+    fn prefer_queries(&self) {}
 
     /// Vectors for search queries. Models trained with asymmetric prefixes (e5: `query: ` vs
     /// `passage: `) embed queries differently from stored texts; for the others this is

@@ -102,3 +102,27 @@ fn a_truncated_or_foreign_file_is_a_clear_error() {
         "{error}"
     );
 }
+
+/// A service's indexer embeds stored texts in the background: after `prefer_queries` the
+/// threads that embed them run 10 steps nicer than before (at most 19) and still embed the
+/// same vectors; asking again changes nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn prefer_queries_makes_the_passage_threads_nicer() {
+    // Its own model: the shared one's threads stay as they are for the other tests.
+    let model = E5Embedder::load(&model_dir(), &E5Options::default()).unwrap();
+    let text = "the kiln fires at night";
+    let before = model.embed_one(text).unwrap();
+    let niceness = model.index_thread_niceness();
+    assert!(!niceness.is_empty());
+    // (Under `nice -n 19` the threads are as nice as they get already and stay so.)
+    model.prefer_queries();
+    let nicer: Vec<i32> = niceness
+        .iter()
+        .map(|n| (n + cairn_embed::BACKGROUND_NICENESS).min(19))
+        .collect();
+    assert_eq!(model.index_thread_niceness(), nicer);
+    model.prefer_queries();
+    assert_eq!(model.index_thread_niceness(), nicer, "only once");
+    assert_eq!(model.embed_one(text).unwrap(), before);
+}

@@ -44,7 +44,7 @@ pub use records::{ListRequest, UpdateRequest, Updated};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
 pub use semantic::{
     BACKGROUND_BATCH, ConfidenceReference, EmbedderLoader, IndexReport, SemanticConfig,
-    SemanticStatus, VECTOR_ONLY_FLOORS, embedding_text, vector_only_floor,
+    SemanticStatus, VECTOR_ONLY_FLOORS, WrittenVectors, embedding_text, vector_only_floor,
 };
 
 use cairn_core::record::UnknownValue;

@@ -23,6 +23,7 @@ use cairn_embed::{EmbedError, Embedder};
 use cairn_store::{LexicalQuery, VectorCounts, VectorMatrix, VectorSpace};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Loads the configured embedder: `Ok(None)` when none is configured ("none").
@@ -204,6 +205,49 @@ pub(crate) struct Semantic {
     /// [`Engine::take_unembedded_writes`].
     writes_elsewhere: bool,
     unembedded_writes: Vec<i64>,
+    /// The vectors this engine stores are kept for [`Engine::take_written_vectors`] (the
+    /// background indexer's engine, so the engine that answers recalls can take them into
+    /// its matrix without reading the brain's vectors again).
+    keep_written: bool,
+    /// What was kept since the last take, oldest first (cleared when it grows past
+    /// [`KEPT_ROWS`]: the other engine then refreshes from the brain as before).
+    written: Vec<VectorWrite>,
+    /// Times this engine read the brain's vectors whole or their fingerprints (to bring the
+    /// matrix it holds up to date): [`Engine::vector_reads`].
+    vector_reads: AtomicUsize,
+}
+
+/// Rows [`Engine::keep_written_vectors`] keeps at most between two takes (a few hundred KB of
+/// vectors); past it they are dropped and the recalling engine reads the changes itself.
+const KEPT_ROWS: usize = 1024;
+
+/// Vectors one engine stored, for another engine of the same process to take into the matrix
+/// it holds ([`Engine::absorb_vectors`]) instead of reading the brain's vectors again: what the
+/// background indexer hands to the engine that answers recalls after it embedded a write.
+#[derive(Debug, Default)]
+pub struct WrittenVectors {
+    writes: Vec<VectorWrite>,
+}
+
+impl WrittenVectors {
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    /// How many vectors (rows) these are.
+    pub fn rows(&self) -> usize {
+        self.writes.iter().map(|write| write.rows.len()).sum()
+    }
+}
+
+/// One write transaction's vectors: the `vectors_version` it started from and the one it
+/// left, and the rows it stored `(memory id, text fingerprint, vector)`, ascending by id.
+#[derive(Debug)]
+struct VectorWrite {
+    space: VectorSpace,
+    before: i64,
+    after: i64,
+    rows: Vec<(i64, u64, Vec<f32>)>,
 }
 
 /// A loaded vector matrix and, on a large one in a long-lived process, its int8 copy and its
@@ -311,6 +355,9 @@ impl Default for Semantic {
             backlog_elsewhere: false,
             writes_elsewhere: false,
             unembedded_writes: Vec::new(),
+            keep_written: false,
+            written: Vec::new(),
+            vector_reads: AtomicUsize::new(0),
         }
     }
 }
@@ -442,6 +489,55 @@ impl Engine {
     pub fn index_records(&mut self, ids: &[i64]) -> Result<IndexReport> {
         self.ensure_writable("reindex")?;
         self.index_written(ids)
+    }
+
+    /// Keeps the vectors this engine stores from now on, for [`Engine::take_written_vectors`]
+    /// (the service's background indexer: its new vectors go straight into the matrix of the
+    /// engine that answers recalls).
+    pub fn keep_written_vectors(&mut self) {
+        self.semantic.keep_written = true;
+    }
+
+    /// The vectors stored since the last call ([`Engine::keep_written_vectors`]).
+    pub fn take_written_vectors(&mut self) -> WrittenVectors {
+        WrittenVectors {
+            writes: std::mem::take(&mut self.semantic.written),
+        }
+    }
+
+    /// Takes vectors another engine of this process stored ([`Engine::take_written_vectors`])
+    /// into the matrix this engine holds, editing it in place (and its int8 copy), when the
+    /// matrix was up to date right before they were written; then the next recall reads
+    /// nothing of the brain's vectors, not even their fingerprints. Anything else (the matrix
+    /// was already behind, a row would go in the middle, the matrix is shared with a builder
+    /// thread) leaves the matrix as it is, and the next recall brings it up to date from the
+    /// brain as always. Returns how many rows were taken in.
+    pub fn absorb_vectors(&mut self, written: &WrittenVectors) -> usize {
+        let mut absorbed = 0;
+        for write in &written.writes {
+            let Some(cache) = self.semantic.cache.as_mut() else {
+                break;
+            };
+            if !absorb_write(cache, write) {
+                break;
+            }
+            absorbed += write.rows.len();
+        }
+        absorbed
+    }
+
+    /// How many times this engine read the brain's vectors whole, or their fingerprints to
+    /// bring the matrix it holds up to date (what the service's tests count).
+    pub fn vector_reads(&self) -> usize {
+        self.semantic.vector_reads.load(Ordering::Relaxed)
+    }
+
+    /// Rows of the vector matrix this engine holds (`None`: none loaded); reads nothing.
+    pub fn held_vectors(&self) -> Option<usize> {
+        self.semantic
+            .cache
+            .as_ref()
+            .map(|cache| cache.matrix.ids.len())
     }
 
     /// The loaded embedder, loading it now if it is configured (to share it, see
@@ -752,27 +848,65 @@ impl Engine {
         };
         let mut reused = 0usize;
         let mut embedded = 0usize;
+        let keep = self.semantic.keep_written;
+        let mut kept = Vec::new();
+        let mut versions = None;
         self.store.write(|tx| {
             if tx.reader().vector_space()?.as_ref() != Some(&space) {
                 tx.set_vector_space(&space)?;
             }
+            // Inside the transaction: exactly the version these rows move the brain from.
+            let before = if keep {
+                tx.reader().vectors_version()?
+            } else {
+                None
+            };
             for (index, (id, hash, vector, _)) in work.iter().enumerate() {
                 let Some(vector) = vector else { continue };
                 if vector.len() != dimension {
                     continue;
                 }
                 tx.put_vector(*id, hash, vector)?;
+                if keep {
+                    kept.push((*id, cairn_store::text_fingerprint(hash), vector.clone()));
+                }
                 if missing.contains(&index) {
                     embedded += 1;
                 } else {
                     reused += 1;
                 }
             }
+            if keep {
+                versions = before.zip(tx.reader().vectors_version()?);
+            }
             Ok::<_, EngineError>(())
         })?;
         report.embedded += embedded;
         report.reused += reused;
+        if let Some((before, after)) = versions
+            && !kept.is_empty()
+        {
+            self.keep_write(VectorWrite {
+                space,
+                before,
+                after,
+                rows: kept,
+            });
+        }
         Ok(())
+    }
+
+    /// Keeps one write's vectors for [`Engine::take_written_vectors`], within [`KEPT_ROWS`].
+    fn keep_write(&mut self, mut write: VectorWrite) {
+        write.rows.sort_by_key(|&(id, _, _)| id);
+        write.rows.dedup_by_key(|&mut (id, _, _)| id);
+        let kept: usize = self.semantic.written.iter().map(|w| w.rows.len()).sum();
+        if kept + write.rows.len() > KEPT_ROWS {
+            // Too many to hand over: the other engine reads what changed itself.
+            self.semantic.written.clear();
+            return;
+        }
+        self.semantic.written.push(write);
     }
 
     /// Re-embeds every record: after a model switch (the brain's vectors come from another
@@ -1022,6 +1156,7 @@ impl Engine {
     }
 
     fn load_matrix(&self) -> cairn_store::Result<Arc<VectorMatrix>> {
+        self.semantic.vector_reads.fetch_add(1, Ordering::Relaxed);
         let reader = self.store.reader();
         let dimension = reader.vector_space()?.map_or(0, |space| space.dimension);
         Ok(Arc::new(reader.load_vectors(dimension)?))
@@ -1071,6 +1206,7 @@ impl Engine {
         generation: u64,
     ) -> cairn_store::Result<Option<MatrixCache>> {
         let reader = self.store.reader();
+        self.semantic.vector_reads.fetch_add(1, Ordering::Relaxed);
         let current = reader.vector_fingerprints()?;
         let old = previous.matrix.clone();
         let unchanged = current.len() == old.ids.len()
@@ -1151,6 +1287,62 @@ impl Engine {
         let space = self.store.reader().vector_space().ok().flatten();
         self.semantic.cache = Some(MatrixCache::new(generation, space, matrix));
     }
+}
+
+/// Takes `write` into `cache` in place (see [`Engine::absorb_vectors`]); `false`, with `cache`
+/// untouched, when it cannot.
+fn absorb_write(cache: &mut MatrixCache, write: &VectorWrite) -> bool {
+    if cache.vectors_version != Some(write.before) || cache.space.as_ref() != Some(&write.space) {
+        return false;
+    }
+    let dimension = cache.matrix.dimension;
+    let old_rows = cache.matrix.ids.len();
+    // Where each row goes: over an existing row, or after the last one (ids ascend).
+    let mut targets = Vec::with_capacity(write.rows.len());
+    let mut next_new = old_rows;
+    for (id, _, vector) in &write.rows {
+        if vector.len() != dimension {
+            return false;
+        }
+        match cache.matrix.ids.binary_search(id) {
+            Ok(row) => targets.push(row),
+            Err(at) if at == old_rows => {
+                targets.push(next_new);
+                next_new += 1;
+            }
+            Err(_) => return false,
+        }
+    }
+    let Some(matrix) = Arc::get_mut(&mut cache.matrix) else {
+        return false;
+    };
+    for (&row, (id, print, vector)) in targets.iter().zip(&write.rows) {
+        if row < old_rows {
+            matrix.data[row * dimension..(row + 1) * dimension].copy_from_slice(vector);
+            matrix.fingerprints[row] = *print;
+        } else {
+            matrix.ids.push(*id);
+            matrix.fingerprints.push(*print);
+            matrix.data.extend_from_slice(vector);
+        }
+    }
+    let quantizing = cache.quantized.started;
+    match cache.quantized.get_mut() {
+        Some(codes) if codes.rows() == old_rows => {
+            for (&row, (_, _, vector)) in targets.iter().zip(&write.rows) {
+                if row < old_rows {
+                    codes.set_row(row, vector);
+                } else {
+                    codes.push_row(vector);
+                }
+            }
+        }
+        None if !quantizing => {}
+        _ => cache.quantized = Derived::default(),
+    }
+    cache.index = Derived::default();
+    cache.vectors_version = Some(write.after);
+    true
 }
 
 /// Brings `cache` up to `current` by editing its matrix (and int8 copy) in place, when the

@@ -385,6 +385,96 @@ fn a_long_lived_engine_sees_vectors_that_another_process_changed() {
     }
 }
 
+/// Vectors another engine of the process stored (the service's background indexer) go into a
+/// long-lived engine's matrix and int8 copy in place: it answers like a fresh engine without
+/// reading the brain's vectors again. When it was already behind (a third writer changed a
+/// vector), it takes nothing and brings itself up to date from the brain as before.
+#[test]
+fn vectors_handed_over_by_another_engine_go_into_the_matrix_without_a_reread() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = topical_brain(dir.path());
+    server.set_semantic_config(SemanticConfig {
+        quantized_min_rows: 500,
+        ..SemanticConfig::default()
+    });
+    assert!(server.prepare_quantized_vectors().unwrap());
+    let before = semantic_ids(&mut server, "consumer lag");
+    let reads = server.vector_reads();
+
+    let mut indexer = engine(dir.path());
+    indexer.set_embedder(Box::new(HashEmbedder::new(48)));
+    indexer.keep_written_vectors();
+    let added = remember(
+        &mut indexer,
+        MemoryType::Note,
+        None,
+        "consumer lag consumer lag",
+    );
+    let walrus = remember(&mut indexer, MemoryType::Note, None, "walrus tusk glacier");
+    let written = indexer.take_written_vectors();
+    assert_eq!(written.rows(), 2, "{written:?}");
+    assert_eq!(server.absorb_vectors(&written), 2);
+    assert!(indexer.take_written_vectors().is_empty());
+    for _ in 0..2 {
+        assert_eq!(
+            semantic_ids(&mut server, "consumer lag").first(),
+            Some(&added)
+        );
+        assert_eq!(
+            semantic_ids(&mut server, "walrus tusk glacier").first(),
+            Some(&walrus)
+        );
+    }
+    assert_eq!(server.vector_reads(), reads, "nothing read again");
+    let mut fresh = engine(dir.path());
+    fresh.set_embedder(Box::new(HashEmbedder::new(48)));
+    for query in TOPICAL_QUERIES {
+        assert_eq!(
+            semantic_ids(&mut server, query),
+            semantic_ids(&mut fresh, query),
+            "{query}"
+        );
+    }
+
+    // A writer the server hears nothing from changes a vector first (an edit drops it and
+    // embeds the new text): the indexer's next vectors are refused, and the server reads the
+    // changes itself.
+    let mut other = engine(dir.path());
+    other.set_embedder(Box::new(HashEmbedder::new(48)));
+    let retold = before[0];
+    other
+        .update(
+            retold,
+            &cairn_engine::UpdateRequest {
+                body: Some("narwhal fjord iceberg".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let late = remember(
+        &mut indexer,
+        MemoryType::Note,
+        None,
+        "invoice ticket invoice ticket",
+    );
+    let written = indexer.take_written_vectors();
+    assert_eq!(written.rows(), 1);
+    assert_eq!(server.absorb_vectors(&written), 0, "the server was behind");
+    assert_eq!(
+        semantic_ids(&mut server, "narwhal fjord iceberg").first(),
+        Some(&retold)
+    );
+    assert_eq!(
+        semantic_ids(&mut server, "invoice ticket").first(),
+        Some(&late)
+    );
+    assert_eq!(
+        server.vector_reads(),
+        reads + 1,
+        "one refresh from the brain"
+    );
+}
+
 /// Above `ann_min_rows` a long-lived engine searches an IVF index instead of every vector; on
 /// a seeded brain its semantic answers agree with the exact scan's (recall@10 of the index is
 /// measured at 100k by `cairn-bench-semantic`; here a generous bound). 2,400 rows: the index

@@ -55,6 +55,12 @@ pub const ACCESS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// once, whatever their age.
 pub const ACCESS_BATCH: usize = 256;
 
+/// How long the background indexer waits at most for the calls on the writer engine to end
+/// before it embeds anyway ([`ServiceOptions::indexer_yield`]): a recall never shares the two
+/// cores with an embedding the indexer started while it waited, and a steady stream of calls
+/// still leaves the indexer a turn at least this often.
+pub const INDEXER_YIELD: Duration = Duration::from_millis(500);
+
 /// Most reader engines a service keeps by default ([`ServiceOptions::readers`] is one per core
 /// up to this), so lexical recalls run side by side.
 pub const MAX_READERS: usize = 4;
@@ -80,6 +86,9 @@ pub struct ServiceOptions {
     /// Reader engines for calls that only read ([`Service::read`]): one per core, at most
     /// [`MAX_READERS`], by default.
     pub readers: usize,
+    /// How long the background indexer holds back an embedding while calls wait for or run
+    /// on the writer engine (hybrid recalls, writes), at most ([`INDEXER_YIELD`]).
+    pub indexer_yield: Duration,
 }
 
 impl ServiceOptions {
@@ -93,6 +102,7 @@ impl ServiceOptions {
             readers: std::thread::available_parallelism()
                 .map_or(1, usize::from)
                 .min(MAX_READERS),
+            indexer_yield: INDEXER_YIELD,
         }
     }
 }
@@ -164,6 +174,27 @@ struct Inner {
     /// The indexer's last embedding failed: writes embed what they store themselves (and say
     /// so when they cannot) until one succeeds again.
     embedding_fails: AtomicBool,
+    /// Calls waiting for or running on the writer engine ([`Service::call`]): while there are
+    /// any, the indexer does not start an embedding (up to [`ServiceOptions::indexer_yield`]).
+    calls: AtomicUsize,
+    /// Times the indexer held an embedding back for calls (what the tests look at).
+    yields: AtomicUsize,
+}
+
+/// Counts a call in [`Inner::calls`] while it lives.
+struct InCall<'a>(&'a AtomicUsize);
+
+impl<'a> InCall<'a> {
+    fn enter(calls: &'a AtomicUsize) -> InCall<'a> {
+        calls.fetch_add(1, Ordering::SeqCst);
+        InCall(calls)
+    }
+}
+
+impl Drop for InCall<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// See [`Inner::signals`].
@@ -203,6 +234,8 @@ impl Service {
                 embedder: OnceLock::new(),
                 signals: (Mutex::new(Signals::default()), Condvar::new()),
                 embedding_fails: AtomicBool::new(false),
+                calls: AtomicUsize::new(0),
+                yields: AtomicUsize::new(0),
             }),
         };
         if buffer {
@@ -240,6 +273,11 @@ impl Service {
                     None
                 }
             };
+            if let Some(embedder) = &embedder {
+                // The indexer embeds stored texts in the background; a recall waits for its
+                // query: the threads that embed stored texts give way.
+                embedder.prefer_queries();
+            }
             let _ = inner.embedder.set(embedder.clone());
             if let Some(embedder) = embedder {
                 let weak = Arc::downgrade(&inner);
@@ -289,6 +327,7 @@ impl Service {
         operation: &str,
         work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
+        let in_call = InCall::enter(&self.inner.calls);
         let mut slot = lock(&self.inner.engine);
         let embedder = match self.inner.embedder.get() {
             Some(Some(embedder)) => Some(embedder),
@@ -309,6 +348,7 @@ impl Service {
             .map(Engine::take_unembedded_writes)
             .unwrap_or_default();
         drop(slot);
+        drop(in_call);
         if !written.is_empty() {
             let (signals, wake) = &self.inner.signals;
             lock(signals).unembedded.extend(written);
@@ -552,6 +592,8 @@ fn indexer_engine<'a>(
             Ok(mut engine) => {
                 engine.set_git_source(GitSource::Supplied(SuppliedGit::default()));
                 engine.set_shared_embedder(Arc::clone(embedder));
+                // What it embeds goes straight into the writer engine's matrix (`hand_over`).
+                engine.keep_written_vectors();
                 *indexer = Some(engine);
             }
             Err(error) => {
@@ -561,6 +603,37 @@ fn indexer_engine<'a>(
         }
     }
     indexer.as_mut()
+}
+
+/// Holds the indexer's next embedding back while calls wait for or run on the writer engine
+/// (a hybrid recall embeds its query on both cores: an embedding beside it would take half of
+/// them), for at most [`ServiceOptions::indexer_yield`].
+fn yield_to_calls(inner: &Inner) {
+    if inner.calls.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    inner.yields.fetch_add(1, Ordering::Relaxed);
+    let deadline = std::time::Instant::now() + inner.options.indexer_yield;
+    while inner.calls.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Hands the vectors the indexer just stored to the writer engine, which answers hybrid
+/// recalls: it takes them into the matrix it holds ([`Engine::absorb_vectors`]) instead of
+/// finding the changed rows among every stored vector on its next recall (a scan of all of
+/// their fingerprints: at 100,000 vectors most of a recall's time after each write).
+fn hand_over(inner: &Inner, indexer: &mut Option<Engine>) {
+    let Some(engine) = indexer.as_mut() else {
+        return;
+    };
+    let written = engine.take_written_vectors();
+    if written.is_empty() {
+        return;
+    }
+    if let Some(writer) = lock(&inner.engine).as_mut() {
+        writer.absorb_vectors(&written);
+    }
 }
 
 /// Embeds what writes just stored (those of `ids` still without a vector). A failure is said
@@ -575,6 +648,7 @@ fn index_written(
     let Some(engine) = indexer_engine(inner, indexer, embedder, who) else {
         return;
     };
+    yield_to_calls(inner);
     let failed = match engine.index_records(ids) {
         Ok(report) if report.failed == 0 => false,
         Ok(report) => {
@@ -591,6 +665,7 @@ fn index_written(
             true
         }
     };
+    hand_over(inner, indexer);
     inner.embedding_fails.store(failed, Ordering::Relaxed);
 }
 
@@ -602,11 +677,14 @@ fn index_pending(
     embedder: &Arc<dyn Embedder>,
     who: &str,
 ) {
-    let Some(engine) = indexer_engine(inner, indexer, embedder, who) else {
-        return;
-    };
     loop {
-        match engine.index_pending(Some(cairn_engine::BACKGROUND_BATCH), &mut |_, _| {}) {
+        let Some(engine) = indexer_engine(inner, indexer, embedder, who) else {
+            return;
+        };
+        yield_to_calls(inner);
+        let indexed = engine.index_pending(Some(cairn_engine::BACKGROUND_BATCH), &mut |_, _| {});
+        hand_over(inner, indexer);
+        match indexed {
             Ok(report)
                 if report.failed == 0
                     && report.pending > 0
@@ -1001,6 +1079,154 @@ mod tests {
             })
             .unwrap();
         assert_eq!(answer.results[0].id, stored.id.unwrap(), "{answer:?}");
+        service.stop();
+    }
+    /// The indexer's new vectors go straight into the matrix the writer engine holds: a hybrid
+    /// recall after a write embedded by the indexer reads nothing of the brain's vectors (not
+    /// even their fingerprints) and finds the new record semantically.
+    #[test]
+    fn the_indexers_vectors_go_into_the_recalling_engines_matrix_without_a_reread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = ServiceOptions::new(dir.path().join("brain.db"));
+        options.index_interval = Duration::from_secs(3600);
+        let service = Service::new(options);
+        let embedder = cairn_embed::HashEmbedder::new(64);
+        service.start_embedder(Box::new(move || Ok(Some(Box::new(embedder)))), "test");
+        let on_writer = |work: &dyn Fn(&mut Engine) -> usize| {
+            service
+                .call(&request("alpha", "agent-a"), "probe", |engine| {
+                    Ok(work(engine))
+                })
+                .unwrap()
+        };
+        let remember = |body: &str| {
+            service
+                .call(&request("alpha", "agent-a"), "remember", |engine| {
+                    engine.remember(&RememberRequest::new(MemoryType::Note, body))
+                })
+                .unwrap()
+                .id
+                .unwrap()
+        };
+        let semantic_top = |query: &str| {
+            let mut semantic = cairn_engine::RecallRequest::new(query);
+            semantic.mode = Mode::Semantic;
+            // Untouched: what an earlier recall found gains nothing from being found.
+            semantic.touch = false;
+            service
+                .recall(&request("alpha", "agent-a"), &semantic)
+                .unwrap()
+                .results[0]
+                .id
+        };
+        eventually("the model is resident", || {
+            service.embedder_state() == Some(true)
+        });
+        let first = remember("the glaze cracks in a cold kiln");
+        remember("clay dries slowly under plastic");
+        remember("the wheel needs a new belt");
+        eventually("the first three are embedded", || {
+            on_writer(&|engine| engine.semantic_status().unwrap().counts.pending() as usize) == 0
+        });
+        // This recall brings the matrix up to date, whatever the indexer handed over so far.
+        assert_eq!(semantic_top("glaze cracks cold kiln"), first);
+        assert_eq!(on_writer(&|engine| engine.held_vectors().unwrap_or(0)), 3);
+        let reads = on_writer(&|engine| engine.vector_reads());
+
+        let fresh = remember("the kiln fires at night");
+        eventually("the indexer's vector is in the writer's matrix", || {
+            on_writer(&|engine| engine.held_vectors().unwrap_or(0)) == 4
+        });
+        assert_eq!(semantic_top("kiln fires night"), fresh);
+        assert_eq!(
+            on_writer(&|engine| engine.vector_reads()),
+            reads,
+            "the recall after the indexer's write read the brain's vectors again"
+        );
+        service.stop();
+    }
+    /// An embedder that counts its calls.
+    struct Counting {
+        inner: cairn_embed::HashEmbedder,
+        calls: Arc<AtomicUsize>,
+    }
+
+    impl Embedder for Counting {
+        fn model_id(&self) -> &str {
+            self.inner.model_id()
+        }
+        fn dimension(&self) -> usize {
+            self.inner.dimension()
+        }
+        fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, cairn_embed::EmbedError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.inner.embed_batch(texts)
+        }
+    }
+
+    /// While a call runs on the writer engine (a hybrid recall), the indexer does not start
+    /// embedding what is pending; it does once the call is over.
+    #[test]
+    fn the_indexer_holds_its_embedding_back_while_a_call_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = ServiceOptions::new(dir.path().join("brain.db"));
+        options.index_interval = Duration::from_secs(3600);
+        // Longer than the test: only the end of the call lets the indexer go on.
+        options.indexer_yield = Duration::from_secs(3600);
+        let service = Service::new(options);
+        // Stored before any model is there: pending.
+        service
+            .call(&request("alpha", "agent-a"), "remember", |engine| {
+                engine.remember(&RememberRequest::new(
+                    MemoryType::Note,
+                    "the kiln fires at night",
+                ))
+            })
+            .unwrap();
+        let (entered, running) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let shared = &service;
+        std::thread::scope(|scope| {
+            let call = scope.spawn(move || {
+                shared
+                    .call(&request("alpha", "agent-a"), "slow recall", move |_| {
+                        entered.send(()).unwrap();
+                        released.recv().unwrap();
+                        Ok(())
+                    })
+                    .unwrap()
+            });
+            running.recv().unwrap();
+            let embeddings = Arc::new(AtomicUsize::new(0));
+            let counting = Counting {
+                inner: cairn_embed::HashEmbedder::new(64),
+                calls: Arc::clone(&embeddings),
+            };
+            service.start_embedder(Box::new(move || Ok(Some(Box::new(counting)))), "test");
+            eventually("the indexer finds a call running", || {
+                service.inner.yields.load(Ordering::Relaxed) > 0
+            });
+            assert_eq!(
+                embeddings.load(Ordering::SeqCst),
+                0,
+                "embedded beside the call"
+            );
+            release.send(()).unwrap();
+            call.join().unwrap();
+            eventually("the indexer embeds once the call is over", || {
+                embeddings.load(Ordering::SeqCst) > 0
+            });
+        });
+        eventually("the pending record is embedded", || {
+            service
+                .call(&request("alpha", "agent-a"), "status", |engine| {
+                    engine.semantic_status()
+                })
+                .unwrap()
+                .counts
+                .pending()
+                == 0
+        });
         service.stop();
     }
 }

@@ -49,7 +49,7 @@ pub use size::{FileSizes, TableSize};
 pub use tokens::TokenRow;
 pub use vectors::{
     META_EMBED_DIM, META_EMBED_MODEL, VectorCounts, VectorMatrix, VectorSpace, blob_to_vector,
-    vector_to_blob,
+    text_fingerprint, vector_to_blob,
 };
 pub use wiki::{EventMonth, LogEvent, Skeleton};
 
