@@ -30,7 +30,8 @@ pub mod errors;
 
 use cairn_embed::Embedder;
 use cairn_engine::{
-    Context, EmbedderLoader, Engine, EngineError, GitSource, Mode, RecallAnswer, RecallRequest,
+    Context, EmbedderLoader, Engine, EngineError, GitSource, LexicalIndex, Mode, RecallAnswer,
+    RecallRequest,
 };
 use chrono::{DateTime, Utc};
 use std::panic::AssertUnwindSafe;
@@ -164,6 +165,9 @@ struct Inner {
     /// The indexer's last embedding failed: writes embed what they store themselves (and say
     /// so when they cannot) until one succeeds again.
     embedding_fails: AtomicBool,
+    /// The full-text index in memory, shared by every engine (built on the first lexical
+    /// search, kept current through the brain's change log whoever writes).
+    lexical: Arc<LexicalIndex>,
 }
 
 /// See [`Inner::signals`].
@@ -203,6 +207,7 @@ impl Service {
                 embedder: OnceLock::new(),
                 signals: (Mutex::new(Signals::default()), Condvar::new()),
                 embedding_fails: AtomicBool::new(false),
+                lexical: Arc::new(LexicalIndex::new()),
             }),
         };
         if buffer {
@@ -298,6 +303,7 @@ impl Service {
         let answer = run_on(
             &mut slot,
             &self.inner.options,
+            &self.inner.lexical,
             embedder.map(|embedder| (embedder, defer_writes)),
             request,
             operation,
@@ -344,6 +350,7 @@ impl Service {
         run_on(
             &mut slot,
             &self.inner.options,
+            &self.inner.lexical,
             None,
             request,
             operation,
@@ -377,6 +384,7 @@ impl Service {
 fn run_on<T>(
     slot: &mut Option<Engine>,
     options: &ServiceOptions,
+    lexical: &Arc<LexicalIndex>,
     embedder: Option<(&Arc<dyn Embedder>, bool)>,
     request: &RequestContext,
     operation: &str,
@@ -394,6 +402,7 @@ fn run_on<T>(
         if options.buffer_accesses && !options.read_only {
             engine.buffer_accesses();
         }
+        engine.set_shared_lexical_index(Arc::clone(lexical));
         *slot = Some(engine);
     }
     let engine = slot.as_mut().expect("opened just above");
