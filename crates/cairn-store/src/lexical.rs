@@ -30,6 +30,7 @@ use fts5::Tokenizer;
 use rusqlite::OptionalExtension;
 use std::collections::HashMap;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 /// The column weights cairn passes to `bm25()`: title, summary, tags, body.
@@ -52,6 +53,8 @@ pub struct LexicalIndex {
     /// `None` inside: it could not be created, and every search goes to FTS5.
     tokenizer: Mutex<Option<Option<Tokenizer>>>,
     state: RwLock<State>,
+    /// `state.built`, readable while a build holds the lock.
+    built: AtomicBool,
 }
 
 impl std::fmt::Debug for LexicalIndex {
@@ -108,6 +111,7 @@ impl LexicalIndex {
         LexicalIndex {
             tokenizer: Mutex::new(None),
             state: RwLock::new(State::default()),
+            built: AtomicBool::new(false),
         }
     }
 
@@ -223,7 +227,18 @@ impl LexicalIndex {
             }
         }
         {
-            let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+            let mut state = match self.state.try_write() {
+                Ok(state) => state,
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                // Another search is bringing it up to date: a first build (seconds at 100,000
+                // records) is not waited for — FTS5 answers meanwhile; a catch-up is short.
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if !self.built.load(Ordering::Acquire) {
+                        return Ok(None);
+                    }
+                    self.state.write().unwrap_or_else(|p| p.into_inner())
+                }
+            };
             let mut guard = self.tokenizer.lock().unwrap_or_else(|p| p.into_inner());
             let Some(tokenizer) = guard.get_or_insert_with(|| Tokenizer::new().ok()).as_mut()
             else {
@@ -233,8 +248,11 @@ impl LexicalIndex {
             if let Err(error) = caught_up {
                 // Half-applied: start again from the brain next time.
                 *state = State::default();
+                self.built.store(false, Ordering::Release);
                 return Err(error);
             }
+            self.built
+                .store(state.built && !state.unusable, Ordering::Release);
             if state.unusable {
                 return Ok(None);
             }
