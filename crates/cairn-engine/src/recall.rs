@@ -306,9 +306,8 @@ impl Engine {
                 scope.spawn(move || embedder.embed_query(text))
             });
             let lexical: Result<Vec<Hit>> = match (&expression, request.mode) {
-                (Some(_), Mode::Lexical | Mode::Hybrid) => self
-                    .lexical_search(&filter)
-                    .map(|hits| {
+                (Some(_), Mode::Lexical | Mode::Hybrid) => {
+                    self.lexical_search(&filter).map(|hits| {
                         hits.iter()
                             .map(|h| Hit {
                                 id: h.id,
@@ -316,7 +315,7 @@ impl Engine {
                             })
                             .collect()
                     })
-                    .map_err(EngineError::from),
+                }
                 _ => Ok(Vec::new()),
             };
             let query_vector = embedding.map(|handle| {

@@ -157,15 +157,15 @@ impl LexicalIndex {
         let single = self
             .query_tokens(term_expression)
             .filter(|tokens| tokens.len() == 1);
-        if let Some(tokens) = single {
-            if let Some(found) = self.with_current(reader, |state| {
+        if let Some(tokens) = single
+            && let Some(found) = self.with_current(reader, |state| {
                 state
                     .terms
                     .get(tokens[0].as_slice())
                     .map_or(0, |&term| state.postings[term as usize].len())
-            })? {
-                return Ok(found.min(cap));
-            }
+            })?
+        {
+            return Ok(found.min(cap));
         }
         reader.term_frequency(term_expression, cap)
     }
@@ -366,11 +366,11 @@ fn catch_up_inside(
             .query_row([id], |row| read_columns(row, 0))
             .optional()
             .map_err(map)?;
-        if let Some(columns) = columns {
-            if !state.add(id, &columns, tokenizer)? {
-                state.unusable = true;
-                return Ok(());
-            }
+        if let Some(columns) = columns
+            && !state.add(id, &columns, tokenizer)?
+        {
+            state.unusable = true;
+            return Ok(());
         }
     }
     state.seq = last;
