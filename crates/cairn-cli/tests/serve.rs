@@ -1997,3 +1997,85 @@ fn schemathesis_finds_no_server_error_anywhere_in_the_api() {
     );
     assert!(!server.log().contains("panicked"), "{}", server.log());
 }
+
+/// The server keeps the full-text index in memory (issue 14): what another process (the CLI)
+/// writes, changes and deletes while it runs is what its next recall finds, exactly as the
+/// CLI's own recall (FTS5) finds it.
+#[test]
+fn recall_follows_what_the_cli_writes_while_the_server_holds_its_index() {
+    let brain = Brain::new();
+    let reader = token(
+        &brain,
+        &["--name", "reader", "--project", "alpha", "--role", "read"],
+    );
+    for i in 0..30 {
+        cli(
+            &brain,
+            &[
+                "remember",
+                "--type",
+                "fact",
+                "--body",
+                &format!("glaze batch {i} fired in the kiln"),
+            ],
+        );
+    }
+    let server = Server::start(&brain, &[], &[]);
+    let recall = |query: &str| -> Vec<i64> {
+        let body = json!({"query": query, "mode": "lexical", "limit": 50}).to_string();
+        let answer = send(&server, "POST", "/v1/recall", Some(&reader), &body);
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        let mut ids: Vec<i64> = answer.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    let cli_recall = |query: &str| -> Vec<i64> {
+        let answer = cli(&brain, &["recall", query, "--no-touch", "--limit", "50"]);
+        let mut ids: Vec<i64> = answer["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    assert_eq!(recall("kiln").len(), 30);
+    assert!(recall("zephyrine").is_empty());
+    let added = cli(
+        &brain,
+        &[
+            "remember",
+            "--type",
+            "fact",
+            "--body",
+            "Zephyrine glass cracks when the kiln cools fast",
+        ],
+    );
+    let id = added["id"].as_i64().unwrap();
+    assert_eq!(recall("zephyrine"), vec![id]);
+    assert_eq!(recall("kiln").len(), 31);
+    assert_eq!(recall("kiln"), cli_recall("kiln"));
+    // Changed by the CLI: the old words no longer find it, the new ones do.
+    cli(
+        &brain,
+        &[
+            "update",
+            &id.to_string(),
+            "--body",
+            "Obsidian shards need a slow anneal",
+        ],
+    );
+    assert!(recall("zephyrine").is_empty());
+    assert_eq!(recall("obsidian anneal"), vec![id]);
+    assert_eq!(recall("kiln"), cli_recall("kiln"));
+    // Forgotten for good (a hard delete takes it out of the full-text index).
+    cli(&brain, &["forget", &id.to_string(), "--hard"]);
+    assert!(recall("obsidian").is_empty());
+    assert_eq!(recall("kiln"), cli_recall("kiln"));
+}

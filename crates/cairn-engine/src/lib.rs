@@ -28,6 +28,7 @@ pub use agent::{
     AWARENESS_DEFAULT_HOURS, MAX_AWARENESS, MAX_IDENTITY_CHARS, MeasureSummary, ReviewReport,
 };
 pub use brief::{Brief, BriefRequest, DEFAULT_BRIEF_BUDGET, event_line, memory_item};
+pub use cairn_store::LexicalIndex;
 pub use capture::{CaptureReport, MAX_CAPTURE_BYTES, MAX_CAPTURE_TURNS, whole_lines};
 pub use codemap::{
     CodeIndex, CodeMap, CodeMapRequest, CodeNeighbors, DEFAULT_CODEMAP_BUDGET,
@@ -253,6 +254,9 @@ pub struct Engine {
     indexed: std::cell::Cell<Option<(u64, usize)>>,
     /// Recall accesses waiting to be written (`None`: written at once, the default).
     accesses: Option<recall::AccessBuffer>,
+    /// The full-text index kept in memory, shared by the engines of a long-lived process
+    /// ([`Engine::set_shared_lexical_index`]); `None`: recall asks FTS5.
+    lexical: Option<std::sync::Arc<cairn_store::LexicalIndex>>,
 }
 
 impl Engine {
@@ -271,7 +275,15 @@ impl Engine {
             semantic: semantic::Semantic::default(),
             indexed: std::cell::Cell::new(None),
             accesses: None,
+            lexical: None,
         })
+    }
+
+    /// Recall's lexical search (and its term counts) answers from `index`, an in-memory copy
+    /// of the full-text index shared with the other engines of this process (the service's):
+    /// the same answer as FTS5's, kept current with every write to the brain, whoever made it.
+    pub fn set_shared_lexical_index(&mut self, index: std::sync::Arc<cairn_store::LexicalIndex>) {
+        self.lexical = Some(index);
     }
 
     pub fn context(&self) -> &Context {

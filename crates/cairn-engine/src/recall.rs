@@ -333,11 +333,8 @@ impl Engine {
                 scope.spawn(move || embedder.embed_query(text))
             });
             let lexical: Result<Vec<Hit>> = match (&expression, request.mode) {
-                (Some(_), Mode::Lexical | Mode::Hybrid) => self
-                    .store
-                    .reader()
-                    .lexical_search(&filter)
-                    .map(|hits| {
+                (Some(_), Mode::Lexical | Mode::Hybrid) => {
+                    self.lexical_search(&filter).map(|hits| {
                         hits.iter()
                             .map(|h| Hit {
                                 id: h.id,
@@ -345,7 +342,7 @@ impl Engine {
                             })
                             .collect()
                     })
-                    .map_err(EngineError::from),
+                }
                 _ => Ok(Vec::new()),
             };
             let query_vector = embedding.map(|handle| {
@@ -874,7 +871,7 @@ impl Engine {
         for (term, weight) in weights {
             let expression =
                 query::fts_match_expression(std::slice::from_ref(&term)).unwrap_or_default();
-            let found = reader.term_frequency(&expression, records)?;
+            let found = self.term_frequency(&expression, records)?;
             // A word of one record only finds that record again.
             if found >= 2 {
                 ranked.push((weight * (records as f64 / found as f64).ln(), term));
@@ -886,7 +883,7 @@ impl Engine {
         let Some(expression) = query::fts_match_expression(&expansion) else {
             return Ok(hits);
         };
-        let expanded = reader.lexical_search(&LexicalQuery {
+        let expanded = self.lexical_search(&LexicalQuery {
             match_expression: &expression,
             ..filter.clone()
         })?;
@@ -909,7 +906,6 @@ impl Engine {
     pub fn searchable_terms(&self, text: &str, cutoff: TermCutoff) -> Result<Vec<String>> {
         let terms = query::query_terms(text);
         let records = self.indexed_count()?;
-        let reader = self.store.reader();
         let frequent_matter = records >= FREQUENT_TERM_MIN_RECORDS && terms.len() > 1;
         if !frequent_matter && terms.len() <= MAX_QUERY_TERMS {
             return Ok(terms);
@@ -929,7 +925,7 @@ impl Engine {
         let count = |term: &String, cap: usize| {
             let expression =
                 query::fts_match_expression(std::slice::from_ref(term)).unwrap_or_default();
-            reader.term_frequency(&expression, cap)
+            self.term_frequency(&expression, cap)
         };
         let mut counted = Vec::with_capacity(terms.len());
         for term in terms {
@@ -959,6 +955,24 @@ impl Engine {
         kept.retain(|(frequency, _)| !frequent_matter || *frequency < cap || *frequency <= floor);
         kept.truncate(MAX_QUERY_TERMS);
         Ok(kept.into_iter().map(|(_, term)| term).collect())
+    }
+
+    /// The store's lexical search, answered by the shared in-memory index when there is one.
+    fn lexical_search(&self, query: &LexicalQuery<'_>) -> Result<Vec<cairn_store::LexicalHit>> {
+        let reader = self.store.reader();
+        Ok(match &self.lexical {
+            Some(index) => index.search(&reader, query)?,
+            None => reader.lexical_search(query)?,
+        })
+    }
+
+    /// The store's bounded term count, answered by the shared in-memory index when there is one.
+    fn term_frequency(&self, term_expression: &str, cap: usize) -> Result<usize> {
+        let reader = self.store.reader();
+        Ok(match &self.lexical {
+            Some(index) => index.term_frequency(&reader, term_expression, cap)?,
+            None => reader.term_frequency(term_expression, cap)?,
+        })
     }
 
     /// Records in the full-text index, counted once per store generation.

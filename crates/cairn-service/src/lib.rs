@@ -30,7 +30,8 @@ pub mod errors;
 
 use cairn_embed::Embedder;
 use cairn_engine::{
-    Context, EmbedderLoader, Engine, EngineError, GitSource, Mode, RecallAnswer, RecallRequest,
+    Context, EmbedderLoader, Engine, EngineError, GitSource, LexicalIndex, Mode, RecallAnswer,
+    RecallRequest,
 };
 use chrono::{DateTime, Utc};
 use std::panic::AssertUnwindSafe;
@@ -179,6 +180,9 @@ struct Inner {
     calls: AtomicUsize,
     /// Times the indexer held an embedding back for calls (what the tests look at).
     yields: AtomicUsize,
+    /// The full-text index in memory, shared by every engine (built on the first lexical
+    /// search, kept current through the brain's change log whoever writes).
+    lexical: Arc<LexicalIndex>,
 }
 
 /// Counts a call in [`Inner::calls`] while it lives.
@@ -236,6 +240,7 @@ impl Service {
                 embedding_fails: AtomicBool::new(false),
                 calls: AtomicUsize::new(0),
                 yields: AtomicUsize::new(0),
+                lexical: Arc::new(LexicalIndex::new()),
             }),
         };
         if buffer {
@@ -337,6 +342,7 @@ impl Service {
         let answer = run_on(
             &mut slot,
             &self.inner.options,
+            &self.inner.lexical,
             embedder.map(|embedder| (embedder, defer_writes)),
             request,
             operation,
@@ -384,6 +390,7 @@ impl Service {
         run_on(
             &mut slot,
             &self.inner.options,
+            &self.inner.lexical,
             None,
             request,
             operation,
@@ -417,6 +424,7 @@ impl Service {
 fn run_on<T>(
     slot: &mut Option<Engine>,
     options: &ServiceOptions,
+    lexical: &Arc<LexicalIndex>,
     embedder: Option<(&Arc<dyn Embedder>, bool)>,
     request: &RequestContext,
     operation: &str,
@@ -434,6 +442,7 @@ fn run_on<T>(
         if options.buffer_accesses && !options.read_only {
             engine.buffer_accesses();
         }
+        engine.set_shared_lexical_index(Arc::clone(lexical));
         *slot = Some(engine);
     }
     let engine = slot.as_mut().expect("opened just above");

@@ -50,7 +50,14 @@ const SEEDS: &[Seed] = &[
     seed_codemap_index,
     seed_codemap_files,
     seed_event_actor,
+    seed_fts_changes,
 ];
+
+/// v17, `MIGRATION_FTS_CHANGES` (the full-text change log): its triggers log the rows v17 writes;
+/// nothing else is new.
+fn seed_fts_changes(_conn: &Connection) -> rusqlite::Result<()> {
+    Ok(())
+}
 
 /// v14, `MIGRATION_CODEMAP_INDEX` (the code map kept between calls): the index of v13's one
 /// mapped file, as the v14 engine stored it (the v14 codemap crate's binary form, one blob per

@@ -12,6 +12,7 @@ mod error;
 mod exchange;
 mod graph;
 mod history;
+mod lexical;
 mod lifecycle;
 pub mod migrate;
 pub mod postgres;
@@ -37,6 +38,7 @@ pub use graph::{
     AdjacentRow, EdgeKey, EntityRow, IntervalRow, LogRow, NewLogEntry, QuarantineRow,
     RelationTypeRow,
 };
+pub use lexical::LexicalIndex;
 pub use lifecycle::{
     DreamRunRow, LifecycleRow, Orphans, PageStats, ProposalRow, PrunedSet, RecoveredTable,
 };

@@ -288,7 +288,9 @@ pub fn brain_tables(conn: &rusqlite::Connection) -> Result<Vec<Table>> {
             });
             continue;
         }
-        if name.starts_with("sqlite_") {
+        // `fts_changes` is derived (which full-text rows changed, for in-memory copies of the
+        // index): a destination keeps its own.
+        if name.starts_with("sqlite_") || name == "fts_changes" {
             continue;
         }
         let table = table_of(conn, name)?;

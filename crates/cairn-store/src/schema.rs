@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 17;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -25,6 +25,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_CODEMAP_INDEX,
     MIGRATION_CODEMAP_FILES,
     MIGRATION_EVENT_ACTOR,
+    MIGRATION_FTS_CHANGES,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -620,6 +621,38 @@ CREATE TABLE codemap_project (
 const MIGRATION_EVENT_ACTOR: &str = r#"
 ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
 CREATE INDEX events_actor ON events(actor);
+"#;
+
+/// v17 (issue 14, `cairn serve` throughput): `fts_changes` logs which record's full-text row
+/// changed, in order (`seq`), so a long-lived process that keeps the index in memory
+/// (`LexicalIndex`) brings it up to date by re-reading only those records — whichever process
+/// wrote them. Its triggers fire exactly when the full-text row changes: an insert (the write
+/// path inserts the row itself), the update trigger's condition, a delete of an indexed record.
+/// Only the newest 10,000 entries are kept; a reader further behind rebuilds. Derived data:
+/// never copied by `cairn migrate` (`postgres::brain_tables`). Self-contained: it only adds a
+/// table and triggers.
+const MIGRATION_FTS_CHANGES: &str = r#"
+CREATE TABLE fts_changes (
+    seq       INTEGER PRIMARY KEY,
+    memory_id INTEGER NOT NULL
+);
+INSERT INTO fts_changes (memory_id) VALUES (0);
+CREATE TRIGGER fts_changes_insert AFTER INSERT ON memories WHEN new.merged_into IS NULL BEGIN
+    INSERT INTO fts_changes (memory_id) VALUES (new.id);
+END;
+CREATE TRIGGER fts_changes_update AFTER UPDATE OF title, summary, tags, body, merged_into ON memories
+WHEN (old.merged_into IS NULL) <> (new.merged_into IS NULL)
+    OR (new.merged_into IS NULL AND (old.title IS NOT new.title OR old.summary IS NOT new.summary
+        OR old.tags IS NOT new.tags OR old.body IS NOT new.body))
+BEGIN
+    INSERT INTO fts_changes (memory_id) VALUES (new.id);
+END;
+CREATE TRIGGER fts_changes_delete AFTER DELETE ON memories WHEN old.merged_into IS NULL BEGIN
+    INSERT INTO fts_changes (memory_id) VALUES (old.id);
+END;
+CREATE TRIGGER fts_changes_trim AFTER INSERT ON fts_changes BEGIN
+    DELETE FROM fts_changes WHERE seq <= new.seq - 10000;
+END;
 "#;
 
 #[cfg(test)]

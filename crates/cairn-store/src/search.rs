@@ -104,7 +104,7 @@ fn push_filters(query: &LexicalQuery<'_>, sql: &mut String, values: &mut Vec<Val
 
 /// How many of the best full-text matches the first pass of `lexical_search` ranks before the
 /// filters (at least this many, or four times the limit).
-const FIRST_PASS_WINDOW: usize = 200;
+pub(crate) const FIRST_PASS_WINDOW: usize = 200;
 
 impl Reader<'_> {
     /// The best `query.limit` matches that pass the filters, strongest first (ties: lower id).

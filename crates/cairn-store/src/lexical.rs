@@ -1,0 +1,1101 @@
+//! An in-memory copy of the full-text index for long-lived processes (`cairn serve`, the
+//! `serve --local` daemon, `cairn mcp`): [`LexicalIndex::search`] gives exactly the answer of
+//! [`Reader::lexical_search`] (same ids, same order, the same strengths), without FTS5's
+//! `bm25()` walking the match list of a frequent word row by row (most of a lexical recall's
+//! CPU at 100,000 records, issue 14).
+//!
+//! * **The same tokens**: the documents and the query terms go through FTS5's own tokenizer
+//!   (`porter unicode61`, the table's), reached through the `fts5_api` C interface.
+//! * **The same score**: `fts5Bm25Function` of SQLite's source, re-done in the same operations
+//!   and order — the per-phrase frequency is the weighted count of its instances (title 3,
+//!   summary 2, tags 2, body 1; whole numbers, so exact), D the row's tokens over all columns,
+//!   avgdl the tokens over the rows, IDF `ln((N − n + 0.5) / (n + 0.5))` floored at 1e-6,
+//!   k1 1.2, b 0.75.
+//! * **The same records**: the filters are the store's own SQL, applied as `lexical_search`
+//!   applies them (the best window first, then further only when the window did not hold
+//!   `limit` records).
+//! * **Never stale**: schema v17 logs which record's full-text row changed (`fts_changes`,
+//!   triggers — so writes of *other processes* too); every search first reads the log's head
+//!   (one lookup) and re-reads the records changed since, or rebuilds when the log no longer
+//!   reaches back that far.
+//!
+//! What it does not answer exactly, it leaves to FTS5: a quoted term of several tokens (a
+//! phrase) or of none, an expression of another shape (`AND`, column filters), narrow filters
+//! (scope, type, time: SQLite then starts from `memories`), a brain without the log (older
+//! schema, read-only), ids beyond `u32`.
+
+use crate::search::{FIRST_PASS_WINDOW, LexicalHit, LexicalQuery};
+use crate::{Reader, Result, StoreError};
+use fts5::Tokenizer;
+use rusqlite::OptionalExtension;
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, RwLock};
+
+/// The column weights cairn passes to `bm25()`: title, summary, tags, body.
+const WEIGHTS: [u32; 4] = [3, 2, 2, 1];
+/// FTS5's BM25 constants (`fts5Bm25Function`).
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+/// FTS5 indexes at most this many bytes of a token (`FTS5_MAX_TOKEN_SIZE`).
+const MAX_TOKEN_BYTES: usize = 32768;
+/// The `memories_fts` tokenizer (schema.rs): `porter` over `unicode61`.
+const TOKENIZER: &std::ffi::CStr = c"porter";
+const TOKENIZER_ARGS: [&std::ffi::CStr; 1] = [c"unicode61"];
+const FTS5_TOKENIZE_QUERY: c_int = 0x0001;
+const FTS5_TOKENIZE_DOCUMENT: c_int = 0x0004;
+const FTS5_TOKEN_COLOCATED: c_int = 0x0001;
+
+/// See the module documentation. One per brain, shared by every engine of a process.
+pub struct LexicalIndex {
+    /// FTS5's tokenizer (not thread-safe: porter keeps a buffer), created on first use;
+    /// `None` inside: it could not be created, and every search goes to FTS5.
+    tokenizer: Mutex<Option<Option<Tokenizer>>>,
+    state: RwLock<State>,
+    /// `state.built`, readable while a build holds the lock.
+    built: AtomicBool,
+}
+
+impl std::fmt::Debug for LexicalIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        f.debug_struct("LexicalIndex")
+            .field("built", &state.built)
+            .field("rows", &state.rows)
+            .field("terms", &state.terms.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for LexicalIndex {
+    fn default() -> LexicalIndex {
+        LexicalIndex::new()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Built from the brain at least once; false also after it was found unusable.
+    built: bool,
+    /// This brain cannot be kept in memory (no change log, an id beyond `u32`): FTS5 answers.
+    unusable: bool,
+    /// The last `fts_changes.seq` applied.
+    seq: i64,
+    /// Token → term number (the index into `postings`).
+    terms: HashMap<Box<[u8]>, u32>,
+    /// Per term, the records holding it, by id.
+    postings: Vec<Vec<Posting>>,
+    /// Per record id: its tokens over all columns (FTS5's D); 0 for an id not indexed.
+    lengths: Vec<u32>,
+    /// Per indexed record: its terms (to take it out again).
+    docs: HashMap<u32, Box<[u32]>>,
+    /// Rows and tokens in the index (FTS5's N and the total behind avgdl).
+    rows: u64,
+    tokens: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    id: u32,
+    /// The weighted count of the term's instances in the record.
+    freq: u32,
+}
+
+/// Highest record id kept (the length table is indexed by id): past it, FTS5 answers.
+const MAX_ID: i64 = 1 << 27;
+
+impl LexicalIndex {
+    /// An empty index; it is built from the brain on the first search.
+    pub fn new() -> LexicalIndex {
+        LexicalIndex {
+            tokenizer: Mutex::new(None),
+            state: RwLock::new(State::default()),
+            built: AtomicBool::new(false),
+        }
+    }
+
+    /// The answer of [`Reader::lexical_search`] for `query`, from memory when it can be given
+    /// exactly (see the module documentation), else from FTS5 through `reader`.
+    pub fn search(&self, reader: &Reader<'_>, query: &LexicalQuery<'_>) -> Result<Vec<LexicalHit>> {
+        match self.search_in_memory(reader, query)? {
+            Some(hits) => Ok(hits),
+            None => reader.lexical_search(query),
+        }
+    }
+
+    /// [`LexicalIndex::search`] from memory; `None` when FTS5 must answer.
+    fn search_in_memory(
+        &self,
+        reader: &Reader<'_>,
+        query: &LexicalQuery<'_>,
+    ) -> Result<Option<Vec<LexicalHit>>> {
+        if query.scopes.is_some()
+            || query.types.is_some()
+            || query.since.is_some()
+            || query.until.is_some()
+        {
+            return Ok(None);
+        }
+        let Some(tokens) = self.query_tokens(query.match_expression) else {
+            return Ok(None);
+        };
+        let Some(ranked) = self.rank(reader, &tokens)? else {
+            return Ok(None);
+        };
+        filter_ranked(reader, query, ranked).map(Some)
+    }
+
+    /// What [`Reader::term_frequency`] answers for `term_expression` (one quoted term), from
+    /// memory when the term is a single token.
+    pub fn term_frequency(
+        &self,
+        reader: &Reader<'_>,
+        term_expression: &str,
+        cap: usize,
+    ) -> Result<usize> {
+        let single = self
+            .query_tokens(term_expression)
+            .filter(|tokens| tokens.len() == 1);
+        if let Some(tokens) = single
+            && let Some(found) = self.with_current(reader, |state| {
+                state
+                    .terms
+                    .get(tokens[0].as_slice())
+                    .map_or(0, |&term| state.postings[term as usize].len())
+            })?
+        {
+            return Ok(found.min(cap));
+        }
+        reader.term_frequency(term_expression, cap)
+    }
+
+    /// Rows in the index (FTS5's count), from memory when it is kept.
+    pub fn indexed_count(&self, reader: &Reader<'_>) -> Result<usize> {
+        match self.with_current(reader, |state| state.rows as usize)? {
+            Some(rows) => Ok(rows),
+            None => reader.indexed_count(),
+        }
+    }
+
+    /// The tokens of each term of an expression of the shape `fts_match_expression` builds
+    /// (`"a" OR "b" …`), one token per term; `None` for any other shape, a term of several
+    /// tokens (a phrase) or of none, or without a tokenizer.
+    fn query_tokens(&self, expression: &str) -> Option<Vec<Vec<u8>>> {
+        let terms = or_terms(expression)?;
+        let mut guard = self.tokenizer.lock().unwrap_or_else(|p| p.into_inner());
+        let tokenizer = guard
+            .get_or_insert_with(|| Tokenizer::new().ok())
+            .as_mut()?;
+        let mut out = Vec::with_capacity(terms.len());
+        for term in &terms {
+            let mut tokens: Vec<Vec<u8>> = Vec::new();
+            tokenizer
+                .tokenize(term, FTS5_TOKENIZE_QUERY, &mut |token, _| {
+                    tokens.push(token.to_vec())
+                })
+                .ok()?;
+            if tokens.len() != 1 {
+                return None;
+            }
+            out.extend(tokens);
+        }
+        Some(out)
+    }
+
+    /// Every record matching any of `tokens`, with its strength (FTS5's `-bm25()`), in no
+    /// particular order; `None` when the index cannot answer.
+    fn rank(&self, reader: &Reader<'_>, tokens: &[Vec<u8>]) -> Result<Option<Vec<(f64, u32)>>> {
+        self.with_current(reader, |state| state.rank(tokens))
+    }
+
+    /// Runs `work` on the index brought up to date with the brain as `reader` sees it;
+    /// `None` when this brain is not kept in memory.
+    fn with_current<T>(
+        &self,
+        reader: &Reader<'_>,
+        work: impl FnOnce(&State) -> T,
+    ) -> Result<Option<T>> {
+        let head = log_head(reader)?;
+        {
+            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+            if state.unusable {
+                return Ok(None);
+            }
+            if state.built && head.is_some_and(|(_, last)| last == state.seq) {
+                return Ok(Some(work(&state)));
+            }
+        }
+        {
+            let mut state = match self.state.try_write() {
+                Ok(state) => state,
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                // Another search is bringing it up to date: a first build (seconds at 100,000
+                // records) is not waited for — FTS5 answers meanwhile; a catch-up is short.
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if !self.built.load(Ordering::Acquire) {
+                        return Ok(None);
+                    }
+                    self.state.write().unwrap_or_else(|p| p.into_inner())
+                }
+            };
+            let mut guard = self.tokenizer.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(tokenizer) = guard.get_or_insert_with(|| Tokenizer::new().ok()).as_mut()
+            else {
+                return Ok(None);
+            };
+            let caught_up = catch_up(&mut state, reader, tokenizer);
+            if let Err(error) = caught_up {
+                // Half-applied: start again from the brain next time.
+                *state = State::default();
+                self.built.store(false, Ordering::Release);
+                return Err(error);
+            }
+            self.built
+                .store(state.built && !state.unusable, Ordering::Release);
+            if state.unusable {
+                return Ok(None);
+            }
+        }
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        if state.unusable || !state.built {
+            return Ok(None);
+        }
+        Ok(Some(work(&state)))
+    }
+}
+
+/// The change log's first and last `seq`; `None` when the brain has no log (a schema before
+/// v17, opened read-only).
+fn log_head(reader: &Reader<'_>) -> Result<Option<(i64, i64)>> {
+    let map = |e| StoreError::from_sqlite(e, reader.path);
+    let head = reader
+        .conn
+        .prepare_cached(
+            "SELECT (SELECT min(seq) FROM fts_changes), (SELECT max(seq) FROM fts_changes)",
+        )
+        .and_then(|mut s| {
+            s.query_row([], |row| {
+                Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, Option<i64>>(1)?))
+            })
+        });
+    match head {
+        Ok((first, last)) => Ok(Some((first.unwrap_or(0), last.unwrap_or(0)))),
+        Err(rusqlite::Error::SqliteFailure(_, Some(message)))
+            if message.contains("no such table") =>
+        {
+            Ok(None)
+        }
+        Err(error) => Err(map(error)),
+    }
+}
+
+/// Brings `state` up to date with the brain, in one read transaction (the log and the rows
+/// it names are one snapshot).
+fn catch_up(state: &mut State, reader: &Reader<'_>, tokenizer: &mut Tokenizer) -> Result<()> {
+    let map = |e| StoreError::from_sqlite(e, reader.path);
+    reader
+        .conn
+        .execute_batch("SAVEPOINT lexical_index")
+        .map_err(map)?;
+    let done = catch_up_inside(state, reader, tokenizer);
+    let released = reader
+        .conn
+        .execute_batch("RELEASE lexical_index")
+        .map_err(map);
+    done.and(released)
+}
+
+fn catch_up_inside(
+    state: &mut State,
+    reader: &Reader<'_>,
+    tokenizer: &mut Tokenizer,
+) -> Result<()> {
+    let map = |e| StoreError::from_sqlite(e, reader.path);
+    let Some((first, last)) = log_head(reader)? else {
+        state.unusable = true;
+        return Ok(());
+    };
+    if state.built && last == state.seq {
+        return Ok(());
+    }
+    // Behind the log's reach (or the log was started again): rebuild.
+    if !state.built || last < state.seq || first > state.seq + 1 {
+        *state = State {
+            seq: last,
+            ..State::default()
+        };
+        let mut statement = reader
+            .conn
+            .prepare("SELECT id, title, summary, tags, body FROM memories_fts_source ORDER BY id")
+            .map_err(map)?;
+        let mut rows = statement.query([]).map_err(map)?;
+        while let Some(row) = rows.next().map_err(map)? {
+            let id: i64 = row.get(0).map_err(map)?;
+            let columns = read_columns(row, 1).map_err(map)?;
+            if !state.add(id, &columns, tokenizer)? {
+                state.unusable = true;
+                return Ok(());
+            }
+        }
+        state.built = true;
+        return Ok(());
+    }
+    let mut changed: Vec<i64> = {
+        let mut statement = reader
+            .conn
+            .prepare_cached("SELECT memory_id FROM fts_changes WHERE seq > ?1 AND seq <= ?2")
+            .map_err(map)?;
+        statement
+            .query_map([state.seq, last], |row| row.get(0))
+            .map_err(map)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(map)?
+    };
+    changed.sort_unstable();
+    changed.dedup();
+    let mut statement = reader
+        .conn
+        .prepare_cached("SELECT title, summary, tags, body FROM memories_fts_source WHERE id = ?1")
+        .map_err(map)?;
+    for id in changed {
+        if let Ok(key) = u32::try_from(id) {
+            state.remove(key);
+        }
+        let columns = statement
+            .query_row([id], |row| read_columns(row, 0))
+            .optional()
+            .map_err(map)?;
+        if let Some(columns) = columns
+            && !state.add(id, &columns, tokenizer)?
+        {
+            state.unusable = true;
+            return Ok(());
+        }
+    }
+    state.seq = last;
+    Ok(())
+}
+
+fn read_columns(row: &rusqlite::Row<'_>, from: usize) -> rusqlite::Result<[Option<String>; 4]> {
+    Ok([
+        row.get(from)?,
+        row.get(from + 1)?,
+        row.get(from + 2)?,
+        row.get(from + 3)?,
+    ])
+}
+
+impl State {
+    /// Indexes record `id` with its four columns (it must not be indexed already); false when
+    /// the id cannot be kept.
+    fn add(
+        &mut self,
+        id: i64,
+        columns: &[Option<String>; 4],
+        tokenizer: &mut Tokenizer,
+    ) -> Result<bool> {
+        if !(0..MAX_ID).contains(&id) {
+            return Ok(false);
+        }
+        let key = id as u32;
+        let mut instances: Vec<(u32, u32)> = Vec::new();
+        let mut length: u32 = 0;
+        for (column, text) in columns.iter().enumerate() {
+            let Some(text) = text else { continue };
+            let weight = WEIGHTS[column];
+            // As fts5StorageInsertCallback: a colocated token takes no position of its own.
+            let mut size: u32 = 0;
+            let terms = &mut self.terms;
+            let postings = &mut self.postings;
+            tokenizer
+                .tokenize(text, FTS5_TOKENIZE_DOCUMENT, &mut |token, colocated| {
+                    if !colocated || size == 0 {
+                        size += 1;
+                    }
+                    let token = &token[..token.len().min(MAX_TOKEN_BYTES)];
+                    let term = match terms.get(token) {
+                        Some(&term) => term,
+                        None => {
+                            let term = postings.len() as u32;
+                            postings.push(Vec::new());
+                            terms.insert(token.into(), term);
+                            term
+                        }
+                    };
+                    instances.push((term, weight));
+                })
+                .map_err(|detail| StoreError::Malformed {
+                    path: std::path::PathBuf::from("(full-text tokenizer)"),
+                    detail,
+                })?;
+            length += size;
+        }
+        instances.sort_unstable_by_key(|(term, _)| *term);
+        let mut held: Vec<u32> = Vec::new();
+        let mut index = 0;
+        while index < instances.len() {
+            let term = instances[index].0;
+            let mut freq = 0u32;
+            while index < instances.len() && instances[index].0 == term {
+                freq += instances[index].1;
+                index += 1;
+            }
+            let list = &mut self.postings[term as usize];
+            let at = list.partition_point(|p| p.id < key);
+            list.insert(at, Posting { id: key, freq });
+            held.push(term);
+        }
+        if self.lengths.len() <= key as usize {
+            self.lengths.resize(key as usize + 1, 0);
+        }
+        self.lengths[key as usize] = length;
+        self.docs.insert(key, held.into_boxed_slice());
+        self.rows += 1;
+        self.tokens += u64::from(length);
+        Ok(true)
+    }
+
+    /// Takes record `id` out of the index (nothing when it is not in).
+    fn remove(&mut self, id: u32) {
+        let Some(held) = self.docs.remove(&id) else {
+            return;
+        };
+        for term in held.iter() {
+            let list = &mut self.postings[*term as usize];
+            if let Ok(at) = list.binary_search_by_key(&id, |p| p.id) {
+                list.remove(at);
+            }
+        }
+        let length = std::mem::take(&mut self.lengths[id as usize]);
+        self.rows -= 1;
+        self.tokens -= u64::from(length);
+    }
+
+    /// Every record holding any of `tokens` (each its own phrase, in order), with
+    /// `fts5Bm25Function`'s score computed the way it computes it.
+    fn rank(&self, tokens: &[Vec<u8>]) -> Vec<(f64, u32)> {
+        if self.rows == 0 {
+            return Vec::new();
+        }
+        let rows = self.rows as i64;
+        let avgdl = self.tokens as f64 / rows as f64;
+        let empty: &[Posting] = &[];
+        let phrases: Vec<(&[Posting], f64)> = tokens
+            .iter()
+            .map(|token| {
+                let list = self
+                    .terms
+                    .get(token.as_slice())
+                    .map_or(empty, |&term| self.postings[term as usize].as_slice());
+                let hits = list.len() as i64;
+                let mut idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
+                if idf <= 0.0 {
+                    idf = 1e-6;
+                }
+                (list, idf)
+            })
+            .collect();
+        let total: usize = phrases.iter().map(|(list, _)| list.len()).sum();
+        let mut out = Vec::with_capacity(total);
+        let mut cursors = vec![0usize; phrases.len()];
+        loop {
+            let mut next = u32::MAX;
+            let mut any = false;
+            for (phrase, (list, _)) in phrases.iter().enumerate() {
+                if let Some(posting) = list.get(cursors[phrase]) {
+                    any = true;
+                    next = next.min(posting.id);
+                }
+            }
+            if !any {
+                break;
+            }
+            let d = self.lengths[next as usize] as f64;
+            let mut score = 0.0f64;
+            for (phrase, (list, idf)) in phrases.iter().enumerate() {
+                // A phrase the row lacks adds FTS5's 0.0: nothing.
+                if let Some(posting) = list.get(cursors[phrase]).filter(|p| p.id == next) {
+                    let freq = f64::from(posting.freq);
+                    score += idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1.0 - B + B * d / avgdl)));
+                    cursors[phrase] += 1;
+                }
+            }
+            out.push((score, next));
+        }
+        out
+    }
+}
+
+/// Strongest first, ties by the lower id: `ORDER BY strength DESC, id`.
+fn stronger(a: &(f64, u32), b: &(f64, u32)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
+/// `lexical_search`'s two passes over an in-memory ranking: the filters on the best window,
+/// then on the rest in ranking order only when the window did not hold `limit` records.
+fn filter_ranked(
+    reader: &Reader<'_>,
+    query: &LexicalQuery<'_>,
+    mut ranked: Vec<(f64, u32)>,
+) -> Result<Vec<LexicalHit>> {
+    let limit = query.limit.max(1);
+    let window = FIRST_PASS_WINDOW.max(limit.saturating_mul(4));
+    let mut hits = Vec::with_capacity(limit);
+    let keep = |chunk: &[(f64, u32)], hits: &mut Vec<LexicalHit>| -> Result<()> {
+        let ids: Vec<i64> = chunk.iter().map(|(_, id)| i64::from(*id)).collect();
+        let allowed: std::collections::HashSet<i64> =
+            reader.filter_ids(&ids, query)?.into_iter().collect();
+        for (strength, id) in chunk {
+            if hits.len() < limit && allowed.contains(&i64::from(*id)) {
+                hits.push(LexicalHit {
+                    id: i64::from(*id),
+                    strength: *strength,
+                });
+            }
+        }
+        Ok(())
+    };
+    if ranked.len() > window {
+        ranked.select_nth_unstable_by(window - 1, stronger);
+        let (best, _) = ranked.split_at_mut(window);
+        best.sort_unstable_by(stronger);
+        keep(best, &mut hits)?;
+        if hits.len() >= limit {
+            return Ok(hits);
+        }
+        // Too few passed: the rest, in ranking order, until `limit` are found.
+        let rest = &mut ranked[window..];
+        rest.sort_unstable_by(stronger);
+        for chunk in rest.chunks(window) {
+            keep(chunk, &mut hits)?;
+            if hits.len() >= limit {
+                break;
+            }
+        }
+        return Ok(hits);
+    }
+    ranked.sort_unstable_by(stronger);
+    keep(&ranked, &mut hits)?;
+    Ok(hits)
+}
+
+/// The terms of `"a" OR "b" …` (doubled quotes inside a term are one quote); `None` for any
+/// other shape.
+fn or_terms(expression: &str) -> Option<Vec<String>> {
+    let mut terms = Vec::new();
+    let mut rest = expression;
+    loop {
+        rest = rest.strip_prefix('"')?;
+        let mut term = String::new();
+        loop {
+            let end = rest.find('"')?;
+            term.push_str(&rest[..end]);
+            rest = &rest[end + 1..];
+            match rest.strip_prefix('"') {
+                Some(after) => {
+                    term.push('"');
+                    rest = after;
+                }
+                None => break,
+            }
+        }
+        terms.push(term);
+        if rest.is_empty() {
+            return Some(terms);
+        }
+        rest = rest.strip_prefix(" OR ")?;
+    }
+}
+
+/// The one place with `unsafe` code (the workspace denies it elsewhere): rusqlite has no safe
+/// wrapper for FTS5's tokenizer interface, and the index must tokenize exactly as FTS5 does.
+#[allow(unsafe_code)]
+mod fts5 {
+    use super::{FTS5_TOKEN_COLOCATED, TOKENIZER, TOKENIZER_ARGS};
+    use rusqlite::ffi;
+    use std::ffi::{c_char, c_int, c_void};
+
+    /// FTS5's tokenizer of `memories_fts`, on a private in-memory connection (the tokenizer
+    /// belongs to FTS5's per-connection state; it needs no table).
+    pub(super) struct Tokenizer {
+        module: ffi::fts5_tokenizer,
+        handle: *mut ffi::Fts5Tokenizer,
+        /// Kept open for as long as the tokenizer lives (dropped after it, see `Drop`).
+        _conn: rusqlite::Connection,
+    }
+
+    // The tokenizer is used behind a mutex only; its connection is private to it.
+    unsafe impl Send for Tokenizer {}
+
+    impl Tokenizer {
+        pub(super) fn new() -> std::result::Result<Tokenizer, String> {
+            let conn = rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?;
+            // SAFETY: the statement and the pointers below are used as SQLite documents them
+            // (https://sqlite.org/fts5.html#extending_fts5): `SELECT fts5(?1)` with a pointer bound
+            // as "fts5_api_ptr" writes the connection's fts5_api there; the tokenizer is created
+            // from the module `xFindTokenizer` fills in, and deleted before the connection closes.
+            unsafe {
+                let db = conn.handle();
+                let mut statement: *mut ffi::sqlite3_stmt = std::ptr::null_mut();
+                let rc = ffi::sqlite3_prepare_v2(
+                    db,
+                    c"SELECT fts5(?1)".as_ptr(),
+                    -1,
+                    &mut statement,
+                    std::ptr::null_mut(),
+                );
+                if rc != ffi::SQLITE_OK {
+                    return Err(format!("cannot reach FTS5 (code {rc})"));
+                }
+                let mut api: *mut ffi::fts5_api = std::ptr::null_mut();
+                ffi::sqlite3_bind_pointer(
+                    statement,
+                    1,
+                    (&mut api as *mut *mut ffi::fts5_api).cast::<c_void>(),
+                    c"fts5_api_ptr".as_ptr(),
+                    None,
+                );
+                ffi::sqlite3_step(statement);
+                ffi::sqlite3_finalize(statement);
+                if api.is_null() {
+                    return Err("FTS5 gave no API".to_string());
+                }
+                let find = (*api).xFindTokenizer.ok_or("FTS5 has no xFindTokenizer")?;
+                let mut user: *mut c_void = std::ptr::null_mut();
+                let mut module: ffi::fts5_tokenizer = std::mem::zeroed();
+                let rc = find(api, TOKENIZER.as_ptr(), &mut user, &mut module);
+                if rc != ffi::SQLITE_OK {
+                    return Err(format!("FTS5 has no {TOKENIZER:?} tokenizer (code {rc})"));
+                }
+                let create = module.xCreate.ok_or("the tokenizer has no xCreate")?;
+                if module.xTokenize.is_none() {
+                    return Err("the tokenizer has no xTokenize".to_string());
+                }
+                let mut args: Vec<*const c_char> =
+                    TOKENIZER_ARGS.iter().map(|a| a.as_ptr()).collect();
+                let mut handle: *mut ffi::Fts5Tokenizer = std::ptr::null_mut();
+                let rc = create(user, args.as_mut_ptr(), args.len() as c_int, &mut handle);
+                if rc != ffi::SQLITE_OK || handle.is_null() {
+                    return Err(format!("cannot create the tokenizer (code {rc})"));
+                }
+                Ok(Tokenizer {
+                    module,
+                    handle,
+                    _conn: conn,
+                })
+            }
+        }
+
+        /// Calls `sink(token, colocated)` for every token of `text`, as FTS5 does with `flags`.
+        pub(super) fn tokenize(
+            &mut self,
+            text: &str,
+            flags: c_int,
+            sink: &mut dyn FnMut(&[u8], bool),
+        ) -> std::result::Result<(), String> {
+            let length =
+                c_int::try_from(text.len()).map_err(|_| "a text beyond 2 GB".to_string())?;
+            let mut sink: &mut dyn FnMut(&[u8], bool) = sink;
+            let context = (&mut sink as *mut &mut dyn FnMut(&[u8], bool)).cast::<c_void>();
+            let tokenize = self.module.xTokenize.expect("checked in new");
+            // SAFETY: `handle` came from this module's xCreate; `context` points at `sink`, alive
+            // for the call; the callback only reads the token FTS5 hands it.
+            let rc = unsafe {
+                tokenize(
+                    self.handle,
+                    context,
+                    flags,
+                    text.as_ptr().cast::<c_char>(),
+                    length,
+                    Some(token_callback),
+                )
+            };
+            if rc == ffi::SQLITE_OK {
+                Ok(())
+            } else {
+                Err(format!("the full-text tokenizer failed (code {rc})"))
+            }
+        }
+    }
+
+    unsafe extern "C" fn token_callback(
+        context: *mut c_void,
+        flags: c_int,
+        token: *const c_char,
+        length: c_int,
+        _start: c_int,
+        _end: c_int,
+    ) -> c_int {
+        // SAFETY: `context` is the `&mut dyn FnMut` `tokenize` passed; the token is `length`
+        // bytes FTS5 owns for the duration of the call.
+        unsafe {
+            let sink = &mut *context.cast::<&mut dyn FnMut(&[u8], bool)>();
+            let bytes = if token.is_null() || length <= 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(token.cast::<u8>(), length as usize)
+            };
+            sink(bytes, flags & FTS5_TOKEN_COLOCATED != 0);
+        }
+        ffi::SQLITE_OK
+    }
+
+    impl Drop for Tokenizer {
+        fn drop(&mut self) {
+            if let Some(delete) = self.module.xDelete {
+                // SAFETY: created by this module's xCreate, deleted once, before the connection.
+                unsafe { delete(self.handle) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Store;
+    use crate::testing::memory;
+    use cairn_core::query::fts_match_expression;
+    use cairn_core::record::MemoryType;
+
+    /// Words with stemming cases, case, diacritics, other scripts, punctuation and numbers.
+    const WORDS: &[&str] = &[
+        "run",
+        "running",
+        "runs",
+        "runner",
+        "Ran",
+        "connect",
+        "connection",
+        "connected",
+        "CONNECTING",
+        "café",
+        "Cafe",
+        "naïve",
+        "naive",
+        "straße",
+        "東京",
+        "über",
+        "the",
+        "a",
+        "of",
+        "db-pool",
+        "v1.2",
+        "42",
+        "amber",
+        "birch",
+        "cedar",
+        "delta",
+        "ember",
+        "fjord",
+        "grove",
+        "hazel",
+        "iris",
+        "juniper",
+        "e-mail",
+        "don't",
+        "x",
+        "zebra",
+        "quartz",
+    ];
+
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (self.0 >> 33) as usize % n
+        }
+        /// Zipf-like: early words far more often.
+        fn word(&mut self) -> &'static str {
+            let a = self.below(WORDS.len());
+            let b = self.below(WORDS.len());
+            WORDS[a.min(b)]
+        }
+        fn text(&mut self, most: usize) -> String {
+            let n = 1 + self.below(most);
+            (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
+        }
+        fn maybe_text(&mut self, most: usize) -> Option<String> {
+            (self.below(3) > 0).then(|| self.text(most))
+        }
+    }
+
+    fn insert_random(store: &mut Store, rng: &mut Rng, count: usize) {
+        store
+            .write(|tx| {
+                for _ in 0..count {
+                    let project = if rng.below(4) == 0 { "q" } else { "p" };
+                    let status = if rng.below(6) == 0 {
+                        "archived"
+                    } else {
+                        "active"
+                    };
+                    let body = rng.text(30);
+                    let mut m = memory(project, MemoryType::Note, &body, status);
+                    m.title = rng.maybe_text(5);
+                    m.summary = rng.maybe_text(8);
+                    m.tags = (0..rng.below(3))
+                        .map(|_| rng.word().to_lowercase())
+                        .collect();
+                    tx.insert_memory(&m, None)?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+    }
+
+    /// Changes of every kind that touch the full-text rows, by another connection (as another
+    /// process would make them).
+    fn mutate_elsewhere(path: &std::path::Path, rng: &mut Rng) {
+        let other = rusqlite::Connection::open(path).unwrap();
+        let ids: Vec<i64> = other
+            .prepare("SELECT id FROM memories ORDER BY id")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for _ in 0..40 {
+            let id = ids[rng.below(ids.len())];
+            match rng.below(7) {
+                0 => other
+                    .execute("UPDATE memories SET body = ?2 WHERE id = ?1", rusqlite::params![id, rng.text(30)])
+                    .unwrap(),
+                1 => other
+                    .execute("UPDATE memories SET title = ?2 WHERE id = ?1", rusqlite::params![id, rng.maybe_text(4)])
+                    .unwrap(),
+                2 => other
+                    .execute(
+                        "UPDATE memories SET tags = ?2, summary = ?3 WHERE id = ?1",
+                        rusqlite::params![id, rng.word().to_lowercase(), rng.maybe_text(6)],
+                    )
+                    .unwrap(),
+                // A forget.
+                3 => other.execute("DELETE FROM memories WHERE id = ?1", [id]).unwrap(),
+                // Merged away by a dream, and back.
+                4 => other
+                    .execute(
+                        "UPDATE memories SET merged_into = ?2 WHERE id = ?1 AND merged_into IS NULL",
+                        rusqlite::params![id, ids[0]],
+                    )
+                    .unwrap(),
+                5 => other
+                    .execute("UPDATE memories SET merged_into = NULL WHERE id = ?1", [id])
+                    .unwrap(),
+                // A supersede or archive: no full-text change, only what the filters see.
+                _ => other
+                    .execute(
+                        "UPDATE memories SET status = ?2 WHERE id = ?1",
+                        rusqlite::params![id, ["archived", "superseded", "active"][rng.below(3)]],
+                    )
+                    .unwrap(),
+            };
+        }
+    }
+
+    /// The index answers every query exactly as FTS5 does (ids, order, strengths), and answers
+    /// it from memory.
+    fn assert_same(store: &Store, index: &LexicalIndex, rng: &mut Rng, queries: usize) {
+        let reader = store.reader();
+        for _ in 0..queries {
+            let terms: Vec<String> = (0..1 + rng.below(4))
+                .map(|_| match rng.below(8) {
+                    0 => "nowhere".to_string(),
+                    _ => rng.word().to_string(),
+                })
+                .collect();
+            // A phrase (several tokens) FTS5 answers itself.
+            let Some(expression) = fts_match_expression(&terms) else {
+                continue;
+            };
+            let projects: Vec<Option<String>> = match rng.below(3) {
+                0 => vec![Some("p".into())],
+                1 => vec![Some("q".into()), None],
+                _ => vec![Some("p".into()), Some("q".into())],
+            };
+            let limit = [1, 3, 10, 60, 250][rng.below(5)];
+            let query = LexicalQuery {
+                match_expression: &expression,
+                projects: &projects,
+                include_archived: rng.below(2) == 0,
+                limit,
+                ..LexicalQuery::default()
+            };
+            let want = reader.lexical_search(&query).unwrap();
+            let got = index.search_in_memory(&reader, &query).unwrap();
+            let single_tokens = terms.iter().all(|t| !t.contains(['-', '.', '\'']));
+            let Some(got) = got else {
+                assert!(!single_tokens, "{expression}: left to FTS5");
+                continue;
+            };
+            assert_eq!(
+                got.iter().map(|h| h.id).collect::<Vec<_>>(),
+                want.iter().map(|h| h.id).collect::<Vec<_>>(),
+                "{expression} {projects:?} limit {limit}"
+            );
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g.strength - w.strength).abs() <= 1e-9,
+                    "{expression}: {g:?} {w:?}"
+                );
+            }
+            for term in &terms {
+                let single = fts_match_expression(std::slice::from_ref(term)).unwrap();
+                for cap in [1, 5, 1000] {
+                    assert_eq!(
+                        index.term_frequency(&reader, &single, cap).unwrap(),
+                        reader.term_frequency(&single, cap).unwrap(),
+                        "{single} cap {cap}"
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            index.indexed_count(&reader).unwrap(),
+            reader.indexed_count().unwrap()
+        );
+    }
+
+    #[test]
+    fn the_index_answers_as_fts5_through_writes_of_every_kind() {
+        for seed in [1u64, 2, 3] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("brain.db");
+            let mut store = Store::open(&path).unwrap();
+            let mut rng = Rng(seed);
+            let index = LexicalIndex::new();
+            insert_random(&mut store, &mut rng, 450);
+            assert_same(&store, &index, &mut rng, 60);
+            for _ in 0..4 {
+                mutate_elsewhere(&path, &mut rng);
+                assert_same(&store, &index, &mut rng, 30);
+                insert_random(&mut store, &mut rng, 30);
+                assert_same(&store, &index, &mut rng, 30);
+            }
+            // Changes through a second `Store` handle, too.
+            let mut second = Store::open(&path).unwrap();
+            insert_random(&mut second, &mut rng, 20);
+            assert_same(&store, &index, &mut rng, 30);
+        }
+    }
+
+    /// Strengths agree to the bit, not only within the tolerance: the order of equal scores
+    /// then breaks on the id exactly as in FTS5.
+    #[test]
+    fn strengths_are_fts5s_to_the_bit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        let mut rng = Rng(7);
+        insert_random(&mut store, &mut rng, 300);
+        let index = LexicalIndex::new();
+        let reader = store.reader();
+        let projects = [Some("p".to_string()), Some("q".to_string())];
+        for expression in [
+            "\"amber\"",
+            "\"run\" OR \"connection\" OR \"東京\"",
+            "\"the\" OR \"café\"",
+        ] {
+            let query = LexicalQuery {
+                match_expression: expression,
+                projects: &projects,
+                include_archived: true,
+                limit: 1000,
+                ..LexicalQuery::default()
+            };
+            let want = reader.lexical_search(&query).unwrap();
+            let got = index.search_in_memory(&reader, &query).unwrap().unwrap();
+            assert!(!want.is_empty());
+            assert_eq!(got, want, "{expression}");
+        }
+    }
+
+    /// A log that no longer reaches back to what the index holds makes it rebuild, and a
+    /// phrase, another expression shape or a narrow filter is left to FTS5.
+    #[test]
+    fn a_lost_log_rebuilds_and_what_it_cannot_answer_goes_to_fts5() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("brain.db");
+        let mut store = Store::open(&path).unwrap();
+        let mut rng = Rng(11);
+        insert_random(&mut store, &mut rng, 100);
+        let index = LexicalIndex::new();
+        let projects = [Some("p".to_string()), Some("q".to_string())];
+        let query = |expression| LexicalQuery {
+            match_expression: expression,
+            projects: &projects,
+            include_archived: true,
+            limit: 50,
+            ..LexicalQuery::default()
+        };
+        let reader = store.reader();
+        assert!(
+            index
+                .search_in_memory(&reader, &query("\"zebra\""))
+                .unwrap()
+                .is_some()
+        );
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other
+            .execute_batch(
+                "UPDATE memories SET body = 'zebra zebra quartz' WHERE id <= 20;
+                 DELETE FROM fts_changes WHERE seq < (SELECT max(seq) FROM fts_changes);",
+            )
+            .unwrap();
+        for expression in ["\"zebra\"", "\"quartz\" OR \"zebra\""] {
+            let got = index
+                .search_in_memory(&reader, &query(expression))
+                .unwrap()
+                .unwrap();
+            assert_eq!(got, reader.lexical_search(&query(expression)).unwrap());
+            assert!(got.len() >= 20);
+        }
+        for expression in [
+            "\"db-pool\"",
+            "\"zebra\" AND \"quartz\"",
+            "title : (\"zebra\")",
+            "",
+        ] {
+            assert!(
+                index
+                    .search_in_memory(&reader, &query(expression))
+                    .unwrap()
+                    .is_none(),
+                "{expression}"
+            );
+        }
+        let scopes = ["global".to_string()];
+        let narrow = LexicalQuery {
+            scopes: Some(&scopes),
+            ..query("\"zebra\"")
+        };
+        assert!(index.search_in_memory(&reader, &narrow).unwrap().is_none());
+        assert_eq!(
+            index.search(&reader, &narrow).unwrap(),
+            reader.lexical_search(&narrow).unwrap()
+        );
+    }
+
+    #[test]
+    fn or_expressions_parse_and_other_shapes_do_not() {
+        assert_eq!(or_terms("\"a\""), Some(vec!["a".to_string()]));
+        assert_eq!(
+            or_terms("\"a\"\"b\" OR \"c d\""),
+            Some(vec!["a\"b".to_string(), "c d".to_string()])
+        );
+        for other in [
+            "",
+            "a",
+            "\"a\" AND \"b\"",
+            "\"a\" OR",
+            "\"a",
+            "(\"a\")",
+            "\"a\" OR b",
+        ] {
+            assert_eq!(or_terms(other), None, "{other}");
+        }
+    }
+}
