@@ -59,6 +59,9 @@ pub struct Graph {
     pub uses: Vec<Vec<Edge>>,
     /// `used_by[b]`: the files a with an edge a → b, sorted.
     pub used_by: Vec<Vec<usize>>,
+    /// `used_by_weight[b][k]`: the weight of the edge `used_by[b][k]` → b (so that walking an
+    /// edge backwards needs no search).
+    used_by_weight: Vec<Vec<f64>>,
     definers: Definers,
     max_definers: usize,
 }
@@ -138,6 +141,7 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
     let mut out = Graph {
         uses: vec![Vec::new(); n],
         used_by: vec![Vec::new(); n],
+        used_by_weight: vec![Vec::new(); n],
         definers: index.definers(),
         max_definers: options.max_definers,
     };
@@ -168,6 +172,7 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
             slot[b] = usize::MAX;
             list.push(Edge { to: b, weight });
             out.used_by[b].push(a);
+            out.used_by_weight[b].push(weight);
         }
         out.uses[a] = list;
     }
@@ -232,87 +237,109 @@ pub fn pagerank(graph: &Graph, paths: &[&str], focus: &[usize], options: &RankOp
     if n == 0 {
         return Vec::new();
     }
-    // Undirected-with-weights adjacency, flat (CSR): row a is the merge of a's uses (sorted by
-    // target) and its users' edges at `reverse_weight` (sorted by user), a pair's two
-    // directions summed.
-    let reverse = options.reverse_weight > 0.0;
-    let mut offsets: Vec<usize> = Vec::with_capacity(n + 1);
-    let capacity: usize = graph.uses.iter().map(Vec::len).sum::<usize>() * 2;
-    let mut targets: Vec<u32> = Vec::with_capacity(capacity);
-    let mut weights: Vec<f64> = Vec::with_capacity(capacity);
-    let mut totals: Vec<f64> = Vec::with_capacity(n);
-    offsets.push(0);
-    for a in 0..n {
-        let uses = &graph.uses[a];
-        let users: &[usize] = if reverse { &graph.used_by[a] } else { &[] };
-        let (mut i, mut j) = (0, 0);
-        let start = targets.len();
-        while i < uses.len() || j < users.len() {
-            let back = |j: usize| -> (usize, f64) {
-                let c = users[j];
-                let w = graph.edge(c, a).map_or(0.0, |e| e.weight);
-                (c, w * options.reverse_weight)
-            };
-            let (b, w) = match (uses.get(i), users.get(j)) {
-                (Some(e), Some(&c)) if e.to == c => {
-                    let (_, w) = back(j);
-                    i += 1;
-                    j += 1;
-                    (c, e.weight + w)
-                }
-                (Some(e), Some(&c)) if e.to < c => {
-                    i += 1;
-                    (e.to, e.weight)
-                }
-                (Some(e), None) => {
-                    i += 1;
-                    (e.to, e.weight)
-                }
-                _ => {
-                    let out = back(j);
-                    j += 1;
-                    out
-                }
-            };
-            targets.push(b as u32);
-            weights.push(w);
-        }
-        totals.push(weights[start..].iter().sum());
-        offsets.push(targets.len());
-    }
+    let walk = Walk::of(graph, options.reverse_weight);
     let p = personalization(paths, focus, options);
     let d = options.damping;
     let mut rank = p.clone();
     let mut next = vec![0.0; n];
+    // x[a]: the share of a's rank each unit of its out-weight carries (0 for a file with no
+    // edge, whose rank is spread as the restart is).
+    let mut x = vec![0.0; n];
     for _ in 0..options.max_iterations {
-        next.iter_mut().for_each(|x| *x = 0.0);
         let mut dangling = 0.0;
-        for a in 0..n {
-            if totals[a] <= 0.0 {
-                dangling += rank[a];
-                continue;
-            }
-            let share = rank[a] / totals[a];
-            let ds = d * share;
-            for k in offsets[a]..offsets[a + 1] {
-                next[targets[k] as usize] += ds * weights[k];
+        for ((xa, &ra), &total) in x.iter_mut().zip(&rank).zip(&walk.totals) {
+            if total > 0.0 {
+                *xa = d * ra / total;
+            } else {
+                *xa = 0.0;
+                dangling += ra;
             }
         }
+        let mut change = 0.0;
         for v in 0..n {
-            next[v] += (1.0 - d) * p[v] + d * dangling * p[v];
+            let (from, to) = (walk.offsets[v], walk.offsets[v + 1]);
+            let mut sum = 0.0;
+            for (&a, &w) in walk.sources[from..to].iter().zip(&walk.weights[from..to]) {
+                sum += x[a as usize] * w;
+            }
+            let value = sum + (1.0 - d) * p[v] + d * dangling * p[v];
+            change += (value - rank[v]).abs();
+            next[v] = value;
         }
-        let change: f64 = next.iter().zip(&rank).map(|(x, y)| (x - y).abs()).sum();
         std::mem::swap(&mut rank, &mut next);
         if change < options.tolerance {
             break;
         }
     }
     if options.degree_normalization > 0.0 {
-        for (r, total) in rank.iter_mut().zip(&totals) {
+        for (r, total) in rank.iter_mut().zip(&walk.totals) {
             *r /= (1.0 + total).powf(options.degree_normalization);
         }
     }
     rank
+}
+
+/// The walk PageRank takes, flat (CSR) and pulled: row v lists every file a with an edge
+/// between them in either direction (in index order), with the weight of the step a → v —
+/// a's use of v plus `reverse_weight` × v's use of a; `totals[a]` is the weight of all of a's
+/// steps.
+struct Walk {
+    offsets: Vec<usize>,
+    sources: Vec<u32>,
+    weights: Vec<f64>,
+    totals: Vec<f64>,
+}
+
+impl Walk {
+    fn of(graph: &Graph, reverse_weight: f64) -> Walk {
+        let n = graph.uses.len();
+        let capacity: usize = graph.uses.iter().map(Vec::len).sum::<usize>() * 2;
+        let mut walk = Walk {
+            offsets: Vec::with_capacity(n + 1),
+            sources: Vec::with_capacity(capacity),
+            weights: Vec::with_capacity(capacity),
+            totals: Vec::with_capacity(n),
+        };
+        walk.offsets.push(0);
+        for v in 0..n {
+            // v's uses (v → b, sorted by b) and its users (c → v, sorted by c), merged.
+            let uses = &graph.uses[v];
+            // Both, whatever the reverse weight: a's use of v is a step a → v.
+            let (users, back) = (&graph.used_by[v], &graph.used_by_weight[v]);
+            let (mut i, mut j) = (0, 0);
+            let mut total = 0.0;
+            while i < uses.len() || j < users.len() {
+                // (the other file, v's use of it, its use of v)
+                let (a, out, inc) = match (uses.get(i), users.get(j)) {
+                    (Some(e), Some(&c)) if e.to == c => {
+                        i += 1;
+                        j += 1;
+                        (c, e.weight, back[j - 1])
+                    }
+                    (Some(e), Some(&c)) if e.to < c => {
+                        i += 1;
+                        (e.to, e.weight, 0.0)
+                    }
+                    (Some(e), None) => {
+                        i += 1;
+                        (e.to, e.weight, 0.0)
+                    }
+                    _ => {
+                        j += 1;
+                        (users[j - 1], 0.0, back[j - 1])
+                    }
+                };
+                // The step v → a: v's use of a, and a's use of v walked backwards.
+                total += out + reverse_weight * inc;
+                walk.sources.push(a as u32);
+                // The step a → v: a's use of v, and v's use of a walked backwards.
+                walk.weights.push(inc + reverse_weight * out);
+            }
+            walk.totals.push(total);
+            walk.offsets.push(walk.sources.len());
+        }
+        walk
+    }
 }
 
 /// The definitions of file `b` ranked: by the rank-weighted uses of their name from other
@@ -398,6 +425,95 @@ mod tests {
         // Focused on c, d is its neighbour.
         let r = pagerank(&g, &paths, &[2], &options);
         assert!(r[3] > r[0] && r[3] > r[1], "{r:?}");
+    }
+
+    /// PageRank as the docs define it, over a dense matrix: the step a → b weighs a's use of b
+    /// plus `reverse_weight` × b's use of a.
+    fn dense_pagerank(graph: &Graph, p: &[f64], options: &RankOptions) -> Vec<f64> {
+        let n = graph.uses.len();
+        let mut w = vec![vec![0.0; n]; n];
+        for (a, edges) in graph.uses.iter().enumerate() {
+            for e in edges {
+                w[a][e.to] += e.weight;
+                w[e.to][a] += options.reverse_weight * e.weight;
+            }
+        }
+        let totals: Vec<f64> = w.iter().map(|row| row.iter().sum()).collect();
+        let d = options.damping;
+        let mut rank = p.to_vec();
+        for _ in 0..options.max_iterations {
+            let dangling: f64 = (0..n).filter(|&a| totals[a] <= 0.0).map(|a| rank[a]).sum();
+            let mut next: Vec<f64> = p
+                .iter()
+                .map(|pv| (1.0 - d) * pv + d * dangling * pv)
+                .collect();
+            for a in 0..n {
+                if totals[a] > 0.0 {
+                    for b in 0..n {
+                        next[b] += d * rank[a] * w[a][b] / totals[a];
+                    }
+                }
+            }
+            rank = next;
+        }
+        for (r, total) in rank.iter_mut().zip(&totals) {
+            *r /= (1.0 + total).powf(options.degree_normalization);
+        }
+        rank
+    }
+
+    #[test]
+    fn the_flat_walk_gives_the_dense_definition_s_pagerank() {
+        // 40 files, each defining two names and using a few of the others' (some files use
+        // nothing, some are used by nothing), with some names defined twice.
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        let sources: Vec<(String, String)> = (0..40)
+            .map(|i| {
+                let mut text = format!(
+                    "pub fn name_number_{i}() {{}}\npub fn other_{}() {{\n",
+                    i % 31
+                );
+                for _ in 0..next(6) {
+                    text.push_str(&format!("    name_number_{}();\n", next(40)));
+                }
+                text.push_str("}\n");
+                (format!("d{}/f{i:02}.rs", i % 4), text)
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = sources
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let index = index(&refs);
+        let paths: Vec<&str> = index.files().iter().map(|f| f.meta.path.as_str()).collect();
+        for reverse_weight in [0.0, 1.0, 2.0] {
+            let options = RankOptions {
+                reverse_weight,
+                max_iterations: 200,
+                tolerance: 0.0,
+                ..RankOptions::default()
+            };
+            let g = graph(&index, &options);
+            assert!(g.uses.iter().map(Vec::len).sum::<usize>() > 40);
+            for focus in [vec![], vec![3], vec![5, 17]] {
+                let p = personalization(&paths, &focus, &options);
+                let expected = dense_pagerank(&g, &p, &options);
+                let got = pagerank(&g, &paths, &focus, &options);
+                for (x, y) in got.iter().zip(&expected) {
+                    assert!(
+                        (x - y).abs() < 1e-12,
+                        "{reverse_weight} {focus:?}: {x} vs {y}"
+                    );
+                }
+                assert_eq!(got, pagerank(&g, &paths, &focus, &options));
+            }
+        }
     }
 
     #[test]
