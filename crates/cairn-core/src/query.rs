@@ -289,6 +289,34 @@ pub fn no_terms_reason(input: &str) -> String {
     )
 }
 
+/// The terms of an expression of the shape [`fts_match_expression`] builds: quoted strings (with
+/// `""` for a quote) joined by exactly ` OR `. `None` for any other shape.
+pub fn or_expression_terms(expression: &str) -> Option<Vec<String>> {
+    let mut terms = Vec::new();
+    let mut rest = expression;
+    loop {
+        rest = rest.strip_prefix('"')?;
+        let mut term = String::new();
+        loop {
+            let quote = rest.find('"')?;
+            term.push_str(&rest[..quote]);
+            rest = &rest[quote + 1..];
+            match rest.strip_prefix('"') {
+                Some(after) => {
+                    term.push('"');
+                    rest = after;
+                }
+                None => break,
+            }
+        }
+        terms.push(term);
+        if rest.is_empty() {
+            return Some(terms);
+        }
+        rest = rest.strip_prefix(" OR ")?;
+    }
+}
+
 /// An FTS5 MATCH expression for `terms`: each term double-quoted (an inner `"` doubled), joined
 /// with ` OR `. Empty terms are skipped; `None` when no term is left.
 pub fn fts_match_expression(terms: &[String]) -> Option<String> {
@@ -677,34 +705,6 @@ mod tests {
         check(&["NEAR", "", "AND"], Some("\"NEAR\" OR \"AND\""));
     }
 
-    /// Parses an expression of the shape [`fts_match_expression`] promises: quoted strings (with
-    /// `""` for a quote) joined by exactly ` OR `. `None` for anything else.
-    fn parse_expression(expression: &str) -> Option<Vec<String>> {
-        let mut terms = Vec::new();
-        let mut rest = expression;
-        loop {
-            rest = rest.strip_prefix('"')?;
-            let mut term = String::new();
-            loop {
-                let quote = rest.find('"')?;
-                term.push_str(&rest[..quote]);
-                rest = &rest[quote + 1..];
-                match rest.strip_prefix('"') {
-                    Some(after) => {
-                        term.push('"');
-                        rest = after;
-                    }
-                    None => break,
-                }
-            }
-            terms.push(term);
-            if rest.is_empty() {
-                return Some(terms);
-            }
-            rest = rest.strip_prefix(" OR ")?;
-        }
-    }
-
     fn hostile_query() -> impl Strategy<Value = String> {
         let pieces = proptest::sample::select(vec![
             "\"", "\"\"", "*", "(", ")", ":", "^", "-", "+", "NEAR", "NEAR/3", "AND", "OR", "NOT",
@@ -731,7 +731,7 @@ mod tests {
             prop_assert_eq!(unique.len(), terms.len());
             match fts_match_expression(&terms) {
                 None => prop_assert!(terms.is_empty()),
-                Some(expression) => prop_assert_eq!(parse_expression(&expression), Some(terms)),
+                Some(expression) => prop_assert_eq!(super::or_expression_terms(&expression), Some(terms)),
             }
         }
 
@@ -740,7 +740,7 @@ mod tests {
             let non_empty: Vec<String> = terms.iter().filter(|term| !term.is_empty()).cloned().collect();
             match fts_match_expression(&terms) {
                 None => prop_assert!(non_empty.is_empty()),
-                Some(expression) => prop_assert_eq!(parse_expression(&expression), Some(non_empty)),
+                Some(expression) => prop_assert_eq!(super::or_expression_terms(&expression), Some(non_empty)),
             }
         }
     }

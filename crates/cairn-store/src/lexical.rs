@@ -182,7 +182,7 @@ impl LexicalIndex {
     /// (`"a" OR "b" …`), one token per term; `None` for any other shape, a term of several
     /// tokens (a phrase) or of none, or without a tokenizer.
     fn query_tokens(&self, expression: &str) -> Option<Vec<Vec<u8>>> {
-        let terms = or_terms(expression)?;
+        let terms = cairn_core::query::or_expression_terms(expression)?;
         let mut guard = self.tokenizer.lock().unwrap_or_else(|p| p.into_inner());
         let tokenizer = guard
             .get_or_insert_with(|| Tokenizer::new().ok())
@@ -578,34 +578,6 @@ fn filter_ranked(
     ranked.sort_unstable_by(stronger);
     keep(&ranked, &mut hits)?;
     Ok(hits)
-}
-
-/// The terms of `"a" OR "b" …` (doubled quotes inside a term are one quote); `None` for any
-/// other shape.
-fn or_terms(expression: &str) -> Option<Vec<String>> {
-    let mut terms = Vec::new();
-    let mut rest = expression;
-    loop {
-        rest = rest.strip_prefix('"')?;
-        let mut term = String::new();
-        loop {
-            let end = rest.find('"')?;
-            term.push_str(&rest[..end]);
-            rest = &rest[end + 1..];
-            match rest.strip_prefix('"') {
-                Some(after) => {
-                    term.push('"');
-                    rest = after;
-                }
-                None => break,
-            }
-        }
-        terms.push(term);
-        if rest.is_empty() {
-            return Some(terms);
-        }
-        rest = rest.strip_prefix(" OR ")?;
-    }
 }
 
 /// The one place with `unsafe` code (the workspace denies it elsewhere): rusqlite has no safe
@@ -1081,9 +1053,12 @@ mod tests {
 
     #[test]
     fn or_expressions_parse_and_other_shapes_do_not() {
-        assert_eq!(or_terms("\"a\""), Some(vec!["a".to_string()]));
         assert_eq!(
-            or_terms("\"a\"\"b\" OR \"c d\""),
+            cairn_core::query::or_expression_terms("\"a\""),
+            Some(vec!["a".to_string()])
+        );
+        assert_eq!(
+            cairn_core::query::or_expression_terms("\"a\"\"b\" OR \"c d\""),
             Some(vec!["a\"b".to_string(), "c d".to_string()])
         );
         for other in [
@@ -1095,7 +1070,11 @@ mod tests {
             "(\"a\")",
             "\"a\" OR b",
         ] {
-            assert_eq!(or_terms(other), None, "{other}");
+            assert_eq!(
+                cairn_core::query::or_expression_terms(other),
+                None,
+                "{other}"
+            );
         }
     }
 }
