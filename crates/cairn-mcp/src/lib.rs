@@ -270,6 +270,7 @@ pub fn serve(options: ServerOptions, embedder: Option<EmbedderLoader>) -> Result
             Some(loader) => CairnServer::with_embedder(options, loader),
             None => CairnServer::new(options),
         };
+        server.service.start_lexical_index("cairn mcp");
         let running = match server.serve(rmcp::transport::stdio()).await {
             Ok(running) => running,
             // The client hung up before a session began (e.g. after a lone `server/discover`):

@@ -13,6 +13,9 @@
 //!   recall records of each access is written in batches, so a recall never writes;
 //! - **one embedder**, loaded on a background thread at start-up ([`Service::start_embedder`]),
 //!   handed to the engine once it is there (until then recall answers lexical-only and says so);
+//! - **one full-text index in memory** ([`LexicalIndex`]), shared by every engine, built on a
+//!   background thread at start-up ([`Service::start_lexical_index`]; FTS5 answers until then)
+//!   and kept current through the brain's change log;
 //! - **the background indexer**, on its own connection: embeds the records still without a
 //!   vector (written before the model loaded, or by hooks, which never load it) every
 //!   `index_interval`, so requests never wait for it.
@@ -290,6 +293,38 @@ impl Service {
                 background_pass(weak, embedder, who);
             }
         });
+    }
+
+    /// Builds the shared full-text index in memory on a background thread with a connection of
+    /// its own (seconds at 100,000 records), so that no request waits for it: until it is
+    /// built, lexical searches are answered by FTS5 (the same answer, slower). A failure is
+    /// said on stderr, prefixed with `who`, and leaves searches to FTS5 until one builds it.
+    pub fn start_lexical_index(&self, who: &'static str) {
+        let lexical = Arc::clone(&self.inner.lexical);
+        let db = self.inner.options.db.clone();
+        let spawned = std::thread::Builder::new()
+            .name("cairn-lexical-index".into())
+            .spawn(move || {
+                if !db.exists() {
+                    // A brain not created yet: its first search builds the (empty) index.
+                    return;
+                }
+                let built = cairn_store::Store::open_read_only(&db)
+                    .and_then(|store| lexical.prepare(&store.reader()));
+                if let Err(error) = built {
+                    eprintln!(
+                        "{who}: the full-text index was not built in memory, FTS5 answers: {error}"
+                    );
+                }
+            });
+        if let Err(error) = spawned {
+            eprintln!("{who}: the full-text index is built by the first search instead: {error}");
+        }
+    }
+
+    /// Whether the shared full-text index is built in memory ([`Service::start_lexical_index`]).
+    pub fn lexical_index_built(&self) -> bool {
+        self.inner.lexical.is_built()
     }
 
     /// Whether the model has finished loading (`Some(true)` loaded, `Some(false)` none or it

@@ -49,9 +49,12 @@ const FTS5_TOKEN_COLOCATED: c_int = 0x0001;
 
 /// See the module documentation. One per brain, shared by every engine of a process.
 pub struct LexicalIndex {
-    /// FTS5's tokenizer (not thread-safe: porter keeps a buffer), created on first use;
-    /// `None` inside: it could not be created, and every search goes to FTS5.
+    /// FTS5's tokenizer for query terms (not thread-safe: porter keeps a buffer), created on
+    /// first use; `None` inside: it could not be created, and every search goes to FTS5.
     tokenizer: Mutex<Option<Option<Tokenizer>>>,
+    /// The documents' tokenizer, used only while `state` is held for writing (a build or a
+    /// catch-up): its own, so a search tokenizes its terms while the index is being built.
+    document_tokenizer: Mutex<Option<Option<Tokenizer>>>,
     state: RwLock<State>,
     /// `state.built`, readable while a build holds the lock.
     built: AtomicBool,
@@ -110,6 +113,7 @@ impl LexicalIndex {
     pub fn new() -> LexicalIndex {
         LexicalIndex {
             tokenizer: Mutex::new(None),
+            document_tokenizer: Mutex::new(None),
             state: RwLock::new(State::default()),
             built: AtomicBool::new(false),
         }
@@ -170,6 +174,20 @@ impl LexicalIndex {
         reader.term_frequency(term_expression, cap)
     }
 
+    /// Builds the index (or brings it up to date) now, from `reader`'s snapshot, so that no
+    /// search has to: a long-lived process calls it on a thread of its own at start
+    /// (`Service::start_lexical_index`). Searches made meanwhile are answered by FTS5. Answers
+    /// whether the index is now kept in memory (false: this brain is left to FTS5, or another
+    /// thread is building it).
+    pub fn prepare(&self, reader: &Reader<'_>) -> Result<bool> {
+        Ok(self.with_current(reader, |_| ())?.is_some())
+    }
+
+    /// Whether the index has been built and answers from memory.
+    pub fn is_built(&self) -> bool {
+        self.built.load(Ordering::Acquire)
+    }
+
     /// Rows in the index (FTS5's count), from memory when it is kept.
     pub fn indexed_count(&self, reader: &Reader<'_>) -> Result<usize> {
         match self.with_current(reader, |state| state.rows as usize)? {
@@ -218,7 +236,18 @@ impl LexicalIndex {
     ) -> Result<Option<T>> {
         let head = log_head(reader)?;
         {
-            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+            let state = match self.state.try_read() {
+                Ok(state) => state,
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                // A build or a catch-up holds it: a first build (seconds at 100,000 records) is
+                // not waited for — FTS5 answers meanwhile; a catch-up is short.
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if !self.built.load(Ordering::Acquire) {
+                        return Ok(None);
+                    }
+                    self.state.read().unwrap_or_else(|p| p.into_inner())
+                }
+            };
             if state.unusable {
                 return Ok(None);
             }
@@ -230,8 +259,7 @@ impl LexicalIndex {
             let mut state = match self.state.try_write() {
                 Ok(state) => state,
                 Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                // Another search is bringing it up to date: a first build (seconds at 100,000
-                // records) is not waited for — FTS5 answers meanwhile; a catch-up is short.
+                // Another thread is bringing it up to date (see above).
                 Err(std::sync::TryLockError::WouldBlock) => {
                     if !self.built.load(Ordering::Acquire) {
                         return Ok(None);
@@ -239,7 +267,10 @@ impl LexicalIndex {
                     self.state.write().unwrap_or_else(|p| p.into_inner())
                 }
             };
-            let mut guard = self.tokenizer.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = self
+                .document_tokenizer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             let Some(tokenizer) = guard.get_or_insert_with(|| Tokenizer::new().ok()).as_mut()
             else {
                 return Ok(None);
@@ -983,6 +1014,52 @@ mod tests {
             assert!(!want.is_empty());
             assert_eq!(got, want, "{expression}");
         }
+    }
+
+    /// While a first build holds the index (and the documents' tokenizer), a search on another
+    /// connection does not wait for it: FTS5 answers, the same answer. `prepare` then builds it.
+    #[test]
+    fn a_search_during_the_first_build_is_answered_by_fts5_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("brain.db");
+        let mut store = Store::open(&path).unwrap();
+        let mut rng = Rng(5);
+        insert_random(&mut store, &mut rng, 200);
+        let index = LexicalIndex::new();
+        let projects = [Some("p".to_string()), Some("q".to_string())];
+        let query = LexicalQuery {
+            match_expression: "\"amber\" OR \"run\"",
+            projects: &projects,
+            include_archived: true,
+            limit: 50,
+            ..LexicalQuery::default()
+        };
+        let want = store.reader().lexical_search(&query).unwrap();
+        assert!(!want.is_empty());
+        let building = index.state.write().unwrap();
+        let tokenizing = index.document_tokenizer.lock().unwrap();
+        let (send, answer) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let other = Store::open(&path).unwrap();
+                let _ = send.send(index.search(&other.reader(), &query));
+            });
+            let got = answer
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("the search waited for the build")
+                .unwrap();
+            assert_eq!(got, want);
+            drop(tokenizing);
+            drop(building);
+        });
+        assert!(!index.is_built());
+        assert!(index.prepare(&store.reader()).unwrap());
+        assert!(index.is_built());
+        let got = index
+            .search_in_memory(&store.reader(), &query)
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, want);
     }
 
     /// A log that no longer reaches back to what the index holds makes it rebuild, and a

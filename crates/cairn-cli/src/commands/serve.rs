@@ -124,6 +124,7 @@ fn open_service(
     service
         .call(&local, "open", |engine| engine.stats().map(|_| ()))
         .with_context(|| format!("cannot serve {}", settings.db.display()))?;
+    service.start_lexical_index(who);
     service.start_embedder(crate::embedder::loader(settings), who);
     Ok(service)
 }
