@@ -847,6 +847,44 @@ mod tests {
         assert!(stats.is_ok());
     }
 
+    /// The full-text index is built at start on a thread of its own, and recall then answers
+    /// from it what it answered before (FTS5's answer).
+    #[test]
+    fn the_lexical_index_is_built_at_start_and_answers_as_before() {
+        let (dir, service) = service();
+        let id = remember(&service, "the cache listens on port 7000");
+        remember(&service, "the queue drains every night at two");
+        remember(&service, "the cache port moved to 7001 for the staging box");
+        assert!(!service.lexical_index_built(), "writes do not build it");
+        // FTS5's answer, from an engine without the shared index.
+        let context = Context {
+            project: "alpha".into(),
+            cwd: PathBuf::new(),
+            actor: "check".into(),
+            read_only: true,
+            now: None,
+        };
+        let before = Engine::open(&dir.path().join("brain.db"), context)
+            .unwrap()
+            .recall(&cairn_engine::RecallRequest::new("cache port"))
+            .unwrap();
+        service.start_lexical_index("test");
+        let waited = std::time::Instant::now();
+        while !service.lexical_index_built() {
+            assert!(
+                waited.elapsed() < std::time::Duration::from_secs(120),
+                "the index was not built"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let after = recall(&service, "cache port");
+        assert_eq!(after.results[0].id, id);
+        let ids = |answer: &cairn_engine::RecallAnswer| {
+            answer.results.iter().map(|r| r.id).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&after), ids(&before));
+    }
+
     fn buffering_service() -> (tempfile::TempDir, Service) {
         let dir = tempfile::tempdir().unwrap();
         let mut options = ServiceOptions::new(dir.path().join("brain.db"));
