@@ -471,10 +471,13 @@ fn remote_hook(
                     detail["uncaptured_bytes"] = left.into();
                 }
             }
-            server.session_end(&detail)?;
-            notes.push(format!(
-                "session {session} ended on a remote server: the maintenance a local session end starts (extraction of its turns, embedding, decay, a dream) is not started remotely — run `cairn maintain --session {session}` where the brain is"
-            ));
+            // The server starts the maintenance this end makes due (extraction of its turns,
+            // decay, a dream) in the background: its answer does not wait for it.
+            if server.session_end(&detail)?.is_none() {
+                notes.push(format!(
+                    "session {session} ended on a server that starts no maintenance (an older cairn): run `cairn maintain --session {session}` there"
+                ));
+            }
             Ok(None)
         }
     }

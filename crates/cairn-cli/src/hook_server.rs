@@ -190,9 +190,15 @@ impl HookServer {
         }
     }
 
-    /// Notes the session's end.
-    pub fn session_end(&self, detail: &Value) -> Result<(), String> {
-        self.post("/v1/hooks/session-end", detail).map(|_| ())
+    /// Notes the session's end; the server starts the maintenance it makes due in the
+    /// background. Answers what the server said of it (`started`, `not_due`, `read_only`;
+    /// `None` from a server that starts none).
+    pub fn session_end(&self, detail: &Value) -> Result<Option<String>, String> {
+        let answer = self.post("/v1/hooks/session-end", detail)?;
+        Ok(answer
+            .get("maintenance")
+            .and_then(Value::as_str)
+            .map(str::to_string))
     }
 }
 

@@ -682,6 +682,185 @@ fn the_graph_and_the_lifecycle_print_the_same_against_a_file_and_a_server() {
     assert!(differ.is_empty(), "the outputs differ:\n{differ}");
 }
 
+/// The brain's upkeep and settings: the model status, turns a hook hands over, their
+/// extraction (by rules), the inbox it fills, and the settings, in text and in `--json`.
+fn upkeep_story(backend: &Backend) -> Vec<String> {
+    let run = |args: &[&str]| {
+        let output = backend.run(args, None);
+        let text = redact_location(&transcript(args, &output), backend);
+        regex_lite(
+            &regex_lite(&text, "\"elapsed_ms\": ", ","),
+            "\"llm_ms\": ",
+            "\n",
+        )
+    };
+    let mut printed = vec![
+        run(&["model", "status"]),
+        run(&["--json", "model", "status"]),
+    ];
+    for (prompt, response) in [
+        (
+            "the deploy failed with error E1234 on the staging host",
+            "Looking at the deploy logs.",
+        ),
+        (
+            "any luck with it",
+            "Fixed: the staging host was missing DEPLOY_KEY, exported it in deploy.sh.",
+        ),
+    ] {
+        let payload = serde_json::json!({
+            "session_id": "gem-1", "cwd": backend.client.dir.path(),
+            "hook_event_name": "AfterAgent", "prompt": prompt, "prompt_response": response
+        });
+        let args = ["hook", "stop", "--client", "gemini"];
+        let output = backend.run(&args, Some(&payload.to_string()));
+        printed.push(transcript(&args, &output));
+    }
+    for args in [
+        &["extract", "--no-llm", "--session", "gem-1"][..],
+        &["--json", "extract", "--no-llm"],
+        &["inbox", "list"],
+        &["config", "list"],
+        &["--json", "config", "list"],
+        &["config", "get", "capture.extract"],
+        &["--json", "config", "get", "dream.auto_accept"],
+        &["config", "get", "no.such.key"],
+    ] {
+        printed.push(run(args));
+    }
+    backend.assert_file_untouched();
+    printed
+}
+
+#[test]
+fn extraction_settings_and_the_model_status_print_the_same_against_a_file_and_a_server() {
+    let local = upkeep_story(&Backend::file());
+    let remote = upkeep_story(&Backend::server(false));
+    let all = local.concat();
+    assert!(
+        all.contains("2 turns of 1 sessions read (deterministic"),
+        "{all}"
+    );
+    assert!(all.contains("provider   hash"), "{all}");
+    assert!(all.contains("capture.extract"), "{all}");
+    assert!(all.contains("unknown setting"), "{all}");
+    let differ = differences(&local, &remote, "server");
+    assert!(differ.is_empty(), "the outputs differ:\n{differ}");
+}
+
+#[test]
+fn maintain_runs_on_the_server_and_its_status_says_who_embeds() {
+    let server = Server::start(&[], false);
+    let admin = server.token("root", "--all", "write");
+    let project = server.token("laptop", "test-project", "write");
+    let (brain, mut cmd) = client(&server.url, &admin);
+    let output = cmd.args(["maintain"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        printed.contains("embed    skipped: left to the server's background indexer"),
+        "{printed}"
+    );
+    assert!(printed.contains("dream    ok: "), "{printed}");
+    let (_client, mut cmd) = client(&server.url, &admin);
+    let status = cmd
+        .args(["--json", "maintain", "--status"])
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let answer: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(answer["steps"][3]["last"]["outcome"], "ok", "{answer}");
+    assert_eq!(
+        answer["steps"][1]["due"],
+        "always: the server's background indexer"
+    );
+    // A project's token does not run the whole brain's maintenance.
+    let (_client, mut cmd) = client(&server.url, &project);
+    let refused = cmd.args(["maintain"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("every project"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!brain.db.exists());
+}
+
+#[test]
+fn tokens_are_made_listed_and_revoked_through_a_server_by_an_admin_only() {
+    let server = Server::start(&[], false);
+    let admin = server.token("root", "--all", "admin");
+    let writer = server.token("w", "--all", "write");
+    let project_admin = server.token("p", "test-project", "admin");
+    for (token, says) in [
+        (&writer, "role (write) does not allow token list"),
+        (&project_admin, "every project"),
+    ] {
+        let (_client, mut cmd) = client(&server.url, token);
+        let output = cmd.args(["token", "list"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        assert!(stderr(&output).contains(says), "{}", stderr(&output));
+    }
+    let (brain, mut cmd) = client(&server.url, &admin);
+    let made = cmd
+        .args([
+            "token",
+            "create",
+            "--name",
+            "bot",
+            "--project",
+            "test-project",
+            "--role",
+            "read",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+    let secret = String::from_utf8_lossy(&made.stdout).trim().to_string();
+    assert!(
+        secret.starts_with("cairn_") && secret.len() == 70,
+        "{secret}"
+    );
+    assert!(
+        stderr(&made).contains("shown once, not stored"),
+        "{}",
+        stderr(&made)
+    );
+    let (_client, mut cmd) = client(&server.url, &secret);
+    cmd.args(["list"]).assert().success();
+    let (_client, mut cmd) = client(&server.url, &admin);
+    let listed = cmd.args(["token", "list"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(listed.contains("bot"), "{listed}");
+    assert!(listed.contains("project test-project"), "{listed}");
+    assert!(!listed.contains(&secret), "the secret is never shown again");
+    // The same list as the server's own `cairn token list`.
+    let (_client, mut cmd) = client(&server.url, &admin);
+    let remote = cmd.args(["--json", "token", "list"]).output().unwrap();
+    let remote: Value = serde_json::from_slice(&remote.stdout).unwrap();
+    assert_eq!(remote, server.brain.json(&["token", "list"], 0));
+    let (_client, mut cmd) = client(&server.url, &admin);
+    let revoked = cmd
+        .args(["--json", "token", "revoke", "bot"])
+        .output()
+        .unwrap();
+    assert_eq!(revoked.status.code(), Some(0), "{}", stderr(&revoked));
+    let revoked: Value = serde_json::from_slice(&revoked.stdout).unwrap();
+    assert_eq!(revoked["status"], "revoked");
+    assert_eq!(revoked["token"]["state"], "revoked");
+    // At once.
+    let (_client, mut cmd) = client(&server.url, &secret);
+    let output = cmd.args(["list"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("refused the credential (401)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!brain.db.exists());
+    assert!(!server.log().contains(&secret), "the token is never logged");
+}
+
 /// Every step whose output differs, both versions in full.
 fn differences(local: &[String], remote: &[String], label: &str) -> String {
     assert_eq!(local.len(), remote.len());
@@ -881,10 +1060,8 @@ fn a_command_without_an_endpoint_is_refused_and_never_opens_a_file() {
     let server = Server::start(&[], false);
     let token = server.token("laptop", "test-project", "write");
     for (args, name) in [
-        (&["codemap"][..], "codemap"),
-        (&["config", "list"], "config list"),
-        (&["token", "list"], "token list"),
-        (&["export", "wiki", "out"], "export wiki"),
+        (&["scope", "list"][..], "scope list"),
+        (&["doctor", "--recover-into", "new.db"], "doctor"),
     ] {
         let (brain, mut cmd) = client(&server.url, &token);
         let output = cmd.args(args).output().unwrap();
@@ -903,6 +1080,64 @@ fn a_command_without_an_endpoint_is_refused_and_never_opens_a_file() {
             "{message}"
         );
         assert!(message.contains("unset CAIRN_URL"), "{message}");
+        assert!(!brain.db.exists(), "{args:?} opened the local file");
+    }
+    // Work that is inherently this machine's says why, and what to do instead.
+    for (args, name, why) in [
+        (&["codemap"][..], "codemap", "working tree"),
+        (
+            &["export", "wiki", "out"],
+            "export wiki",
+            "directory on this machine",
+        ),
+        (
+            &["import", "wiki", "out"],
+            "import wiki",
+            "directory on this machine",
+        ),
+        (
+            &["import", "claude-md", "CLAUDE.md"],
+            "import claude-md",
+            "on this machine",
+        ),
+        (
+            &["import", "envelope", "e.json"],
+            "import envelope",
+            "on this machine",
+        ),
+        (
+            &["share", "--zone", "outside_contact", "--ids", "1"],
+            "share",
+            "no endpoint",
+        ),
+        (&["reindex"], "reindex", "background indexer"),
+        (
+            &["config", "set", "llm.command", "true"],
+            "config set|unset",
+            "llm.command",
+        ),
+    ] {
+        let (brain, mut cmd) = client(&server.url, &token);
+        let output = cmd.args(args).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        let message = stderr(&output);
+        assert!(
+            message.contains(&format!("`cairn {name}` is not served by a cairn server: ")),
+            "{args:?}: {message}"
+        );
+        assert!(message.contains(why), "{args:?}: {message}");
+        assert!(
+            message.contains(&format!(
+                "CAIRN_URL is set ({}): nothing was done and no local brain file was opened",
+                server.url
+            )),
+            "{message}"
+        );
         assert!(!brain.db.exists(), "{args:?} opened the local file");
     }
     // An unattended dream runs where the brain is, never through a server.

@@ -2079,3 +2079,427 @@ fn recall_follows_what_the_cli_writes_while_the_server_holds_its_index() {
     assert!(recall("obsidian").is_empty());
     assert_eq!(recall("kiln"), cli_recall("kiln"));
 }
+
+/// `method path` with `token` in project `alpha` (a token for every project names it), and a
+/// JSON body unless it is empty.
+fn in_alpha(server: &Server, method: &str, path: &str, token: &str, body: &str) -> Answer {
+    let url = format!("{}{path}", server.url);
+    let agent = agent();
+    let auth = format!("Bearer {token}");
+    match method {
+        "GET" => answer(
+            agent
+                .get(url)
+                .header("Authorization", auth)
+                .header("Cairn-Project", "alpha")
+                .call(),
+        ),
+        "DELETE" => answer(
+            agent
+                .delete(url)
+                .header("Authorization", auth)
+                .header("Cairn-Project", "alpha")
+                .call(),
+        ),
+        "POST" => answer(
+            agent
+                .post(url)
+                .header("Authorization", auth)
+                .header("Cairn-Project", "alpha")
+                .header("Content-Type", "application/json")
+                .send(body),
+        ),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn tokens_are_an_admins_for_every_project_shown_once_and_revoked_at_once() {
+    let brain = Brain::new();
+    let project_admin = token(
+        &brain,
+        &["--name", "p", "--project", "alpha", "--role", "admin"],
+    );
+    let writer = token(&brain, &["--name", "w", "--all", "--role", "write"]);
+    let admin = token(&brain, &["--name", "root", "--all", "--role", "admin"]);
+    let server = Server::start(&brain, &[], &[]);
+    // A project's admin could make a token for every project: refused, as is a writer.
+    for refused in [&project_admin, &writer] {
+        assert_problem(&in_alpha(&server, "GET", "/v1/tokens", refused, ""), 403);
+        let made = in_alpha(
+            &server,
+            "POST",
+            "/v1/tokens",
+            refused,
+            r#"{"name": "x", "all": true, "role": "admin"}"#,
+        );
+        assert_problem(&made, 403);
+        assert_problem(
+            &in_alpha(&server, "DELETE", "/v1/tokens/w", refused, ""),
+            403,
+        );
+    }
+    // Bad bodies: 400 naming the field, and no token made.
+    for (body, field) in [
+        (r#"{"name": "x", "all": true, "role": "boss"}"#, "role"),
+        (r#"{"name": "x", "role": "read"}"#, "project"),
+        (
+            r#"{"name": "x", "project": "alpha", "all": true, "role": "read"}"#,
+            "project",
+        ),
+        (r#"{"name": 7, "all": true, "role": "read"}"#, "name"),
+    ] {
+        let refused = in_alpha(&server, "POST", "/v1/tokens", &admin, body);
+        assert_problem(&refused, 400);
+        assert_eq!(refused.body["field"], field, "{body}: {}", refused.text);
+    }
+    let no_role = in_alpha(
+        &server,
+        "POST",
+        "/v1/tokens",
+        &admin,
+        r#"{"name": "x", "all": true}"#,
+    );
+    assert_problem(&no_role, 400);
+    assert!(no_role.text.contains("`role`"), "{}", no_role.text);
+    assert_problem(
+        &in_alpha(&server, "POST", "/v1/tokens", &admin, "{not json"),
+        400,
+    );
+
+    let listed = in_alpha(&server, "GET", "/v1/tokens", &admin, "");
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.body, cli(&brain, &["token", "list"]));
+    assert_eq!(listed.body.as_array().unwrap().len(), 3);
+
+    let made = in_alpha(
+        &server,
+        "POST",
+        "/v1/tokens",
+        &admin,
+        r#"{"name": "bot", "project": "alpha", "role": "read", "expires": "30d"}"#,
+    );
+    assert_eq!(made.status, 200, "{}", made.text);
+    let secret = made.body["token"].as_str().unwrap().to_string();
+    assert!(
+        secret.starts_with("cairn_") && secret.len() == 70,
+        "{}",
+        made.text
+    );
+    assert_eq!(made.body["role"], "read");
+    assert_eq!(made.body["project"], "alpha");
+    assert_eq!(made.body["state"], "active");
+    assert_eq!(get(&server, "/v1/records", Some(&secret)).status, 200);
+    // Never shown again: not in the list, not in the CLI's list, not in the log.
+    let listed = in_alpha(&server, "GET", "/v1/tokens", &admin, "");
+    assert!(listed.text.contains("\"bot\""), "{}", listed.text);
+    assert!(!listed.text.contains(&secret));
+    assert!(!server.log().contains(&secret));
+
+    let revoked = in_alpha(&server, "DELETE", "/v1/tokens/bot", &admin, "");
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    assert_eq!(revoked.body["status"], "revoked");
+    assert_eq!(revoked.body["token"]["state"], "revoked");
+    // At once: the very next request with it.
+    assert_problem(&get(&server, "/v1/records", Some(&secret)), 401);
+    assert_problem(
+        &in_alpha(&server, "DELETE", "/v1/tokens/no-such-token", &admin, ""),
+        400,
+    );
+}
+
+#[test]
+fn settings_and_the_model_status_are_read_with_a_token_for_every_project() {
+    let brain = Brain::new();
+    cli(&brain, &["config", "set", "capture.extract", "auto"]);
+    let project = token(
+        &brain,
+        &["--name", "p", "--project", "alpha", "--role", "admin"],
+    );
+    let reader = token(&brain, &["--name", "r", "--all", "--role", "read"]);
+    let server = Server::start(&brain, &[], &[]);
+    for path in ["/v1/config", "/v1/config/capture.extract", "/v1/semantic"] {
+        assert_problem(&get(&server, path, Some(&project)), 403);
+        assert_problem(&get(&server, path, None), 401);
+    }
+    let listed = in_alpha(&server, "GET", "/v1/config", &reader, "");
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.body, cli(&brain, &["config", "list"]));
+    let one = in_alpha(&server, "GET", "/v1/config/capture.extract", &reader, "");
+    assert_eq!(one.body, cli(&brain, &["config", "get", "capture.extract"]));
+    assert_eq!(one.body["value"], "auto");
+    assert_eq!(one.body["from"], "brain");
+    let unknown = in_alpha(&server, "GET", "/v1/config/no.such.key", &reader, "");
+    assert_problem(&unknown, 400);
+    assert!(unknown.text.contains("unknown setting"), "{}", unknown.text);
+    // Settings are not changed over HTTP.
+    let set = in_alpha(&server, "POST", "/v1/config/llm.command", &reader, "{}");
+    assert_eq!(set.status, 405, "{}", set.text);
+
+    // The server was started with CAIRN_EMBEDDER=none: it says so, and why recall is lexical.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        let status = in_alpha(&server, "GET", "/v1/semantic", &reader, "");
+        assert_eq!(status.status, 200, "{}", status.text);
+        let loading = status.body["semantic"]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("still loading"));
+        if !loading || std::time::Instant::now() > deadline {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.body["provider"], "none", "{}", status.text);
+    assert_eq!(status.body["ok"], false);
+    assert!(
+        status.body["semantic"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("no embedder is configured"),
+        "{}",
+        status.text
+    );
+    assert_eq!(status.body["semantic"]["counts"]["records"], 0);
+}
+
+/// Two turns of a Gemini session through the hooks endpoint: an error, then its fix (the
+/// extraction's rules make a gotcha of them).
+fn error_and_fix(server: &Server, token: &str, session: &str) {
+    // Each session's own host: the same turns twice would be captured once.
+    for (prompt, response) in [
+        (
+            format!("the deploy failed with error E1234 on the {session} host"),
+            "Looking at the deploy logs.".to_string(),
+        ),
+        (
+            "any luck with it".to_string(),
+            format!("Fixed: the {session} host was missing DEPLOY_KEY, exported it in deploy.sh."),
+        ),
+    ] {
+        let body = json!({"session": session, "prompt": prompt, "response": response});
+        let turn = send(
+            server,
+            "POST",
+            "/v1/hooks/turn",
+            Some(token),
+            &body.to_string(),
+        );
+        assert_eq!(turn.status, 200, "{}", turn.text);
+    }
+}
+
+#[test]
+fn maintenance_and_extraction_run_on_the_server_and_a_session_end_starts_it_unwaited() {
+    let brain = Brain::new();
+    let hook = token(
+        &brain,
+        &["--name", "hook", "--project", "alpha", "--role", "write"],
+    );
+    let reader = token(&brain, &["--name", "r", "--all", "--role", "read"]);
+    let admin = token(&brain, &["--name", "root", "--all", "--role", "write"]);
+    let server = Server::start(&brain, &[], &[]);
+    // The whole brain's work: a project's token and a read token are refused.
+    for path in ["/v1/maintain", "/v1/extract"] {
+        assert_problem(&send(&server, "POST", path, Some(&hook), "{}"), 403);
+        assert_problem(&in_alpha(&server, "POST", path, &reader, "{}"), 403);
+        for (body, field) in [
+            (r#"{"session": 5}"#, "session"),
+            (r#"{"session": " "}"#, "session"),
+        ] {
+            let refused = in_alpha(&server, "POST", path, &admin, body);
+            assert_problem(&refused, 400);
+            assert_eq!(refused.body["field"], field, "{body}: {}", refused.text);
+        }
+        assert_problem(&in_alpha(&server, "POST", path, &admin, "[1]"), 400);
+    }
+    let bad_flag = in_alpha(
+        &server,
+        "POST",
+        "/v1/extract",
+        &admin,
+        r#"{"no_llm": "yes"}"#,
+    );
+    assert_problem(&bad_flag, 400);
+    assert_eq!(bad_flag.body["field"], "no_llm", "{}", bad_flag.text);
+    assert_problem(&get(&server, "/v1/maintain", Some(&hook)), 403);
+
+    error_and_fix(&server, &hook, "gem-1");
+    let extracted = in_alpha(
+        &server,
+        "POST",
+        "/v1/extract",
+        &admin,
+        r#"{"session": "gem-1", "no_llm": true}"#,
+    );
+    assert_eq!(extracted.status, 200, "{}", extracted.text);
+    assert_eq!(
+        extracted.body["method"], "deterministic",
+        "{}",
+        extracted.text
+    );
+    assert_eq!(extracted.body["inbox"], 1, "{}", extracted.text);
+    let again = in_alpha(
+        &server,
+        "POST",
+        "/v1/extract",
+        &admin,
+        r#"{"no_llm": true}"#,
+    );
+    assert_eq!(again.body["turns"], 0, "{}", again.text);
+
+    let status = in_alpha(&server, "GET", "/v1/maintain", &reader, "");
+    assert_eq!(status.status, 200, "{}", status.text);
+    let steps: Vec<&str> = status.body["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["extract", "embed", "decay", "dream"]);
+    assert!(status.body["steps"][3]["last"].is_null(), "{}", status.text);
+
+    // A session's end, with a project's write token as a hook has: noted, and the maintenance
+    // it makes due started on the server — the answer does not wait for it.
+    error_and_fix(&server, &hook, "gem-2");
+    let ended = send(
+        &server,
+        "POST",
+        "/v1/hooks/session-end",
+        Some(&hook),
+        r#"{"session": "gem-2", "reason": "exit"}"#,
+    );
+    assert_eq!(ended.status, 200, "{}", ended.text);
+    assert_eq!(ended.body["maintenance"], "started", "{}", ended.text);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let ran = loop {
+        let status = in_alpha(&server, "GET", "/v1/maintain", &reader, "");
+        if !status.body["steps"][3]["last"].is_null() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the maintenance did not run within 60 s: {}\n{}",
+            status.text,
+            server.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let extract = &ran.body["steps"][0]["last"];
+    assert_eq!(extract["outcome"], "ok", "{}", ran.text);
+    assert!(
+        extract["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 turns of 1 sessions"),
+        "{}",
+        ran.text
+    );
+    assert_eq!(
+        ran.body["steps"][3]["last"]["outcome"], "ok",
+        "{}",
+        ran.text
+    );
+    assert_eq!(
+        ran.body["steps"][1]["due"], "always: the server's background indexer",
+        "{}",
+        ran.text
+    );
+    // Nothing is due any more: the next end starts nothing.
+    let ended = send(
+        &server,
+        "POST",
+        "/v1/hooks/session-end",
+        Some(&hook),
+        r#"{"session": "gem-2"}"#,
+    );
+    assert_eq!(ended.body["maintenance"], "not_due", "{}", ended.text);
+    // A run asked for waits and reports its steps, as `cairn maintain --json` does.
+    let report = in_alpha(&server, "POST", "/v1/maintain", &admin, "{}");
+    assert_eq!(report.status, 200, "{}", report.text);
+    assert_eq!(report.body["busy"], false, "{}", report.text);
+    assert_eq!(
+        report.body["steps"][1]["skipped"],
+        "left to the server's background indexer (it embeds records waiting for a vector as they come)",
+        "{}",
+        report.text
+    );
+}
+
+#[test]
+fn a_session_end_answers_while_its_maintenance_waits_for_the_llm_and_other_calls_go_on() {
+    let brain = Brain::new();
+    // The brain's LLM: waits until the test opens the gate (at most 60 s), then finds nothing.
+    let gate = brain.dir.path().join("gate");
+    let llm = brain.dir.path().join("slow-llm.sh");
+    std::fs::write(
+        &llm,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nn=0\nwhile [ ! -f '{}' ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done\necho '{{\"facts\": []}}'\n",
+            gate.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&llm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    cli(
+        &brain,
+        &["config", "set", "llm.command", &llm.display().to_string()],
+    );
+    cli(&brain, &["config", "set", "maintenance.dream_every", "off"]);
+    let hook = token(
+        &brain,
+        &["--name", "hook", "--project", "alpha", "--role", "write"],
+    );
+    let reader = token(&brain, &["--name", "r", "--all", "--role", "read"]);
+    let server = Server::start(&brain, &[], &[]);
+    error_and_fix(&server, &hook, "slow-1");
+    let ended = send(
+        &server,
+        "POST",
+        "/v1/hooks/session-end",
+        Some(&hook),
+        r#"{"session": "slow-1"}"#,
+    );
+    // Answered with the gate still shut: the hook did not wait for the LLM.
+    assert_eq!(ended.status, 200, "{}", ended.text);
+    assert_eq!(ended.body["maintenance"], "started", "{}", ended.text);
+    assert!(!gate.exists());
+    // Meanwhile a write and a read go on (the run holds an engine of its own).
+    let stored = send(
+        &server,
+        "POST",
+        "/v1/remember",
+        Some(&hook),
+        r#"{"type": "note", "body": "the kiln shelf is cracked on its left corner"}"#,
+    );
+    assert_eq!(stored.status, 200, "{}", stored.text);
+    let status = in_alpha(&server, "GET", "/v1/maintain", &reader, "");
+    assert!(status.body["steps"][0]["last"].is_null(), "{}", status.text);
+    std::fs::write(&gate, "open").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let ran = loop {
+        let status = in_alpha(&server, "GET", "/v1/maintain", &reader, "");
+        if !status.body["steps"][0]["last"].is_null() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the maintenance did not end within 60 s of the gate: {}\n{}",
+            status.text,
+            server.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let extract = &ran.body["steps"][0]["last"];
+    assert_eq!(extract["outcome"], "ok", "{}", ran.text);
+    assert!(
+        extract["summary"]
+            .as_str()
+            .unwrap()
+            .contains("(llm, 1 LLM calls)"),
+        "{}",
+        ran.text
+    );
+}

@@ -19,7 +19,7 @@ use cairn_core::time::format_ts;
 use cairn_core::{secrets, text};
 use cairn_store::{NewInboxItem, WriteTx};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -65,7 +65,8 @@ pub struct ExtractOptions {
 }
 
 /// What one extraction did (the JSON of `cairn extract --json`).
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct ExtractReport {
     /// `llm` or `deterministic`.
     pub method: String,

@@ -11,11 +11,13 @@ use crate::{Engine, EngineError, Result};
 use cairn_core::time::{format_ts, parse_time_ahead};
 use cairn_store::TokenRow;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Recall, show, list, brief, stats, export.
@@ -62,7 +64,7 @@ pub struct NewToken {
 }
 
 /// A token as listed: everything but its secret (which is not kept).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TokenInfo {
     pub name: String,
     /// `null`: every project.
@@ -72,11 +74,11 @@ pub struct TokenInfo {
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
     /// `active`, `expired` or `revoked`.
-    pub state: &'static str,
+    pub state: String,
 }
 
 /// A token just made: the only time its secret exists outside the client.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CreatedToken {
     pub token: String,
     #[serde(flatten)]
@@ -132,7 +134,7 @@ fn info(row: &TokenRow, now: DateTime<Utc>) -> Result<TokenInfo> {
         created_at: row.created_at.clone(),
         expires_at: row.expires_at.clone(),
         revoked_at: row.revoked_at.clone(),
-        state,
+        state: state.to_string(),
     })
 }
 
@@ -212,7 +214,7 @@ impl Engine {
                 created_at,
                 expires_at: expires_text,
                 revoked_at: None,
-                state: "active",
+                state: "active".to_string(),
             },
         })
     }

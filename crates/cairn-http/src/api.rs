@@ -34,6 +34,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub(crate) mod admin;
 pub(crate) mod agent;
 pub(crate) mod graph;
 mod hooks;
@@ -220,6 +221,9 @@ pub(crate) struct Op {
     pub name: &'static str,
     /// It covers the whole brain: a token for every project only.
     pub whole_brain: bool,
+    /// It runs on an engine of its own ([`cairn_service::Service::call_alone`]): long work
+    /// (an LLM's minutes) that must not hold every other call up.
+    pub alone: bool,
 }
 
 impl Op {
@@ -228,6 +232,7 @@ impl Op {
             needed: Role::Read,
             name,
             whole_brain: false,
+            alone: false,
         }
     }
 
@@ -236,6 +241,23 @@ impl Op {
             needed: Role::Write,
             name,
             whole_brain: false,
+            alone: false,
+        }
+    }
+
+    pub const fn admin(name: &'static str) -> Op {
+        Op {
+            needed: Role::Admin,
+            name,
+            whole_brain: false,
+            alone: false,
+        }
+    }
+
+    pub const fn alone(self) -> Op {
+        Op {
+            alone: true,
+            ..self
         }
     }
 
@@ -271,7 +293,11 @@ where
         Input::Nothing => body::json(b"")?,
     };
     blocking(move || {
-        let answer = on_engine(&app, &caller, op.name, |engine| work(engine, &caller, args))?;
+        let answer = if op.alone {
+            on_engine_alone(&app, &caller, op.name, |engine| work(engine, &caller, args))?
+        } else {
+            on_engine(&app, &caller, op.name, |engine| work(engine, &caller, args))?
+        };
         ok(&answer)
     })
     .await
@@ -286,6 +312,18 @@ pub(crate) fn on_engine<T>(
 ) -> Result<T, Problem> {
     app.service
         .call(&caller.request, operation, |engine| Ok(work(engine)))
+        .map_err(|e| Problem::from_engine(&e))?
+}
+
+/// [`on_engine`] on an engine of its own ([`Op::alone`]).
+pub(crate) fn on_engine_alone<T>(
+    app: &App,
+    caller: &Caller,
+    operation: &str,
+    work: impl FnOnce(&mut Engine) -> Result<T, Problem>,
+) -> Result<T, Problem> {
+    app.service
+        .call_alone(&caller.request, operation, |engine| Ok(work(engine)))
         .map_err(|e| Problem::from_engine(&e))?
 }
 
@@ -1060,6 +1098,7 @@ async fn whole_brain_json<T: Serialize + 'static>(
         needed: role,
         name: operation,
         whole_brain: true,
+        alone: false,
     };
     handle(app, headers, op, Input::Nothing, |engine, _, _: NoQuery| {
         Ok(work(engine)?)
@@ -1371,5 +1410,6 @@ pub fn endpoints() -> Vec<Endpoint> {
     endpoints.extend(graph::endpoints());
     endpoints.extend(lifecycle::endpoints());
     endpoints.extend(hooks::endpoints());
+    endpoints.extend(admin::endpoints());
     endpoints
 }

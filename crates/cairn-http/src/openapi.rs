@@ -51,6 +51,20 @@ fn parameters(endpoint: &Endpoint) -> Vec<Value> {
             "schema": {"type": "string"}
         }));
     }
+    if endpoint.path.contains("{name}") {
+        parameters.push(json!({
+            "name": "name", "in": "path", "required": true,
+            "description": "The token's name, as `GET /v1/tokens` lists it.",
+            "schema": {"type": "string"}
+        }));
+    }
+    if endpoint.path.contains("{key}") {
+        parameters.push(json!({
+            "name": "key", "in": "path", "required": true,
+            "description": "The setting's key (`llm.command`, `capture.extract`, …), as `GET /v1/config` lists them.",
+            "schema": {"type": "string"}
+        }));
+    }
     if let Some(query) = endpoint.query {
         let schema = query();
         if let Some(properties) = schema.get("properties").and_then(Value::as_object) {

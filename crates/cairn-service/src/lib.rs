@@ -93,6 +93,20 @@ pub struct ServiceOptions {
     /// How long the background indexer holds back an embedding while calls wait for or run
     /// on the writer engine (hybrid recalls, writes), at most ([`INDEXER_YIELD`]).
     pub indexer_yield: Duration,
+    /// What the embedder configuration says, as `cairn model status` reports it (`None`: not
+    /// told).
+    pub embedder_setup: Option<EmbedderSetup>,
+}
+
+/// The embedder configuration of the process that serves (`cairn model status` on a server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbedderSetup {
+    /// `local`, `http`, `none`, `hash` or `invalid`.
+    pub provider: String,
+    /// Why the configuration is invalid, when it is.
+    pub config_error: Option<String>,
+    /// Where the local model was found.
+    pub model_dir: Option<PathBuf>,
 }
 
 impl ServiceOptions {
@@ -107,6 +121,7 @@ impl ServiceOptions {
                 .map_or(1, usize::from)
                 .min(MAX_READERS),
             indexer_yield: INDEXER_YIELD,
+            embedder_setup: None,
         }
     }
 }
@@ -394,6 +409,33 @@ impl Service {
             let (signals, wake) = &self.inner.signals;
             lock(signals).unembedded.extend(written);
             wake.notify_all();
+        }
+        answer
+    }
+
+    /// Runs `work` on an engine of its own (its own connection, opened for this call and
+    /// closed after it), for long work that must not hold the writer engine: a maintenance run
+    /// or an extraction waits for an LLM for minutes while every other call goes on (SQLite
+    /// serializes its write transactions with the writer's, one at a time). It has no
+    /// embedder: what it stores waits for the background indexer's next pass.
+    pub fn call_alone<T>(
+        &self,
+        request: &RequestContext,
+        operation: &str,
+        work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        let mut slot = None;
+        let answer = run_on(
+            &mut slot,
+            &self.inner.options,
+            &self.inner.lexical,
+            None,
+            request,
+            operation,
+            work,
+        );
+        if let Some(engine) = slot.as_mut() {
+            flush_accesses(engine);
         }
         answer
     }

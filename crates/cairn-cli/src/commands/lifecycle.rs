@@ -5,13 +5,12 @@
 
 use crate::output::{print_json, snippet};
 use crate::settings::Settings;
-use anyhow::{Result, bail};
-use cairn_engine::Engine;
-use cairn_engine::lifecycle::config::parse_every;
+use anyhow::Result;
 use cairn_engine::lifecycle::{
-    AcceptReport, AutoAccept, DecayExplanation, DecayReport, DreamOptions, DreamOutcome, DreamView,
-    LlmConfig, MaintainOptions,
+    AcceptReport, DecayExplanation, DecayReport, DreamOptions, DreamOutcome, DreamView, EmbedStep,
+    MaintainOptions, MaintainReport, SettingValue, StepState,
 };
+use cairn_engine::{Engine, ExtractReport};
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
 
@@ -51,82 +50,68 @@ pub struct MaintainArgs {
     /// The session that ended (the client's session id): its turns are extracted; default:
     /// every captured session with turns not yet extracted.
     #[arg(long, value_name = "ID")]
-    session: Option<String>,
+    pub(crate) session: Option<String>,
     /// Only show each step's last run and when it is due next; nothing runs.
     #[arg(long)]
-    status: bool,
+    pub(crate) status: bool,
 }
 
-/// What the maintenance may do, from the brain's settings (and their environment overrides).
+/// What the maintenance may do, from the brain's settings (and their environment overrides):
+/// it embeds here when an embedder is configured.
 pub fn maintain_options(settings: &Settings, engine: &Engine) -> Result<MaintainOptions> {
-    let word = |key: &str| -> Result<Option<String>> {
-        Ok(engine
-            .setting(key, &env)?
-            .value
-            .map(|v| v.trim().to_string()))
-    };
-    let extract = match word("capture.extract")?.as_deref() {
-        Some("off") => None,
-        _ => Some(extract_options(engine, None, false)?),
-    };
     let embedder_on = !matches!(
         crate::embedder::choice(settings),
         Ok(crate::embedder::Choice::Configured(
             cairn_embed::EmbedderConfig::None
         ))
     );
-    let embed = embedder_on && word("maintenance.embed")?.as_deref() != Some("off");
-    let every = |key: &str| -> Result<Option<chrono::TimeDelta>> {
-        let setting = engine.setting(key, &env)?;
-        let value = setting.value.unwrap_or_else(|| "off".into());
-        match parse_every(&value) {
-            Some(every) => Ok(every),
-            None => bail!(
-                "{key} = {value:?} (from {}) is not an interval; nothing was run — use `1d`, `12h`, `0` or `off`: `cairn config set {key} 1d`",
-                setting.from
-            ),
-        }
+    let embed = if embedder_on {
+        EmbedStep::Here
+    } else {
+        EmbedStep::Off
     };
-    Ok(MaintainOptions {
-        extract,
-        embed,
-        decay_every: every("maintenance.decay_every")?,
-        dream_every: every("maintenance.dream_every")?,
-        auto_accept: AutoAccept::parse(&word("dream.auto_accept")?.unwrap_or_default()),
-        dream: engine.dream_options(&env, false)?,
-    })
+    Ok(engine.maintain_options(&env, embed)?)
 }
 
 fn run_maintain(settings: &Settings, args: &MaintainArgs) -> Result<ExitCode> {
     if args.status {
         let engine = settings.open("cli")?;
         let options = maintain_options(settings, &engine)?;
-        let states = engine.maintenance_status(&options)?;
-        if settings.json {
-            print_json(&serde_json::json!({"steps": states}));
-        } else {
-            for state in &states {
-                match &state.last {
-                    Some(run) => outln!(
-                        "{:<8} last {} ({}, {} ms): {} — next: {}",
-                        state.step,
-                        run.at,
-                        run.outcome,
-                        run.elapsed_ms,
-                        run.summary,
-                        state.due
-                    ),
-                    None => outln!("{:<8} never ran — next: {}", state.step, state.due),
-                }
-            }
-        }
+        print_maintain_status(settings, &engine.maintenance_status(&options)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut engine = settings.open("maintain")?;
     let options = maintain_options(settings, &engine)?;
     let report = engine.maintain(&options, args.session.as_deref())?;
+    Ok(print_maintain(settings, &report))
+}
+
+/// `maintain --status`'s answer (here and from a server).
+pub(crate) fn print_maintain_status(settings: &Settings, states: &[StepState]) {
     if settings.json {
-        print_json(&report);
+        print_json(&serde_json::json!({"steps": states}));
+        return;
+    }
+    for state in states {
+        match &state.last {
+            Some(run) => outln!(
+                "{:<8} last {} ({}, {} ms): {} — next: {}",
+                state.step,
+                run.at,
+                run.outcome,
+                run.elapsed_ms,
+                run.summary,
+                state.due
+            ),
+            None => outln!("{:<8} never ran — next: {}", state.step, state.due),
+        }
+    }
+}
+
+/// `maintain`'s report (here and from a server); exit 1 when a step failed.
+pub(crate) fn print_maintain(settings: &Settings, report: &MaintainReport) -> ExitCode {
+    if settings.json {
+        print_json(report);
     } else if report.busy {
         outln!("another maintenance run of this brain is going on; nothing was done");
     } else {
@@ -142,11 +127,11 @@ fn run_maintain(settings: &Settings, args: &MaintainArgs) -> Result<ExitCode> {
         .steps
         .iter()
         .any(|s| s.run.as_ref().is_some_and(|r| r.outcome == "error"));
-    Ok(if failed {
+    if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -154,18 +139,23 @@ pub struct ExtractArgs {
     /// Only this session (the client's session id, as the hooks receive it); default: every
     /// captured session with turns not yet extracted.
     #[arg(long, value_name = "ID")]
-    session: Option<String>,
+    pub(crate) session: Option<String>,
     /// Rules only, even when an LLM is configured.
     #[arg(long)]
-    no_llm: bool,
+    pub(crate) no_llm: bool,
 }
 
 fn run_extract(settings: &Settings, args: &ExtractArgs) -> Result<ExitCode> {
     let mut engine = settings.open("extract")?;
     let options = extract_options(&engine, args.session.clone(), args.no_llm)?;
     let report = engine.extract(&options)?;
+    Ok(print_extract(settings, &report))
+}
+
+/// `extract`'s report (here and from a server); exit 1 when a batch failed.
+pub(crate) fn print_extract(settings: &Settings, report: &ExtractReport) -> ExitCode {
     if settings.json {
-        print_json(&report);
+        print_json(report);
     } else if report.busy {
         outln!("another extraction of this brain is running; nothing was done");
     } else {
@@ -196,11 +186,11 @@ fn run_extract(settings: &Settings, args: &ExtractArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(if report.errors.is_empty() {
+    if report.errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
 }
 
 /// Starts `cairn maintain --session ID` detached from the session-end hook (its own process
@@ -253,24 +243,7 @@ pub fn extract_options(
     session: Option<String>,
     no_llm: bool,
 ) -> Result<cairn_engine::ExtractOptions> {
-    let target_word = engine
-        .setting("capture.extract", &env)?
-        .value
-        .unwrap_or_else(|| "inbox".into());
-    let target = cairn_engine::ExtractTarget::parse(&target_word)
-        .unwrap_or(cairn_engine::ExtractTarget::Inbox);
-    let max_calls = engine
-        .setting("extract.max_llm_calls", &env)?
-        .value
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(4);
-    Ok(cairn_engine::ExtractOptions {
-        session,
-        llm: if no_llm { None } else { llm_config(engine)? },
-        target,
-        max_calls,
-    })
+    Ok(engine.extract_options(&env, session, no_llm)?)
 }
 
 #[derive(Debug, Args)]
@@ -344,11 +317,6 @@ pub(crate) fn parse_id(given: &str) -> Result<i64> {
     trimmed
         .parse::<i64>()
         .map_err(|_| anyhow::anyhow!("{given:?} is not a record id: use 42 or #42"))
-}
-
-/// The LLM the settings configure: the command wins over the URL; `None` when neither is set.
-pub fn llm_config(engine: &Engine) -> Result<Option<LlmConfig>> {
-    Ok(engine.llm_config(&env)?)
 }
 
 fn run_decay(settings: &Settings, decay: &DecayArgs) -> Result<ExitCode> {
@@ -688,33 +656,11 @@ fn run_config(settings: &Settings, command: &ConfigCommand) -> Result<ExitCode> 
     match command {
         ConfigCommand::List => {
             let engine = settings.open("cli")?;
-            let stored = engine.settings(&env)?;
-            if settings.json {
-                print_json(&serde_json::json!({"settings": stored}));
-            } else {
-                for s in &stored {
-                    outln!(
-                        "{:<20} {:<30} ({}) — {}",
-                        s.key,
-                        s.value.as_deref().unwrap_or("-"),
-                        s.from,
-                        s.help
-                    );
-                }
-            }
+            print_settings(settings, &engine.settings(&env)?);
         }
         ConfigCommand::Get { key } => {
             let engine = settings.open("cli")?;
-            let setting = engine.setting(key, &env)?;
-            if settings.json {
-                print_json(&setting);
-            } else {
-                outln!(
-                    "{} ({})",
-                    setting.value.as_deref().unwrap_or("-"),
-                    setting.from
-                );
-            }
+            print_setting(settings, &engine.setting(key, &env)?);
         }
         ConfigCommand::Set { key, value } => {
             let mut engine = settings.open("cli")?;
@@ -736,4 +682,34 @@ fn run_config(settings: &Settings, command: &ConfigCommand) -> Result<ExitCode> 
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `config list`'s answer (here and from a server).
+pub(crate) fn print_settings(settings: &Settings, stored: &[SettingValue]) {
+    if settings.json {
+        print_json(&serde_json::json!({"settings": stored}));
+        return;
+    }
+    for s in stored {
+        outln!(
+            "{:<20} {:<30} ({}) — {}",
+            s.key,
+            s.value.as_deref().unwrap_or("-"),
+            s.from,
+            s.help
+        );
+    }
+}
+
+/// `config get`'s answer (here and from a server).
+pub(crate) fn print_setting(settings: &Settings, setting: &SettingValue) {
+    if settings.json {
+        print_json(setting);
+    } else {
+        outln!(
+            "{} ({})",
+            setting.value.as_deref().unwrap_or("-"),
+            setting.from
+        );
+    }
 }

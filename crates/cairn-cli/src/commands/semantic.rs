@@ -139,71 +139,121 @@ fn run_model(
             Ok(ExitCode::SUCCESS)
         }
         ModelCommand::Status => {
-            let config = embedder_choice(settings);
-            let located = local_model(settings, None)
-                .and_then(|model| cairn_embed::locate_model_dir_for(model_dir, model.spec()));
+            let setup = embedder_setup(settings);
             let status = match engine {
                 Some(engine) => Some(engine.semantic_status()?),
                 None => None,
             };
-            let provider = config
-                .as_ref()
-                .map_or("invalid", |choice| choice.provider());
             let ok = status.as_ref().is_none_or(|s| s.problem.is_none());
-            if json {
-                print_json(&serde_json::json!({
-                    "provider": provider,
-                    "config_error": config.as_ref().err().map(ToString::to_string),
-                    "model_dir": located.as_ref().ok(),
-                    "semantic": status,
-                    "ok": ok,
-                }));
-            } else {
-                outln!("provider   {provider}");
-                if let Err(error) = &config {
-                    outln!("  problem: {error}");
-                }
-                if provider == "local" {
-                    match &located {
-                        Ok(dir) => outln!("model dir  {}", dir.display()),
-                        Err(error) => outln!("model dir  not found\n  {error}"),
-                    }
-                }
-                if let Some(status) = &status {
-                    if let Some(model) = &status.model {
-                        outln!(
-                            "model      {model} ({} dims)",
-                            status.dimension.unwrap_or(0)
-                        );
-                    }
-                    match &status.brain {
-                        Some(space) => outln!(
-                            "brain      vectors from {} ({} dims): {} of {} records embedded",
-                            space.model,
-                            space.dimension,
-                            status.counts.with_vector,
-                            status.counts.records
-                        ),
-                        None => outln!(
-                            "brain      no vectors yet ({} records)",
-                            status.counts.records
-                        ),
-                    }
-                    if let Some(problem) = &status.problem {
-                        outln!("problem    {problem}");
-                    } else if status.counts.pending() > 0 {
-                        outln!(
-                            "pending    {} records without a vector: `cairn reindex`",
-                            status.counts.pending()
-                        );
-                    }
-                }
-            }
-            Ok(if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            let status = status.map(|s| serde_json::to_value(s).unwrap_or_default());
+            Ok(print_model_status(
+                settings,
+                &ModelStatus {
+                    provider: setup.provider,
+                    config_error: setup.config_error,
+                    model_dir: setup.model_dir,
+                    semantic: status,
+                    ok,
+                },
+                located_error(settings),
+            ))
         }
+    }
+}
+
+/// The embedder configuration as `model status` reports it (also what `cairn serve` tells its
+/// service, for `GET /v1/semantic`).
+pub fn embedder_setup(settings: &Settings) -> cairn_service::EmbedderSetup {
+    let config = embedder_choice(settings);
+    let located = local_model(settings, None).and_then(|model| {
+        cairn_embed::locate_model_dir_for(settings.model_dir.as_deref(), model.spec())
+    });
+    cairn_service::EmbedderSetup {
+        provider: config
+            .as_ref()
+            .map_or("invalid", |choice| choice.provider())
+            .to_string(),
+        config_error: config.as_ref().err().map(ToString::to_string),
+        model_dir: located.ok(),
+    }
+}
+
+/// Why the local model was not found (the text `model status` prints).
+fn located_error(settings: &Settings) -> Option<String> {
+    local_model(settings, None)
+        .and_then(|model| {
+            cairn_embed::locate_model_dir_for(settings.model_dir.as_deref(), model.spec())
+        })
+        .err()
+        .map(|error| error.to_string())
+}
+
+/// `model status --json`: the embedder configuration, and the brain's semantic index (its
+/// members in alphabetical order, the order this JSON always had).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ModelStatus {
+    pub config_error: Option<String>,
+    pub model_dir: Option<PathBuf>,
+    pub ok: bool,
+    pub provider: String,
+    /// `cairn_engine::SemanticStatus` (its members sorted too).
+    pub semantic: Option<serde_json::Value>,
+}
+
+/// Prints `model status` (here, or a server's); exit 1 when semantic search does not work.
+/// `not_found`: why the local model was not found, when this process looked for it.
+pub(crate) fn print_model_status(
+    settings: &Settings,
+    status: &ModelStatus,
+    not_found: Option<String>,
+) -> ExitCode {
+    if settings.json {
+        print_json(status);
+    } else {
+        outln!("provider   {}", status.provider);
+        if let Some(error) = &status.config_error {
+            outln!("  problem: {error}");
+        }
+        if status.provider == "local" {
+            match (&status.model_dir, not_found) {
+                (Some(dir), _) => outln!("model dir  {}", dir.display()),
+                (None, Some(error)) => outln!("model dir  not found\n  {error}"),
+                (None, None) => outln!("model dir  not found"),
+            }
+        }
+        if let Some(semantic) = &status.semantic {
+            print_semantic(semantic);
+        }
+    }
+    if status.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The semantic index's lines of `model status`.
+fn print_semantic(status: &serde_json::Value) {
+    let number = |value: &serde_json::Value| value.as_i64().unwrap_or(0);
+    let counts = &status["counts"];
+    let (records, with_vector) = (number(&counts["records"]), number(&counts["with_vector"]));
+    if let Some(model) = status["model"].as_str() {
+        outln!("model      {model} ({} dims)", number(&status["dimension"]));
+    }
+    match status["brain"].as_object() {
+        Some(space) => outln!(
+            "brain      vectors from {} ({} dims): {with_vector} of {records} records embedded",
+            space.get("model").and_then(|m| m.as_str()).unwrap_or("?"),
+            space.get("dimension").map_or(0, number),
+        ),
+        None => outln!("brain      no vectors yet ({records} records)"),
+    }
+    if let Some(problem) = status["problem"].as_str() {
+        outln!("problem    {problem}");
+    } else if records > with_vector {
+        outln!(
+            "pending    {} records without a vector: `cairn reindex`",
+            records - with_vector
+        );
     }
 }

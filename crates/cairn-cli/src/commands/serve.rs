@@ -4,7 +4,7 @@
 use crate::output::print_json;
 use crate::settings::Settings;
 use anyhow::{Context as _, Result, bail};
-use cairn_engine::tokens::{NewToken, Role, TokenInfo};
+use cairn_engine::tokens::{CreatedToken, NewToken, Role, TokenInfo};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -110,6 +110,7 @@ fn open_service(
     options.read_only = settings.read_only;
     options.now = cairn_engine::test_clock_from_env()?;
     options.buffer_accesses = buffer_accesses;
+    options.embedder_setup = Some(crate::commands::semantic::embedder_setup(settings));
     if let Ok(value) = std::env::var("CAIRN_MCP_INDEX_SECS") {
         options.index_interval = crate::commands::mcp::index_interval(&value)?;
     }
@@ -279,65 +280,78 @@ pub fn run_token(settings: &Settings, command: &TokenCommand) -> Result<ExitCode
     let mut engine = settings.open("cli")?;
     match command {
         TokenCommand::Create(args) => {
-            let created = engine.token_create(&NewToken {
-                name: args.name.clone(),
-                project: if args.all { None } else { args.project.clone() },
-                role: args.role,
-                expires: args.expires.clone(),
-            })?;
-            if settings.json {
-                print_json(&created);
-            } else {
-                outln!("{}", created.token);
-                eprintln!(
-                    "token {:?} ({} role, {}{}): shown once, not stored — keep it now",
-                    created.info.name,
-                    created.info.role.as_str(),
-                    project_text(&created.info),
-                    created
-                        .info
-                        .expires_at
-                        .as_deref()
-                        .map(|at| format!(", expires {at}"))
-                        .unwrap_or_default()
-                );
-            }
+            print_token_created(settings, &engine.token_create(&args.request())?);
         }
-        TokenCommand::List => {
-            let tokens = engine.token_list()?;
-            if settings.json {
-                print_json(&tokens);
-            } else if tokens.is_empty() {
-                outln!(
-                    "no tokens; `cairn token create --name NAME --project KEY --role read` makes one"
-                );
-            } else {
-                for token in &tokens {
-                    outln!(
-                        "{:<24} {:<6} {:<8} {}{}",
-                        token.name,
-                        token.role.as_str(),
-                        token.state,
-                        project_text(token),
-                        token
-                            .expires_at
-                            .as_deref()
-                            .map(|at| format!(", expires {at}"))
-                            .unwrap_or_default()
-                    );
-                }
-            }
-        }
-        TokenCommand::Revoke { name } => {
-            let revoked = engine.token_revoke(name)?;
-            if settings.json {
-                print_json(&serde_json::json!({"status": "revoked", "token": revoked}));
-            } else {
-                outln!("revoked token {:?}; it stops working at once", revoked.name);
-            }
-        }
+        TokenCommand::List => print_tokens(settings, &engine.token_list()?),
+        TokenCommand::Revoke { name } => print_token_revoked(settings, &engine.token_revoke(name)?),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+impl TokenCreateArgs {
+    /// The token these flags ask for.
+    pub(crate) fn request(&self) -> NewToken {
+        NewToken {
+            name: self.name.clone(),
+            project: if self.all { None } else { self.project.clone() },
+            role: self.role,
+            expires: self.expires.clone(),
+        }
+    }
+}
+
+/// `token create`'s answer (here and from a server): the secret on stdout, once.
+pub(crate) fn print_token_created(settings: &Settings, created: &CreatedToken) {
+    if settings.json {
+        print_json(created);
+        return;
+    }
+    outln!("{}", created.token);
+    eprintln!(
+        "token {:?} ({} role, {}{}): shown once, not stored — keep it now",
+        created.info.name,
+        created.info.role.as_str(),
+        project_text(&created.info),
+        created
+            .info
+            .expires_at
+            .as_deref()
+            .map(|at| format!(", expires {at}"))
+            .unwrap_or_default()
+    );
+}
+
+/// `token list`'s answer (here and from a server).
+pub(crate) fn print_tokens(settings: &Settings, tokens: &[TokenInfo]) {
+    if settings.json {
+        print_json(&tokens);
+    } else if tokens.is_empty() {
+        outln!("no tokens; `cairn token create --name NAME --project KEY --role read` makes one");
+    } else {
+        for token in tokens {
+            outln!(
+                "{:<24} {:<6} {:<8} {}{}",
+                token.name,
+                token.role.as_str(),
+                token.state,
+                project_text(token),
+                token
+                    .expires_at
+                    .as_deref()
+                    .map(|at| format!(", expires {at}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// `token revoke`'s answer (here and from a server).
+pub(crate) fn print_token_revoked(settings: &Settings, revoked: &TokenInfo) {
+    if settings.json {
+        print_json(&serde_json::json!({"status": "revoked", "token": revoked}));
+    } else {
+        outln!("revoked token {:?}; it stops working at once", revoked.name);
+    }
 }
 
 fn project_text(token: &TokenInfo) -> String {

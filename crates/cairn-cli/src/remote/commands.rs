@@ -8,12 +8,13 @@
 //! `--project`/`CAIRN_PROJECT` names one), the commit a write is stamped with (`Cairn-Commit`,
 //! the client's HEAD: one `git rev-parse`, for writes only) and, for `brief`, the working tree.
 
+use super::admin::{self, unserved};
 use super::{Client, ClientOptions, RemoteError, Target, agent, graph};
 use crate::cli::Command;
 use crate::commands::agent::{AgentCommand, BriefArgs, print_brief_text};
 use crate::commands::exchange::ExchangeCommand;
 use crate::commands::exchange::export::{ExportArgs, print_exported, write_export};
-use crate::commands::exchange::import::{ImportArgs, open_input, print_import};
+use crate::commands::exchange::import::{ImportArgs, ImportSource, open_input, print_import};
 use crate::commands::graph::{EntityCommand, GraphCommand, RelationTypeCommand};
 use crate::commands::lifecycle::LifecycleCommand;
 use crate::commands::maintenance::{MaintenanceCommand, print_doctor, print_stats};
@@ -144,7 +145,51 @@ pub fn route(command: &Command) -> Route<'_> {
         Command::Exchange(E::Import(args)) if args.source.is_none() => {
             server(move |r| import(r, args))
         }
+        Command::Lifecycle(L::Maintain(args)) => server(move |r| admin::maintain(r, args)),
+        Command::Lifecycle(L::Extract(args)) => server(move |r| admin::extract(r, args)),
+        Command::Lifecycle(L::Config { command }) => server(move |r| admin::config(r, command)),
+        Command::Semantic(SemanticCommand::Model {
+            command: ModelCommand::Status,
+        }) => server(admin::model_status),
+        Command::Token { command } => server(move |r| admin::token(r, command)),
         Command::Mcp => server(super::mcp::forward),
+        // Inherently local work: each says why, and what to do instead.
+        Command::Semantic(SemanticCommand::Reindex { .. }) => server(|r| {
+            Err(unserved(
+                "reindex",
+                "a server's background indexer embeds the records waiting for a vector by itself, and a full re-embedding belongs on the server's machine (it takes its cores for minutes)",
+                "`cairn model status` says how complete the server's index is; run `cairn reindex --full` where the brain is",
+                r,
+            ))
+        }),
+        Command::Exchange(E::Export(args)) if args.target.is_some() => server(|r| {
+            Err(unserved(
+                "export wiki",
+                "the wiki is written into a directory on this machine, rewriting only the pages that differ from the files there",
+                "`cairn export FILE` (served) writes the brain's JSONL here; then, with CAIRN_URL unset, `cairn --db NEW.db import FILE` and `cairn --db NEW.db export wiki DIR` make the wiki from it",
+                r,
+            ))
+        }),
+        Command::Exchange(E::Import(ImportArgs {
+            source: Some(source),
+            ..
+        })) => server(move |r| Err(unserved_import(source, r))),
+        Command::Exchange(E::Share(_)) => server(|r| {
+            Err(unserved(
+                "share",
+                "no endpoint makes an envelope yet",
+                "run `cairn share` where the brain is; the envelope it writes imports anywhere (`cairn import envelope FILE`, with a local brain)",
+                r,
+            ))
+        }),
+        Command::Codemap(_) => server(|r| {
+            Err(unserved(
+                "codemap",
+                "the code map parses the working tree of this machine's repository, which a server cannot read",
+                "unset CAIRN_URL to build the map in a local brain file (`cairn brief` through the server still sends the working tree)",
+                r,
+            ))
+        }),
         // The hooks decide for themselves (they fail open within their deadline).
         // `cairn ui` serves the local brain whatever CAIRN_URL says.
         Command::Install(_)
@@ -158,6 +203,43 @@ pub fn route(command: &Command) -> Route<'_> {
         }) => Route::Here,
         _ => Route::Missing,
     }
+}
+
+/// Why `import SOURCE` is not served: each source is files on this machine.
+fn unserved_import(source: &ImportSource, remote: &Remote<'_>) -> anyhow::Error {
+    let (name, why) = match source {
+        ImportSource::Wiki(_) => (
+            "import wiki",
+            "a wiki import compares a directory on this machine with the brain page by page (edits become updates, deleted pages are reported)",
+        ),
+        ImportSource::ClaudeMd { .. } => (
+            "import claude-md",
+            "it reads CLAUDE.md files on this machine",
+        ),
+        ImportSource::AgentsMd { .. } => (
+            "import agents-md",
+            "it reads AGENTS.md files on this machine",
+        ),
+        ImportSource::McpMemory { .. } => (
+            "import mcp-memory",
+            "it reads a memory.jsonl on this machine",
+        ),
+        ImportSource::Markdown { .. } => (
+            "import markdown",
+            "it reads a folder of notes on this machine",
+        ),
+        ImportSource::Mem0 { .. } => ("import mem0", "it reads a mem0 export on this machine"),
+        ImportSource::Envelope { .. } => (
+            "import envelope",
+            "it reads an envelope file on this machine, and no endpoint receives one yet",
+        ),
+    };
+    unserved(
+        name,
+        why,
+        "with CAIRN_URL unset, import it into a local brain file (`cairn --db NEW.db import …`) and `cairn --db NEW.db export FILE`; then `cairn import FILE` through the server (served: JSONL)",
+        remote,
+    )
 }
 
 /// The server `CAIRN_URL` names, as commands see it.

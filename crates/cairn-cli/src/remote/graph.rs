@@ -289,8 +289,9 @@ pub fn dream(remote: &Remote<'_>, args: &DreamArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A dream id as one path segment (ids are plain words; anything else is escaped).
-fn urlencoding(id: &str) -> String {
+/// A dream id (a token's name, a setting's key) as one path segment (plain words stay as they
+/// are; anything else is escaped).
+pub(super) fn urlencoding(id: &str) -> String {
     id.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),

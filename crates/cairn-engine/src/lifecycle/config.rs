@@ -5,7 +5,7 @@
 //! environment variable `llm.api_key_env` names.
 
 use crate::{Engine, EngineError, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A known setting: its key, the environment variable that overrides it, what it does.
 #[derive(Debug, Clone, Copy)]
@@ -113,7 +113,7 @@ pub fn parse_every(value: &str) -> Option<Option<chrono::TimeDelta>> {
 }
 
 /// One setting's value and where it came from.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SettingValue {
     pub key: String,
     pub value: Option<String>,
@@ -314,6 +314,76 @@ impl Engine {
             max_llm_calls,
             keep_decided_days,
             ..super::DreamOptions::default()
+        })
+    }
+}
+
+impl Engine {
+    /// The options of an extraction from the settings: the LLM (none with `no_llm`), where
+    /// candidates go (`capture.extract`) and the call budget (`extract.max_llm_calls`).
+    pub fn extract_options(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+        session: Option<String>,
+        no_llm: bool,
+    ) -> Result<crate::ExtractOptions> {
+        let target = self
+            .setting("capture.extract", env)?
+            .value
+            .as_deref()
+            .and_then(crate::ExtractTarget::parse)
+            .unwrap_or(crate::ExtractTarget::Inbox);
+        let max_calls = self
+            .setting("extract.max_llm_calls", env)?
+            .value
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(4);
+        Ok(crate::ExtractOptions {
+            session,
+            llm: if no_llm { None } else { self.llm_config(env)? },
+            target,
+            max_calls,
+        })
+    }
+
+    /// What a maintenance run may do, from the settings: `embed` says who embeds when
+    /// `maintenance.embed` is on (the caller knows whether an embedder is configured, and
+    /// whether a server's indexer embeds in the background).
+    pub fn maintain_options(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+        embed: super::EmbedStep,
+    ) -> Result<super::MaintainOptions> {
+        let word = |key: &str| -> Result<Option<String>> {
+            Ok(self.setting(key, env)?.value.map(|v| v.trim().to_string()))
+        };
+        let extract = match word("capture.extract")?.as_deref() {
+            Some("off") => None,
+            _ => Some(self.extract_options(env, None, false)?),
+        };
+        let embed = if word("maintenance.embed")?.as_deref() == Some("off") {
+            super::EmbedStep::Off
+        } else {
+            embed
+        };
+        let every = |key: &str| -> Result<Option<chrono::TimeDelta>> {
+            let setting = self.setting(key, env)?;
+            let value = setting.value.unwrap_or_else(|| "off".into());
+            parse_every(&value).ok_or_else(|| {
+                EngineError::Invalid(format!(
+                    "{key} = {value:?} (from {}) is not an interval; nothing was run — use `1d`, `12h`, `0` or `off`: `cairn config set {key} 1d`",
+                    setting.from
+                ))
+            })
+        };
+        Ok(super::MaintainOptions {
+            extract,
+            embed,
+            decay_every: every("maintenance.decay_every")?,
+            dream_every: every("maintenance.dream_every")?,
+            auto_accept: super::AutoAccept::parse(&word("dream.auto_accept")?.unwrap_or_default()),
+            dream: self.dream_options(env, false)?,
         })
     }
 }

@@ -48,14 +48,25 @@ impl AutoAccept {
     }
 }
 
-/// What one maintenance run may do, from the brain's settings (the CLI resolves them).
+/// Who embeds the records waiting for a vector during a maintenance run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedStep {
+    /// Nobody: no embedder is configured, or `maintenance.embed = off`.
+    Off,
+    /// The run itself (the CLI's `cairn maintain`).
+    Here,
+    /// A server's background indexer, which embeds them on its own connection as they come
+    /// (`cairn serve`): the run leaves them to it.
+    Indexer,
+}
+
+/// What one maintenance run may do, from the brain's settings ([`Engine::maintain_options`]).
 #[derive(Debug, Clone)]
 pub struct MaintainOptions {
     /// The extraction (`None`: `capture.extract = off`).
     pub extract: Option<ExtractOptions>,
-    /// Embed the records waiting for a vector (an embedder is configured and
-    /// `maintenance.embed = on`).
-    pub embed: bool,
+    /// Who embeds the records waiting for a vector.
+    pub embed: EmbedStep,
     /// `maintenance.decay_every` (`None`: off).
     pub decay_every: Option<TimeDelta>,
     /// `maintenance.dream_every` (`None`: off).
@@ -75,7 +86,7 @@ impl MaintainOptions {
 }
 
 /// A step's last run, as kept in `meta` (and shown by `cairn maintain --status`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct StepRun {
     pub step: String,
     /// When it ran (the engine's clock).
@@ -88,7 +99,7 @@ pub struct StepRun {
 }
 
 /// One step of this run: what it did, or why it did not run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepReport {
     pub step: String,
     /// Whether it ran this time.
@@ -101,7 +112,7 @@ pub struct StepReport {
 }
 
 /// What `cairn maintain` did (its `--json`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MaintainReport {
     /// Another maintenance run of this brain was going on: this one did nothing.
     pub busy: bool,
@@ -110,7 +121,7 @@ pub struct MaintainReport {
 }
 
 /// One step's state for `cairn maintain --status`: its last run and when it is due next.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepState {
     pub step: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -175,7 +186,7 @@ impl Engine {
                 _ => {}
             }
         }
-        if options.embed && self.store.reader().vector_counts()?.pending() > 0 {
+        if options.embed == EmbedStep::Here && self.store.reader().vector_counts()?.pending() > 0 {
             return Ok(true);
         }
         for (step, every) in [
@@ -197,8 +208,11 @@ impl Engine {
             let due = match *step {
                 "extract" if options.extract.is_none() => "off".to_string(),
                 "extract" => "when turns wait".to_string(),
-                "embed" if !options.embed => "off".to_string(),
-                "embed" => "when records wait".to_string(),
+                "embed" => match options.embed {
+                    EmbedStep::Off => "off".to_string(),
+                    EmbedStep::Here => "when records wait".to_string(),
+                    EmbedStep::Indexer => "always: the server's background indexer".to_string(),
+                },
                 "decay" if options.auto_accept == AutoAccept::No => {
                     "off (dream.auto_accept = false: the dream proposes decay)".to_string()
                 }
@@ -373,11 +387,20 @@ impl Engine {
     }
 
     fn embed_step(&mut self, options: &MaintainOptions) -> Result<StepReport> {
-        if !options.embed {
-            return Ok(Self::skipped(
-                "embed",
-                "off (no embedder configured, or maintenance.embed = off)".into(),
-            ));
+        match options.embed {
+            EmbedStep::Off => {
+                return Ok(Self::skipped(
+                    "embed",
+                    "off (no embedder configured, or maintenance.embed = off)".into(),
+                ));
+            }
+            EmbedStep::Indexer => {
+                return Ok(Self::skipped(
+                    "embed",
+                    "left to the server's background indexer (it embeds records waiting for a vector as they come)".into(),
+                ));
+            }
+            EmbedStep::Here => {}
         }
         let pending = self.store.reader().vector_counts()?.pending();
         if pending == 0 {

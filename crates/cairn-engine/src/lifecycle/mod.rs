@@ -16,5 +16,5 @@ pub use dream::{
 };
 pub use llm::LlmConfig;
 pub use maintain::{
-    AutoAccept, MaintainOptions, MaintainReport, STEPS, StepReport, StepRun, StepState,
+    AutoAccept, EmbedStep, MaintainOptions, MaintainReport, STEPS, StepReport, StepRun, StepState,
 };

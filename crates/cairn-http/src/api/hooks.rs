@@ -128,6 +128,10 @@ pub struct SessionEndAnswer {
     /// `noted`.
     pub status: &'static str,
     pub session: String,
+    /// The maintenance this end makes due (`cairn maintain --session`): `started` (on the
+    /// server, in the background: this answer does not wait for it), `not_due`, or `read_only`
+    /// (a read-only server starts none).
+    pub maintenance: &'static str,
 }
 
 async fn user_prompt_submit(
@@ -270,25 +274,85 @@ async fn session_end(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
+    let server = app.clone();
     handle(
         app,
         headers,
         Op::write("hook session-end"),
         Input::Body(body),
-        |engine, _, args: SessionEndBody| {
+        move |engine, caller, args: SessionEndBody| {
             let mut detail =
                 json!({"session": args.session, "reason": args.reason, "client": args.client});
             if let Some(bytes) = args.uncaptured_bytes {
                 detail["uncaptured_bytes"] = bytes.into();
             }
             engine.note_event("session_end", detail)?;
+            let maintenance = start_maintenance(&server, engine, caller, &args.session)?;
             Ok(SessionEndAnswer {
                 status: "noted",
                 session: args.session,
+                maintenance,
             })
         },
     )
     .await
+}
+
+/// What a local session end does (`spawn_after_session` in the CLI), on the server: when
+/// anything is due (cheap reads), `cairn maintain --session ID` runs on a thread and an engine
+/// of its own, not waited for — the hook's answer goes out at once whatever the LLM takes. One
+/// run at a time per brain is the maintenance's own lock; what it did is in `GET /v1/maintain`,
+/// a failure in the server's log.
+fn start_maintenance(
+    app: &App,
+    engine: &cairn_engine::Engine,
+    caller: &crate::auth::Caller,
+    session: &str,
+) -> Result<&'static str, Problem> {
+    if app.service.read_only() {
+        return Ok("read_only");
+    }
+    let options = super::lifecycle::maintain_options(engine)?;
+    if !engine.maintenance_due(&options, Some(session))? {
+        return Ok("not_due");
+    }
+    let (service, request, ended) = (
+        app.service.clone(),
+        caller.request.clone(),
+        session.to_string(),
+    );
+    let started = std::thread::Builder::new()
+        .name("cairn-maintain".into())
+        .spawn(move || {
+            let session = ended;
+            let run = service.call_alone(&request, "maintain", |engine| {
+                engine.maintain(&options, Some(&session))
+            });
+            match run {
+                Ok(report) => {
+                    for step in &report.steps {
+                        if let Some(run) = step.run.as_ref().filter(|r| r.outcome == "error") {
+                            eprintln!(
+                                "cairn serve: maintenance after session {session}: {} failed: {}",
+                                step.step, run.summary
+                            );
+                        }
+                    }
+                }
+                Err(error) => {
+                    eprintln!("cairn serve: maintenance after session {session} failed: {error}")
+                }
+            }
+        });
+    match started {
+        Ok(_) => Ok("started"),
+        Err(error) => Err(Problem::from_kind(
+            cairn_engine::ErrorKind::Other,
+            format!(
+                "the session's end was noted, but its maintenance could not start ({error}); run `cairn maintain --session {session}`"
+            ),
+        )),
+    }
 }
 
 /// The hook endpoints, listed in `/openapi.json` with the rest.
@@ -345,7 +409,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "post",
             "/v1/hooks/session-end",
             write,
-            "Note a session's end (the maintenance a local session end starts is not started by the server: run `cairn maintain` where the brain is).",
+            "Note a session's end, and start the maintenance it makes due (extraction of its turns, decay, a dream: `cairn maintain --session`) on the server in the background, as a local session end does; the answer does not wait for it.",
             post(session_end),
         )
         .body::<SessionEndBody>()

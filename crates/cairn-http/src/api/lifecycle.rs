@@ -1,7 +1,10 @@
-//! `/v1/decay` and `/v1/dream…`: the lifecycle commands (`cairn decay`, `decay --explain`,
-//! `dream`, `dream list|show|accept|reject`), each the engine call its CLI command makes,
-//! answering that command's `--json`. Decay and dreams look at every project of the brain, so
-//! they need a token for every project; `decay --explain` of one record needs only to see it.
+//! `/v1/decay`, `/v1/dream…`, `/v1/maintain` and `/v1/extract`: the lifecycle commands
+//! (`cairn decay`, `decay --explain`, `dream`, `dream list|show|accept|reject`, `maintain`,
+//! `maintain --status`, `extract`), each the engine call its CLI command makes, answering that
+//! command's `--json`. Decay, dreams, the maintenance and the extraction look at every project
+//! of the brain, so they need a token for every project; `decay --explain` of one record needs
+//! only to see it. The maintenance and the extraction wait for the brain's LLM (run by the
+//! server, as `dream` does): they run on an engine of their own, so other calls go on.
 
 use super::{Endpoint, Input, NoQuery, Op, handle, item_not_found, record_id, visible};
 use crate::App;
@@ -11,11 +14,12 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
-use cairn_engine::Engine;
 use cairn_engine::lifecycle::{
-    AcceptReport, DecayExplanation, DecayReport, DreamOutcome, DreamView,
+    AcceptReport, DecayExplanation, DecayReport, DreamOutcome, DreamView, EmbedStep,
+    MaintainOptions, MaintainReport, StepState,
 };
 use cairn_engine::tokens::Role;
+use cairn_engine::{Engine, ExtractReport};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +67,52 @@ pub struct RejectedAnswer {
     /// `rejected`.
     pub status: &'static str,
     pub id: String,
+}
+
+/// `POST /v1/maintain`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MaintainBody {
+    /// The session that ended: its turns are extracted (`cairn maintain --session`); default:
+    /// every captured session with turns not yet extracted.
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// `POST /v1/extract`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractBody {
+    /// Only this session (`cairn extract --session`); default: every captured session with
+    /// turns not yet extracted.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// Rules only, even when an LLM is configured (`--no-llm`).
+    #[serde(default)]
+    pub no_llm: bool,
+}
+
+/// `GET /v1/maintain` (`cairn maintain --status --json`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MaintainStatusAnswer {
+    pub steps: Vec<StepState>,
+}
+
+/// What a maintenance run on this server may do: the brain's settings as the server's
+/// environment overrides them; the embedding is the background indexer's.
+pub(crate) fn maintain_options(engine: &Engine) -> Result<MaintainOptions, Problem> {
+    Ok(engine.maintain_options(&env, EmbedStep::Indexer)?)
+}
+
+/// A session id as a body names it: not empty (the field named).
+fn session_of(session: Option<String>) -> Result<Option<String>, Problem> {
+    match session {
+        Some(session) if session.trim().is_empty() => Err(Problem::bad_request(
+            "`session` is empty: give the client's session id, or leave it out for every captured session; nothing was done",
+        )
+        .with("field", serde_json::json!("session"))),
+        other => Ok(other),
+    }
 }
 
 fn env(name: &str) -> Option<String> {
@@ -216,6 +266,60 @@ async fn dream_reject(
     .await
 }
 
+async fn maintain(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    handle(
+        app,
+        headers,
+        Op::write("maintain").whole_brain().alone(),
+        Input::Body(body),
+        |engine, _, args: MaintainBody| {
+            let session = session_of(args.session)?;
+            let options = maintain_options(engine)?;
+            Ok(engine.maintain(&options, session.as_deref())?)
+        },
+    )
+    .await
+}
+
+async fn maintain_status(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
+    handle(
+        app,
+        headers,
+        Op::read("maintain --status").whole_brain(),
+        Input::Nothing,
+        |engine, _, _: NoQuery| {
+            let options = maintain_options(engine)?;
+            Ok(MaintainStatusAnswer {
+                steps: engine.maintenance_status(&options)?,
+            })
+        },
+    )
+    .await
+}
+
+async fn extract(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    handle(
+        app,
+        headers,
+        Op::write("extract").whole_brain().alone(),
+        Input::Body(body),
+        |engine, _, args: ExtractBody| {
+            let session = session_of(args.session)?;
+            let options = engine.extract_options(&env, session, args.no_llm)?;
+            Ok(engine.extract(&options)?)
+        },
+    )
+    .await
+}
+
 pub fn endpoints() -> Vec<Endpoint> {
     let read = Some(Role::Read);
     let write = Some(Role::Write);
@@ -294,5 +398,34 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .every_project()
         .answers::<RejectedAnswer>("the JSON of `cairn dream reject --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/maintain",
+            write,
+            "Run the maintenance that is due — extraction, decay, an unattended dream; the background indexer embeds (`cairn maintain`). Waits for the run, one at a time per brain (`busy` otherwise).",
+            post(maintain),
+        )
+        .every_project()
+        .body::<MaintainBody>()
+        .answers::<MaintainReport>("the JSON of `cairn maintain --json`"),
+        Endpoint::new(
+            "get",
+            "/v1/maintain",
+            read,
+            "Each maintenance step's last run and when it is due next (`cairn maintain --status`).",
+            get(maintain_status),
+        )
+        .every_project()
+        .answers::<MaintainStatusAnswer>("the JSON of `cairn maintain --status --json`"),
+        Endpoint::new(
+            "post",
+            "/v1/extract",
+            write,
+            "Turn captured session turns into candidate records, with the brain's LLM (run by the server) or by rules (`cairn extract`).",
+            post(extract),
+        )
+        .every_project()
+        .body::<ExtractBody>()
+        .answers::<ExtractReport>("the JSON of `cairn extract --json`"),
     ]
 }
