@@ -109,10 +109,18 @@ pub struct LocomoArgs {
     /// Episodes on each side of a window's centre.
     #[arg(long)]
     window_turns: Option<usize>,
+    /// Window similarity on the semantic leg: the best semantic candidates also score the
+    /// cosine of their window's mean vector, with this many episodes on each side (0: off).
+    #[arg(long)]
+    window_similarity: Option<usize>,
+    /// Where lexical feedback reads its words: `lexical` (the best lexical hits) or `fused`
+    /// (the best fused candidates).
+    #[arg(long, value_name = "lexical|fused")]
+    feedback_source: Option<String>,
     /// Extra rows over the same ingest, each the run's settings with some changed:
     /// `KEY=VALUE[;KEY=VALUE…]` with keys mode (hybrid, semantic, lexical), weights
     /// (`LEXICAL/SEMANTIC`), confidence, confidence_reference, window_weight, window_turns,
-    /// agreement, diversity; e.g. `--variant 'confidence=0.05'
+    /// agreement, diversity, window_similarity, lexical_feedback, feedback_source; e.g. `--variant 'confidence=0.05'
     /// --variant 'confidence=0.1;confidence_reference=median'`. Repeatable.
     #[arg(long)]
     variant: Vec<String>,
@@ -179,8 +187,19 @@ fn variant_row(spec: &str, base: &SemanticConfig) -> Result<Row> {
             }
             "agreement" => config.agreement = number()?,
             "diversity" => config.diversity = number()?,
+            "window_similarity" => {
+                config.window_similarity = value.parse().with_context(|| {
+                    format!("--variant {spec:?}: window_similarity needs a count, got {value:?}")
+                })?;
+            }
+            "lexical_feedback" => config.lexical_feedback = number()?,
+            "feedback_source" => {
+                config.feedback_source = value
+                    .parse()
+                    .map_err(|e: String| anyhow::anyhow!("--variant {spec:?}: {e}"))?;
+            }
             _ => bail!(
-                "--variant {spec:?}: unknown key {key:?} (mode, weights, confidence, confidence_reference, window_weight, window_turns, agreement, diversity)"
+                "--variant {spec:?}: unknown key {key:?} (mode, weights, confidence, confidence_reference, window_weight, window_turns, agreement, diversity, window_similarity, lexical_feedback, feedback_source)"
             ),
         }
     }
@@ -728,6 +747,14 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
     if let Some(turns) = locomo.window_turns {
         config.window_turns = turns;
     }
+    if let Some(turns) = locomo.window_similarity {
+        config.window_similarity = turns;
+    }
+    if let Some(source) = &locomo.feedback_source {
+        config.feedback_source = source
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("--feedback-source: {e}"))?;
+    }
     let workdir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let mut shared: Option<Arc<dyn cairn_embed::Embedder>> = None;
     let mut cache: Option<Arc<crate::embed_cache::CachedEmbedder>> = None;
@@ -899,6 +926,8 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             "confidence_reference": format!("{:?}", config.confidence_reference).to_lowercase(),
             "window_weight": config.window_weight,
             "window_turns": config.window_turns,
+            "window_similarity": config.window_similarity,
+            "feedback_source": format!("{:?}", config.feedback_source).to_lowercase(),
         },
         "embedding_cache": cache.as_ref().map(|c| {
             let (reused, embedded) = c.counts();

@@ -261,6 +261,27 @@ pub fn diversify(
     order
 }
 
+/// The cosine between `query` and the mean direction of `members` (the normalized sum of their
+/// vectors): how well a passage of several records, taken together, matches the query.
+/// `None` when there is no member or a vector is zero or of another length.
+pub fn mean_cosine(query: &[f32], members: &[&[f32]]) -> Option<f64> {
+    if members.is_empty() || members.iter().any(|m| m.len() != query.len()) {
+        return None;
+    }
+    let mut sum = vec![0.0_f32; query.len()];
+    for member in members {
+        for (total, value) in sum.iter_mut().zip(member.iter()) {
+            *total += value;
+        }
+    }
+    let norm = |v: &[f32]| f64::from(crate::vector::dot(v, v)).sqrt();
+    let (sum_norm, query_norm) = (norm(&sum), norm(query));
+    if sum_norm == 0.0 || query_norm == 0.0 {
+        return None;
+    }
+    Some(f64::from(crate::vector::dot(query, &sum)) / (sum_norm * query_norm))
+}
+
 #[cfg(test)]
 mod tests {
     fn unit(v: &[f32]) -> Vec<f32> {
@@ -506,5 +527,33 @@ mod tests {
         };
         // Boosts can move a record by at most this factor relative to another match.
         assert!(strongest.score() / weakest.score() < 12.0);
+    }
+
+    #[test]
+    fn mean_cosine_matches_a_pair_that_together_covers_the_query() {
+        // The query is about x and y; one turn says x, the next says y: the pair matches it
+        // better than either turn alone.
+        let query = unit(&[1.0, 1.0, 0.0]);
+        let x = unit(&[1.0, 0.0, 0.3]);
+        let y = unit(&[0.0, 1.0, 0.3]);
+        let alone = f64::from(crate::vector::dot(&query, &x));
+        let pair = mean_cosine(&query, &[&x, &y]).unwrap();
+        assert!(pair > alone + 0.1, "pair {pair} vs alone {alone}");
+        // One member is its own cosine.
+        assert!((mean_cosine(&query, &[&x]).unwrap() - alone).abs() < 1e-6);
+        // An unrelated neighbour lowers the mean.
+        let z = unit(&[0.0, 0.0, 1.0]);
+        assert!(mean_cosine(&query, &[&x, &z]).unwrap() < alone);
+        assert_eq!(mean_cosine(&query, &[]), None);
+        assert_eq!(
+            mean_cosine(&query, &[&[1.0, 0.0][..]]),
+            None,
+            "another length"
+        );
+        assert_eq!(
+            mean_cosine(&query, &[&[0.0, 0.0, 0.0][..]]),
+            None,
+            "a zero vector"
+        );
     }
 }

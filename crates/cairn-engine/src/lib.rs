@@ -44,8 +44,9 @@ pub use recall::{
 pub use records::{ListRequest, UpdateRequest, Updated};
 pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
 pub use semantic::{
-    BACKGROUND_BATCH, ConfidenceReference, EmbedderLoader, IndexReport, SemanticConfig,
-    SemanticStatus, VECTOR_ONLY_FLOORS, WrittenVectors, embedding_text, vector_only_floor,
+    BACKGROUND_BATCH, ConfidenceReference, EmbedderLoader, FeedbackSource, IndexReport,
+    SemanticConfig, SemanticStatus, VECTOR_ONLY_FLOORS, WrittenVectors, embedding_text,
+    vector_only_floor,
 };
 
 use cairn_core::record::UnknownValue;

@@ -236,6 +236,19 @@ fn agreement(lexical: &[Hit], semantic: &[Hit]) -> f64 {
     shared as f64 / places as f64
 }
 
+/// The records lexical feedback reads: the best `FEEDBACK_DOCS` of a list, each with its
+/// share of the list's best strength (none when the best is not positive).
+fn feedback_docs(hits: &[Hit]) -> Vec<(i64, f64)> {
+    match hits.first().map(|hit| hit.strength) {
+        Some(top) if top > 0.0 => hits
+            .iter()
+            .take(FEEDBACK_DOCS)
+            .map(|hit| (hit.id, hit.strength / top))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The median strength of a list (`None` when it is empty).
 fn median_strength(hits: &[Hit]) -> Option<f64> {
     let mut strengths: Vec<f64> = hits.iter().map(|h| h.strength).collect();
@@ -262,6 +275,10 @@ fn semantic_confidence(semantic: &[Hit], reference: Option<f64>, span: f64) -> f
 /// Two-level retrieval (`SemanticConfig::window_weight`) centres windows on this many of the
 /// best fused candidates.
 const WINDOW_CENTRES: usize = 50;
+
+/// Window similarity (`SemanticConfig::window_similarity`) rescores this many of the best
+/// semantic candidates.
+const WINDOW_SIMILARITY_DEPTH: usize = 50;
 
 /// Names of the candidate sources, in the order their lists are fused.
 const LEXICAL: usize = 0;
@@ -357,7 +374,10 @@ impl Engine {
         });
         let lexical = lexical?;
         let config = self.semantic_config().clone();
-        let lexical = if config.lexical_feedback > 0.0 && !request.fast {
+        let feedback = config.lexical_feedback > 0.0 && !request.fast;
+        let feedback_from_fused =
+            feedback && config.feedback_source == crate::semantic::FeedbackSource::Fused;
+        let lexical = if feedback && !feedback_from_fused {
             self.with_feedback(lexical, &terms, &filter, config.lexical_feedback)?
         } else {
             lexical
@@ -366,6 +386,7 @@ impl Engine {
         let lexical = score::apply_floor(&lexical, floor);
         let mut semantic: Vec<Hit> = Vec::new();
         let mut semantic_model: Option<String> = None;
+        let mut semantic_query: Vec<f32> = Vec::new();
         if request.mode != Mode::Lexical {
             match self.semantic_list(request, &filter, candidate_limit, query_vector) {
                 Ok(Some(candidates)) => {
@@ -378,6 +399,7 @@ impl Engine {
                     }
                     semantic = candidates.hits;
                     semantic_model = Some(candidates.model);
+                    semantic_query = candidates.query_vector;
                 }
                 Ok(None) => answer.degraded = Some("lexical-only".to_string()),
                 Err(reason) => {
@@ -451,9 +473,29 @@ impl Engine {
         } else {
             semantic_weight * confidence
         };
+        let semantic = if config.window_similarity > 0 && !semantic.is_empty() {
+            self.with_window_similarity(semantic, &semantic_query, &filter, &config)?
+        } else {
+            semantic
+        };
         let weights = [config.lexical_weight, semantic_weight, config.window_weight];
         let mut lists = vec![lexical, semantic];
         let mut fused = score::rrf_weighted_k(&lists, &weights[..2], config.rrf_k);
+        // Feedback from the fused list: the words of the candidates both legs put first.
+        if feedback_from_fused && !lists[LEXICAL].is_empty() {
+            let docs: Vec<(i64, f64)> = match fused.first().map(|f| f.fused) {
+                Some(top) if top > 0.0 => fused
+                    .iter()
+                    .take(FEEDBACK_DOCS)
+                    .map(|f| (f.id, f.fused / top))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let lexical = std::mem::take(&mut lists[LEXICAL]);
+            lists[LEXICAL] =
+                self.with_feedback_from(lexical, &docs, &terms, &filter, config.lexical_feedback)?;
+            fused = score::rrf_weighted_k(&lists, &weights[..2], config.rrf_k);
+        }
         if request.mode == Mode::Hybrid
             && config.window_weight > 0.0
             && semantic_model.is_some()
@@ -695,37 +737,9 @@ impl Engine {
     ) -> Result<Vec<Hit>> {
         let own: HashMap<i64, f64> = fused.iter().map(|f| (f.id, f.fused)).collect();
         let centres: Vec<i64> = fused.iter().take(WINDOW_CENTRES).map(|f| f.id).collect();
+        let windows =
+            self.episode_windows(&centres, config.window_turns, config.context_window_secs)?;
         let reader = self.store.reader();
-        // Each centre's window, nearest first: walk `window_turns` steps each way.
-        let mut links: HashMap<i64, (Option<i64>, Option<i64>)> = HashMap::new();
-        let mut windows: Vec<Vec<i64>> = centres.iter().map(|&id| vec![id]).collect();
-        let mut fronts: Vec<(Option<i64>, Option<i64>)> =
-            centres.iter().map(|&id| (Some(id), Some(id))).collect();
-        for _ in 0..config.window_turns {
-            let mut unknown: Vec<i64> = fronts
-                .iter()
-                .flat_map(|(back, ahead)| [*back, *ahead])
-                .flatten()
-                .filter(|id| !links.contains_key(id))
-                .collect();
-            unknown.sort_unstable();
-            unknown.dedup();
-            if !unknown.is_empty() {
-                for id in &unknown {
-                    links.insert(*id, (None, None));
-                }
-                for (id, previous, next) in
-                    reader.episode_neighbours(&unknown, config.context_window_secs)?
-                {
-                    links.insert(id, (previous, next));
-                }
-            }
-            for (window, (back, ahead)) in windows.iter_mut().zip(fronts.iter_mut()) {
-                *back = back.and_then(|id| links.get(&id).and_then(|l| l.0));
-                *ahead = ahead.and_then(|id| links.get(&id).and_then(|l| l.1));
-                window.extend(back.iter().chain(ahead.iter()).copied());
-            }
-        }
         let mut ranked: Vec<(f64, usize)> = windows
             .iter()
             .enumerate()
@@ -770,6 +784,127 @@ impl Engine {
         }
         out.truncate(limit);
         Ok(out)
+    }
+
+    /// The conversation window of each of `centres`, nearest first: the centre, then up to
+    /// `turns` episodes on each side, each step a neighbour as `episode_neighbours` finds it
+    /// (same project and scope, within `window_secs`); a record that is not an episode is a
+    /// window of one.
+    fn episode_windows(
+        &self,
+        centres: &[i64],
+        turns: usize,
+        window_secs: i64,
+    ) -> Result<Vec<Vec<i64>>> {
+        let reader = self.store.reader();
+        let mut links: HashMap<i64, (Option<i64>, Option<i64>)> = HashMap::new();
+        let mut windows: Vec<Vec<i64>> = centres.iter().map(|&id| vec![id]).collect();
+        let mut fronts: Vec<(Option<i64>, Option<i64>)> =
+            centres.iter().map(|&id| (Some(id), Some(id))).collect();
+        for _ in 0..turns {
+            let mut unknown: Vec<i64> = fronts
+                .iter()
+                .flat_map(|(back, ahead)| [*back, *ahead])
+                .flatten()
+                .filter(|id| !links.contains_key(id))
+                .collect();
+            unknown.sort_unstable();
+            unknown.dedup();
+            if !unknown.is_empty() {
+                for id in &unknown {
+                    links.insert(*id, (None, None));
+                }
+                for (id, previous, next) in reader.episode_neighbours(&unknown, window_secs)? {
+                    links.insert(id, (previous, next));
+                }
+            }
+            for (window, (back, ahead)) in windows.iter_mut().zip(fronts.iter_mut()) {
+                *back = back.and_then(|id| links.get(&id).and_then(|l| l.0));
+                *ahead = ahead.and_then(|id| links.get(&id).and_then(|l| l.1));
+                window.extend(back.iter().chain(ahead.iter()).copied());
+            }
+        }
+        Ok(windows)
+    }
+
+    /// Window similarity (`SemanticConfig::window_similarity`): each of the best
+    /// `WINDOW_SIMILARITY_DEPTH` semantic hits scores the larger of its own cosine and the
+    /// cosine between the query and its window's mean vector (its own vector and those of
+    /// the episodes around it that pass the query's filters), and the list is re-sorted.
+    /// A record without neighbours keeps its cosine; strengths only rise, so the list stays
+    /// sorted below the rescored part.
+    fn with_window_similarity(
+        &self,
+        hits: Vec<Hit>,
+        query_vector: &[f32],
+        filter: &LexicalQuery<'_>,
+        config: &crate::SemanticConfig,
+    ) -> Result<Vec<Hit>> {
+        let Some(matrix) = self.loaded_vectors() else {
+            return Ok(hits);
+        };
+        let depth = hits.len().min(WINDOW_SIMILARITY_DEPTH);
+        if depth == 0 || matrix.dimension != query_vector.len() {
+            return Ok(hits);
+        }
+        let centres: Vec<i64> = hits[..depth].iter().map(|h| h.id).collect();
+        let windows = self.episode_windows(
+            &centres,
+            config.window_similarity,
+            config.context_window_secs,
+        )?;
+        let neighbours: Vec<i64> = windows
+            .iter()
+            .flat_map(|w| w[1..].iter().copied())
+            .collect();
+        let allowed: std::collections::HashSet<i64> = self
+            .store
+            .reader()
+            .filter_ids(&neighbours, filter)?
+            .into_iter()
+            .collect();
+        let dimension = matrix.dimension;
+        let row_of = |id: i64| {
+            matrix
+                .ids
+                .binary_search(&id)
+                .ok()
+                .map(|row| &matrix.data[row * dimension..(row + 1) * dimension])
+        };
+        let mut rescored: Vec<(usize, Hit)> = hits
+            .iter()
+            .take(depth)
+            .zip(&windows)
+            .enumerate()
+            .map(|(place, (hit, window))| {
+                let members: Vec<&[f32]> = std::iter::once(hit.id)
+                    .chain(
+                        window[1..]
+                            .iter()
+                            .copied()
+                            .filter(|id| allowed.contains(id)),
+                    )
+                    .filter_map(row_of)
+                    .collect();
+                let strength = match score::mean_cosine(query_vector, &members) {
+                    Some(window_cosine) if members.len() > 1 => hit.strength.max(window_cosine),
+                    _ => hit.strength,
+                };
+                (
+                    place,
+                    Hit {
+                        id: hit.id,
+                        strength,
+                    },
+                )
+            })
+            .collect();
+        rescored.sort_by(|a, b| b.1.strength.total_cmp(&a.1.strength).then(a.0.cmp(&b.0)));
+        Ok(rescored
+            .into_iter()
+            .map(|(_, hit)| hit)
+            .chain(hits[depth..].iter().cloned())
+            .collect())
     }
 
     /// Conversation context on the lexical side: each `episode` among the best
@@ -836,20 +971,27 @@ impl Engine {
         filter: &LexicalQuery<'_>,
         weight: f64,
     ) -> Result<Vec<Hit>> {
-        let Some(top) = hits
-            .first()
-            .map(|hit| hit.strength)
-            .filter(|top| *top > 0.0)
-        else {
+        let docs = feedback_docs(&hits);
+        self.with_feedback_from(hits, &docs, terms, filter, weight)
+    }
+
+    /// Lexical feedback whose words come from `docs` (record, share of the best source
+    /// score), read from the best lexical hits ([`feedback_docs`]) or the best fused
+    /// candidates (`FeedbackSource::Fused`).
+    fn with_feedback_from(
+        &self,
+        hits: Vec<Hit>,
+        docs: &[(i64, f64)],
+        terms: &[String],
+        filter: &LexicalQuery<'_>,
+        weight: f64,
+    ) -> Result<Vec<Hit>> {
+        if docs.is_empty() {
             return Ok(hits);
-        };
+        }
         let reader = self.store.reader();
         let records = self.indexed_count()?.max(1);
-        let share: HashMap<i64, f64> = hits
-            .iter()
-            .take(FEEDBACK_DOCS)
-            .map(|hit| (hit.id, hit.strength / top))
-            .collect();
+        let share: HashMap<i64, f64> = docs.iter().copied().collect();
         let ids: Vec<i64> = share.keys().copied().collect();
         let mut weights: BTreeMap<String, f64> = BTreeMap::new();
         for memory in reader.get_many(&ids)? {

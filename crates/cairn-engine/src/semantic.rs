@@ -124,6 +124,39 @@ pub struct SemanticConfig {
     pub window_weight: f64,
     /// Episodes on each side of a window's centre (`window_weight`).
     pub window_turns: usize,
+    /// Window similarity on the semantic leg: each of the best `WINDOW_SIMILARITY_DEPTH`
+    /// semantic candidates that is an episode scores the larger of its own cosine and the
+    /// cosine of its conversation window (the mean of its vector and those of up to this many
+    /// episodes on each side), and the list is re-sorted (0: off). A hop told over two
+    /// turns, each only half about the question, is matched by the pair.
+    pub window_similarity: usize,
+    /// Where lexical feedback (`lexical_feedback`) reads its words: the best lexical hits
+    /// (`Lexical`, the default) or the best fused candidates (`Fused`: in hybrid mode the
+    /// turns both legs agree on, which are more often the relevant ones).
+    pub feedback_source: FeedbackSource,
+}
+
+/// Where lexical pseudo-relevance feedback reads its words ([`SemanticConfig::feedback_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FeedbackSource {
+    /// The best lexical hits.
+    #[default]
+    Lexical,
+    /// The best fused candidates (both lists); in lexical mode the same as `Lexical`.
+    Fused,
+}
+
+impl std::str::FromStr for FeedbackSource {
+    type Err = String;
+    fn from_str(given: &str) -> std::result::Result<Self, String> {
+        match given.trim().to_ascii_lowercase().as_str() {
+            "lexical" => Ok(FeedbackSource::Lexical),
+            "fused" => Ok(FeedbackSource::Fused),
+            _ => Err(format!(
+                "unknown feedback source {given:?}: expected lexical or fused"
+            )),
+        }
+    }
 }
 
 /// The reference the semantic leg's confidence is measured against
@@ -177,6 +210,8 @@ impl Default for SemanticConfig {
             confidence_reference: ConfidenceReference::Floor,
             window_weight: 0.0,
             window_turns: 2,
+            window_similarity: 0,
+            feedback_source: FeedbackSource::Lexical,
         }
     }
 }
@@ -1072,6 +1107,7 @@ impl Engine {
             hits,
             embedded: matrix.ids.len(),
             model: embedder.model_id().to_string(),
+            query_vector,
         })
     }
 
@@ -1441,6 +1477,8 @@ pub(crate) struct SemanticCandidates {
     pub embedded: usize,
     /// The model that embedded the query (whose similarity floor applies).
     pub model: String,
+    /// The query's vector (what the window similarity compares windows with).
+    pub query_vector: Vec<f32>,
 }
 
 /// The cosine similarity under which a vector-only candidate (one the lexical search did not

@@ -319,3 +319,109 @@ fn a_conversation_window_brings_in_the_answer_two_turns_later() {
     });
     assert_eq!(ids(&ask(&mut engine, query, Mode::Lexical)), lexical_with);
 }
+
+/// Window similarity: a question answered by two neighbouring turns, each holding half of its
+/// words, loses to a single turn of another conversation that holds more of them; scored by
+/// the window (the pair's mean vector), both turns come first. Lexical mode is untouched.
+#[test]
+fn window_similarity_lets_two_half_matching_turns_beat_one_better_single_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open(dir.path());
+    configure(&mut engine, |c| c.context_turns = 0);
+    engine.set_embedder(Box::new(HashEmbedder::new(1024)));
+    // Earlier and alone in its conversation: a window of one.
+    let single = store(
+        &mut engine,
+        MemoryType::Episode,
+        "pottery kiln lunch",
+        Some("2026-11-10T12:00:00Z"),
+    );
+    let first = store(
+        &mut engine,
+        MemoryType::Episode,
+        "Melanie: pottery class tonight",
+        Some("2026-11-20T10:00:00Z"),
+    );
+    let second = store(
+        &mut engine,
+        MemoryType::Episode,
+        "Caroline: kiln glaze colours",
+        Some("2026-11-20T10:00:10Z"),
+    );
+    for (n, filler) in [
+        "kafka consumer lag offset partition",
+        "postgres vacuum index bloat autovacuum",
+        "docker image registry cache layer",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let at = format!("2026-11-0{}T09:00:00Z", n + 1);
+        store(&mut engine, MemoryType::Episode, filler, Some(&at));
+    }
+    engine.index_pending(None, &mut |_, _| {}).unwrap();
+    let query = "pottery class kiln glaze";
+    let place = |answer: &[i64], id: i64| answer.iter().position(|&x| x == id).unwrap();
+    configure(&mut engine, |c| {
+        c.context_turns = 0;
+        c.window_similarity = 0;
+    });
+    let plain = ids(&ask(&mut engine, query, Mode::Semantic));
+    assert_eq!(plain[0], single, "{plain:?}");
+    let lexical = ids(&ask(&mut engine, query, Mode::Lexical));
+    configure(&mut engine, |c| {
+        c.context_turns = 0;
+        c.window_similarity = 1;
+    });
+    let windowed = ids(&ask(&mut engine, query, Mode::Semantic));
+    assert!(
+        place(&windowed, first) < place(&windowed, single)
+            && place(&windowed, second) < place(&windowed, single),
+        "{plain:?} -> {windowed:?}"
+    );
+    assert_eq!(ids(&ask(&mut engine, query, Mode::Lexical)), lexical);
+}
+
+/// Lexical feedback read from the fused list (`FeedbackSource::Fused`): in hybrid mode the
+/// words of the candidate both legs put first find a record that shares no query word (and
+/// is too far from the query for the vector list), below the match itself.
+#[test]
+fn feedback_from_the_fused_list_finds_a_record_through_the_words_of_the_best_candidate() {
+    use cairn_engine::FeedbackSource;
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open(dir.path());
+    engine.set_embedder(Box::new(HashEmbedder::new(1024)));
+    let best = store(
+        &mut engine,
+        MemoryType::Note,
+        "The pottery studio fires its kiln with a cone six glaze",
+        None,
+    );
+    let related = store(
+        &mut engine,
+        MemoryType::Note,
+        "Cone six glaze crawled in the kiln again last night",
+        None,
+    );
+    for filler in [
+        "kafka consumer lag offset partition",
+        "postgres vacuum index bloat autovacuum",
+        "docker image registry cache layer",
+        "oauth token rotate secret vault",
+        "billing invoice customer ticket refund",
+        "deploy rollback canary release train",
+    ] {
+        store(&mut engine, MemoryType::Note, filler, None);
+    }
+    engine.index_pending(None, &mut |_, _| {}).unwrap();
+    let at = |engine: &mut Engine, weight: f64| {
+        configure(engine, |c| {
+            c.vector_only_floor = Some(0.5);
+            c.lexical_feedback = weight;
+            c.feedback_source = FeedbackSource::Fused;
+        });
+        ids(&ask(engine, "pottery studio", Mode::Hybrid))
+    };
+    assert_eq!(at(&mut engine, 0.0), [best]);
+    assert_eq!(at(&mut engine, 0.3), [best, related]);
+}
