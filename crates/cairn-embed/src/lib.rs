@@ -27,6 +27,7 @@ mod install;
 mod minilm;
 mod model_dir;
 pub mod tls;
+mod vnni;
 
 use std::path::PathBuf;
 
