@@ -90,7 +90,7 @@ impl Graph {
                 defined.contains(r.name)
                     && self
                         .links(a, r)
-                        .is_some_and(|ds| ds.binary_search(&(b as u32)).is_ok())
+                        .is_some_and(|(ds, _)| ds.binary_search(&(b as u32)).is_ok())
             })
             .copied()
             .collect()
@@ -98,19 +98,31 @@ impl Graph {
 
     /// The files a use `r` of file `a` links to (with `a` itself, if it defines the name
     /// too), and how many they are without `a`; `None` when it links nothing.
-    fn links(&self, a: usize, r: &IndexRef) -> Option<&[u32]> {
-        let defined_in = self.definers.get(r.name);
-        if defined_in.is_empty() {
-            return None;
-        }
-        let mine = usize::from(defined_in.binary_search(&(a as u32)).is_ok());
-        let others = defined_in.len() - mine;
-        if others == 0 || others > self.max_definers || r.count == 0 || class_weight(r.class) <= 0.0
-        {
-            return None;
-        }
-        Some(defined_in)
+    fn links(&self, a: usize, r: &IndexRef) -> Option<(&[u32], usize)> {
+        links_of(&self.definers, self.max_definers, a, r)
     }
+}
+
+/// [`Graph::links`] over `definers`.
+fn links_of<'d>(
+    definers: &'d Definers,
+    max_definers: usize,
+    a: usize,
+    r: &IndexRef,
+) -> Option<(&'d [u32], usize)> {
+    if r.count == 0 || class_weight(r.class) <= 0.0 {
+        return None;
+    }
+    let defined_in = definers.get(r.name);
+    if defined_in.is_empty() {
+        return None;
+    }
+    let mine = usize::from(defined_in.binary_search(&(a as u32)).is_ok());
+    let others = defined_in.len() - mine;
+    if others == 0 || others > max_definers {
+        return None;
+    }
+    Some((defined_in, others))
 }
 
 /// The names a file defines: a 64-bit mask of their ids' low bits, then the sorted ids.
@@ -138,24 +150,18 @@ impl DefSet {
 pub fn graph(index: &Index, options: &RankOptions) -> Graph {
     let files = index.files();
     let n = files.len();
-    let mut out = Graph {
-        uses: vec![Vec::new(); n],
-        used_by: vec![Vec::new(); n],
-        used_by_weight: vec![Vec::new(); n],
-        definers: index.definers(),
-        max_definers: options.max_definers,
-    };
+    let definers = index.definers();
+    let mut uses: Vec<Vec<Edge>> = Vec::with_capacity(n);
+    let mut in_degree = vec![0usize; n];
     // slot[b]: where a's edge to b is in `edges` (usize::MAX: none yet).
     let mut slot = vec![usize::MAX; n];
     let mut edges: Vec<(usize, f64)> = Vec::new();
     for (a, file) in files.iter().enumerate() {
         edges.clear();
         for r in &file.refs {
-            let Some(defined_in) = out.links(a, r) else {
+            let Some((defined_in, others)) = links_of(&definers, options.max_definers, a, r) else {
                 continue;
             };
-            let mine = usize::from(defined_in.binary_search(&(a as u32)).is_ok());
-            let others = defined_in.len() - mine;
             let weight = class_weight(r.class) * f64::from(r.count).sqrt() / others as f64;
             for &b in defined_in.iter().filter(|&&b| b as usize != a) {
                 let b = b as usize;
@@ -167,16 +173,33 @@ pub fn graph(index: &Index, options: &RankOptions) -> Graph {
             }
         }
         edges.sort_unstable_by_key(|&(b, _)| b);
-        let mut list: Vec<Edge> = Vec::with_capacity(edges.len());
-        for &(b, weight) in &edges {
-            slot[b] = usize::MAX;
-            list.push(Edge { to: b, weight });
-            out.used_by[b].push(a);
-            out.used_by_weight[b].push(weight);
-        }
-        out.uses[a] = list;
+        uses.push(
+            edges
+                .iter()
+                .map(|&(b, weight)| {
+                    slot[b] = usize::MAX;
+                    in_degree[b] += 1;
+                    Edge { to: b, weight }
+                })
+                .collect(),
+        );
     }
-    out
+    let mut used_by: Vec<Vec<usize>> = in_degree.iter().map(|&d| Vec::with_capacity(d)).collect();
+    let mut used_by_weight: Vec<Vec<f64>> =
+        in_degree.iter().map(|&d| Vec::with_capacity(d)).collect();
+    for (a, list) in uses.iter().enumerate() {
+        for edge in list {
+            used_by[edge.to].push(a);
+            used_by_weight[edge.to].push(edge.weight);
+        }
+    }
+    Graph {
+        uses,
+        used_by,
+        used_by_weight,
+        definers,
+        max_definers: options.max_definers,
+    }
 }
 
 /// The personalization vector: the focus files, plus `directory_prior` spread over the
