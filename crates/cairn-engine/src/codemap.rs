@@ -289,7 +289,16 @@ impl Engine {
         };
         // The code links follow the map and the memories: brought up to date when either
         // changed since the last sync (the edge log's last entry tells the memories' side).
-        let write_links = !self.context.read_only && (changed || links_synced != Some(last_seq));
+        // Only the entities the project's memories mention are linked (one that is no longer
+        // mentioned keeps its last links): with none, the sync has nothing to do and neither the
+        // full index nor the graph is needed for it.
+        let links_due = !self.context.read_only && (changed || links_synced != Some(last_seq));
+        let mentioned = if links_due {
+            self.store.reader().code_entities_mentioned(&project)?
+        } else {
+            Vec::new()
+        };
+        let write_links = links_due && !mentioned.is_empty();
         if write_links {
             self.ensure_full_code_index(&mut code)?;
             stale = code.stale;
@@ -298,9 +307,8 @@ impl Engine {
         let state_changed = state
             .as_ref()
             .is_none_or(|s| s.rev != code.rev || s.stale != stale || s.root != root_text);
-        if !self.context.read_only && (state_changed || write_links) {
+        if !self.context.read_only && (state_changed || links_due) {
             let links = if write_links {
-                let mentioned = self.store.reader().code_entities_mentioned(&project)?;
                 let graph = cairn_codemap::rank::graph(&code.index, &RankOptions::default());
                 let links = code_links(&code.index, &graph, &mentioned);
                 code.graph = Some(graph);
@@ -323,6 +331,8 @@ impl Engine {
                 )?;
                 if let Some(links) = &links {
                     crate::graph::sync_code_links(tx, links, &built_at, &actor)?;
+                }
+                if links_due {
                     let synced = tx.reader().last_edge_seq()?.unwrap_or(0);
                     tx.codemap_set_links_seq(&project, Some(synced))?;
                 }
