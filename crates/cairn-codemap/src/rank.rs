@@ -214,17 +214,26 @@ fn personalization(paths: &[&str], focus: &[usize], options: &RankOptions) -> Ve
         p[f] += 1.0;
     }
     if options.directory_prior > 0.0 {
+        // Each path's directories split once (not once per focus file and path), the focus
+        // marked in a table: the same values added in the same order as the pairwise rule.
+        let dirs: Vec<Vec<&str>> = paths
+            .iter()
+            .map(|path| dir_of(path).split('/').filter(|s| !s.is_empty()).collect())
+            .collect();
+        let mut in_focus = vec![false; n];
+        for &f in focus {
+            in_focus[f] = true;
+        }
         let mut prior = vec![0.0; n];
         for &f in focus {
-            let fdir = dir_of(paths[f]);
-            for (j, path) in paths.iter().enumerate() {
-                if focus.contains(&j) {
+            let fdirs = &dirs[f];
+            for (j, jdirs) in dirs.iter().enumerate() {
+                if in_focus[j] {
                     continue;
                 }
-                let shared = common_dirs(fdir, dir_of(path));
-                let depth = fdir.split('/').filter(|s| !s.is_empty()).count();
+                let shared = fdirs.iter().zip(jdirs).take_while(|(x, y)| x == y).count();
                 // Same directory 1, parent 1/2, grandparent 1/4...
-                let up = depth.saturating_sub(shared);
+                let up = fdirs.len().saturating_sub(shared);
                 prior[j] += 0.5f64.powi(i32::try_from(up).unwrap_or(i32::MAX));
             }
         }
@@ -242,15 +251,6 @@ fn personalization(paths: &[&str], focus: &[usize], options: &RankOptions) -> Ve
 
 fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
-}
-
-/// How many leading directories two directories share.
-fn common_dirs(a: &str, b: &str) -> usize {
-    a.split('/')
-        .filter(|s| !s.is_empty())
-        .zip(b.split('/').filter(|s| !s.is_empty()))
-        .take_while(|(x, y)| x == y)
-        .count()
 }
 
 /// Personalized PageRank over `graph` (each use edge plus its reverse at `reverse_weight`).
@@ -545,6 +545,77 @@ mod tests {
                 }
                 assert_eq!(got, pagerank(&g, &paths, &focus, &options));
             }
+        }
+    }
+
+    /// How many leading directories two directories share.
+    fn common_dirs(a: &str, b: &str) -> usize {
+        a.split('/')
+            .filter(|s| !s.is_empty())
+            .zip(b.split('/').filter(|s| !s.is_empty()))
+            .take_while(|(x, y)| x == y)
+            .count()
+    }
+
+    /// The personalization as first written: each focus file against each path, splitting
+    /// both every time.
+    fn pairwise_personalization(
+        paths: &[&str],
+        focus: &[usize],
+        options: &RankOptions,
+    ) -> Vec<f64> {
+        let n = paths.len();
+        let mut p = vec![0.0; n];
+        for &f in focus {
+            p[f] += 1.0;
+        }
+        let mut prior = vec![0.0; n];
+        for &f in focus {
+            let fdir = dir_of(paths[f]);
+            for (j, path) in paths.iter().enumerate() {
+                if focus.contains(&j) {
+                    continue;
+                }
+                let shared = common_dirs(fdir, dir_of(path));
+                let depth = fdir.split('/').filter(|s| !s.is_empty()).count();
+                let up = depth.saturating_sub(shared);
+                prior[j] += 0.5f64.powi(i32::try_from(up).unwrap_or(i32::MAX));
+            }
+        }
+        let total: f64 = prior.iter().sum();
+        let mass = options.directory_prior * focus.len() as f64;
+        for (pj, prj) in p.iter_mut().zip(&prior) {
+            *pj += mass * prj / total;
+        }
+        let total: f64 = p.iter().sum();
+        p.iter().map(|x| x / total).collect()
+    }
+
+    #[test]
+    fn the_directory_prior_gives_the_pairwise_rule_s_bits() {
+        let paths = [
+            "a.rs",
+            "b.rs",
+            "src/a.rs",
+            "src/b.rs",
+            "src/x/c.rs",
+            "src/x/d.rs",
+            "src/xy/e.rs",
+            "src/x/deep/er/f.rs",
+            "tests/g.rs",
+            "tests/x/h.rs",
+        ];
+        let options = RankOptions::default();
+        for focus in [
+            vec![0],
+            vec![4],
+            vec![7, 2],
+            vec![9, 4, 0],
+            vec![1, 3, 5, 8],
+        ] {
+            let got = personalization(&paths, &focus, &options);
+            let expected = pairwise_personalization(&paths, &focus, &options);
+            assert_eq!(got, expected, "{focus:?}");
         }
     }
 
