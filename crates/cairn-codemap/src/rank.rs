@@ -592,6 +592,79 @@ mod tests {
     }
 
     #[test]
+    fn the_graph_s_weights_are_the_rule_s_bits() {
+        // Random files sharing names (some defined in many files, some in the user itself),
+        // against the rule computed the plain way: every file's definitions scanned per use.
+        let mut seed: u64 = 0x1234_5678_9abc_def1;
+        let mut next = move |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        let sources: Vec<(String, String)> = (0..60)
+            .map(|i| {
+                let mut text = String::new();
+                for _ in 0..1 + next(4) {
+                    text.push_str(&format!("pub fn shared_name_{}() {{}}\n", next(30)));
+                }
+                text.push_str("pub fn caller_fn() {\n");
+                for _ in 0..next(12) {
+                    text.push_str(&format!("    shared_name_{}();\n", next(30)));
+                }
+                text.push_str("}\n");
+                (format!("f{i:02}.rs"), text)
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = sources
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let index = index(&refs);
+        let files = index.files();
+        for max_definers in [1, 3, 12] {
+            let options = RankOptions {
+                max_definers,
+                ..RankOptions::default()
+            };
+            let g = graph(&index, &options);
+            for (a, file) in files.iter().enumerate() {
+                let mut expected: Vec<(usize, f64)> = Vec::new();
+                for r in &file.refs {
+                    let defined_in: Vec<usize> = (0..files.len())
+                        .filter(|&b| files[b].defs.iter().any(|d| d.name == r.name))
+                        .collect();
+                    let others = defined_in.iter().filter(|&&b| b != a).count();
+                    if r.count == 0
+                        || class_weight(r.class) <= 0.0
+                        || others == 0
+                        || others > max_definers
+                    {
+                        continue;
+                    }
+                    let weight = class_weight(r.class) * f64::from(r.count).sqrt() / others as f64;
+                    for b in defined_in.into_iter().filter(|&b| b != a) {
+                        match expected.iter_mut().find(|(x, _)| *x == b) {
+                            Some((_, w)) => *w += weight,
+                            None => expected.push((b, weight)),
+                        }
+                    }
+                }
+                expected.sort_by_key(|&(b, _)| b);
+                let got: Vec<(usize, f64)> = g.uses[a].iter().map(|e| (e.to, e.weight)).collect();
+                assert_eq!(got, expected, "file {a}, max {max_definers}");
+                for &(b, w) in &got {
+                    let k = g.used_by[b].iter().position(|&x| x == a).unwrap();
+                    assert_eq!(g.used_by_weight[b][k], w);
+                }
+            }
+            if max_definers == 12 {
+                assert!(g.uses.iter().map(Vec::len).sum::<usize>() > 60);
+            }
+        }
+    }
+
+    #[test]
     fn the_directory_prior_gives_the_pairwise_rule_s_bits() {
         let paths = [
             "a.rs",
