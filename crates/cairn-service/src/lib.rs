@@ -96,7 +96,15 @@ pub struct ServiceOptions {
     /// What the embedder configuration says, as `cairn model status` reports it (`None`: not
     /// told).
     pub embedder_setup: Option<EmbedderSetup>,
+    /// How much of the brain's file each engine's connection reads through a memory map
+    /// ([`cairn_store::Store::map_memory`]; `0`: plain reads). [`MMAP_BYTES`] by default.
+    pub mmap_bytes: u64,
 }
+
+/// The memory map of each engine's connection by default: 1 GiB, more than a brain of a
+/// million records' pages that are read (the map is address space; what is resident is the
+/// kernel's page cache, shared by every connection, not a copy per engine).
+pub const MMAP_BYTES: u64 = 1 << 30;
 
 /// The embedder configuration of the process that serves (`cairn model status` on a server).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,6 +130,7 @@ impl ServiceOptions {
                 .min(MAX_READERS),
             indexer_yield: INDEXER_YIELD,
             embedder_setup: None,
+            mmap_bytes: MMAP_BYTES,
         }
     }
 }
@@ -516,6 +525,7 @@ fn run_on<T>(
     };
     if slot.is_none() {
         let mut engine = Engine::open(&options.db, context.clone())?;
+        engine.store().map_memory(options.mmap_bytes)?;
         if options.buffer_accesses && !options.read_only {
             engine.buffer_accesses();
         }

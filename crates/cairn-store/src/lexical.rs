@@ -21,10 +21,12 @@
 //!
 //! What it does not answer exactly, it leaves to FTS5: a quoted term of several tokens (a
 //! phrase) or of none, an expression of another shape (`AND`, column filters), narrow filters
-//! (scope, type, time: SQLite then starts from `memories`), a brain without the log (older
-//! schema, read-only), ids beyond `u32`.
+//! (a scope or type filter at most [`NARROW_FILTER_MATCHES`] active records pass, or a time
+//! window alone: SQLite then starts from `memories`), a brain without the log (older schema,
+//! read-only), ids beyond `u32`. A broad scope filter (the write path's `global`) is ranked
+//! here and filtered window by window like the project filter.
 
-use crate::search::{FIRST_PASS_WINDOW, LexicalHit, LexicalQuery};
+use crate::search::{FIRST_PASS_WINDOW, LexicalHit, LexicalQuery, NARROW_FILTER_MATCHES};
 use crate::{Reader, Result, StoreError};
 use fts5::Tokenizer;
 use rusqlite::OptionalExtension;
@@ -134,11 +136,20 @@ impl LexicalIndex {
         reader: &Reader<'_>,
         query: &LexicalQuery<'_>,
     ) -> Result<Option<Vec<LexicalHit>>> {
-        if query.scopes.is_some()
-            || query.types.is_some()
-            || query.since.is_some()
-            || query.until.is_some()
-        {
+        self.search_in_memory_bounded(reader, query, NARROW_FILTER_MATCHES)
+    }
+
+    /// [`LexicalIndex::search_in_memory`] with the narrow-filter bound as a parameter. A
+    /// narrow filter is left to FTS5, which starts from the few records it lets through; a
+    /// broad one (the write path's `global` scope) is ranked here and filtered window by
+    /// window, as an unfiltered search is.
+    fn search_in_memory_bounded(
+        &self,
+        reader: &Reader<'_>,
+        query: &LexicalQuery<'_>,
+        narrow_bound: usize,
+    ) -> Result<Option<Vec<LexicalHit>>> {
+        if reader.narrow_filter(query, narrow_bound)? {
             return Ok(None);
         }
         let Some(tokens) = self.query_tokens(query.match_expression) else {
@@ -803,6 +814,9 @@ mod tests {
         "quartz",
     ];
 
+    /// Scopes of the random records: `global` for most, the rest spread over small ones.
+    const SCOPES: [&str; 4] = ["global", "session-a", "session-b", "repo/src"];
+
     struct Rng(u64);
     impl Rng {
         fn below(&mut self, n: usize) -> usize {
@@ -838,7 +852,16 @@ mod tests {
                         "active"
                     };
                     let body = rng.text(30);
-                    let mut m = memory(project, MemoryType::Note, &body, status);
+                    let memory_type = if rng.below(8) == 0 {
+                        MemoryType::Decision
+                    } else {
+                        MemoryType::Note
+                    };
+                    let mut m = memory(project, memory_type, &body, status);
+                    // Most records in `global` (a broad filter), a few in small scopes.
+                    if rng.below(4) == 0 {
+                        m.scope = SCOPES[1 + rng.below(SCOPES.len() - 1)].to_string();
+                    }
                     m.title = rng.maybe_text(5);
                     m.summary = rng.maybe_text(8);
                     m.tags = (0..rng.below(3))
@@ -902,8 +925,15 @@ mod tests {
 
     /// The index answers every query exactly as FTS5 does (ids, order, strengths), and answers
     /// it from memory.
-    fn assert_same(store: &Store, index: &LexicalIndex, rng: &mut Rng, queries: usize) {
+    /// Returns how many filtered queries were narrow and how many broad (at the test's bound).
+    fn assert_same(
+        store: &Store,
+        index: &LexicalIndex,
+        rng: &mut Rng,
+        queries: usize,
+    ) -> [usize; 2] {
         let reader = store.reader();
+        let mut roads = [0usize; 2];
         for _ in 0..queries {
             let terms: Vec<String> = (0..1 + rng.below(4))
                 .map(|_| match rng.below(8) {
@@ -921,20 +951,49 @@ mod tests {
                 _ => vec![Some("p".into()), Some("q".into())],
             };
             let limit = [1, 3, 10, 60, 250][rng.below(5)];
+            let scopes: Vec<String> = match rng.below(4) {
+                0 => vec![SCOPES[0].to_string()],
+                1 => vec![SCOPES[1 + rng.below(SCOPES.len() - 1)].to_string()],
+                2 => SCOPES.iter().map(|s| s.to_string()).collect(),
+                _ => Vec::new(),
+            };
+            let types = [MemoryType::Decision];
             let query = LexicalQuery {
                 match_expression: &expression,
                 projects: &projects,
+                scopes: (!scopes.is_empty()).then_some(&scopes[..]),
+                types: (rng.below(5) == 0).then_some(&types[..]),
                 include_archived: rng.below(2) == 0,
                 limit,
                 ..LexicalQuery::default()
             };
-            let want = reader.lexical_search(&query).unwrap();
-            let got = index.search_in_memory(&reader, &query).unwrap();
+            // The reference: every match filtered, no window, no decision about the filter.
+            let (want, _) = reader.lexical_pass(&query, None).unwrap();
+            // FTS5 by either road (a small bound makes `global` broad on this small brain).
+            for bound in [NARROW_FILTER_MATCHES, 40, 0] {
+                assert_eq!(
+                    reader.lexical_search_bounded(&query, bound).unwrap(),
+                    want,
+                    "{expression} bound {bound}"
+                );
+            }
+            let bound = 40;
+            let narrow = reader.narrow_filter(&query, bound).unwrap();
+            if query.scopes.is_some() || query.types.is_some() {
+                roads[usize::from(!narrow)] += 1;
+            }
+            let got = index
+                .search_in_memory_bounded(&reader, &query, bound)
+                .unwrap();
             let single_tokens = terms.iter().all(|t| !t.contains(['-', '.', '\'']));
             let Some(got) = got else {
-                assert!(!single_tokens, "{expression}: left to FTS5");
+                assert!(!single_tokens || narrow, "{expression}: left to FTS5");
                 continue;
             };
+            assert!(
+                !narrow,
+                "{expression}: a narrow filter answered from memory"
+            );
             assert_eq!(
                 got.iter().map(|h| h.id).collect::<Vec<_>>(),
                 want.iter().map(|h| h.id).collect::<Vec<_>>(),
@@ -961,10 +1020,13 @@ mod tests {
             index.indexed_count(&reader).unwrap(),
             reader.indexed_count().unwrap()
         );
+        roads
     }
 
     #[test]
     fn the_index_answers_as_fts5_through_writes_of_every_kind() {
+        let add = |a: [usize; 2], b: [usize; 2]| [a[0] + b[0], a[1] + b[1]];
+        let mut roads = [0usize; 2];
         for seed in [1u64, 2, 3] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("brain.db");
@@ -972,18 +1034,19 @@ mod tests {
             let mut rng = Rng(seed);
             let index = LexicalIndex::new();
             insert_random(&mut store, &mut rng, 450);
-            assert_same(&store, &index, &mut rng, 60);
+            roads = add(roads, assert_same(&store, &index, &mut rng, 60));
             for _ in 0..4 {
                 mutate_elsewhere(&path, &mut rng);
-                assert_same(&store, &index, &mut rng, 30);
+                roads = add(roads, assert_same(&store, &index, &mut rng, 30));
                 insert_random(&mut store, &mut rng, 30);
-                assert_same(&store, &index, &mut rng, 30);
+                roads = add(roads, assert_same(&store, &index, &mut rng, 30));
             }
             // Changes through a second `Store` handle, too.
             let mut second = Store::open(&path).unwrap();
             insert_random(&mut second, &mut rng, 20);
-            assert_same(&store, &index, &mut rng, 30);
+            roads = add(roads, assert_same(&store, &index, &mut rng, 30));
         }
+        assert!(roads[0] > 0 && roads[1] > 0, "both roads taken: {roads:?}");
     }
 
     /// Strengths agree to the bit, not only within the tolerance: the order of equal scores
@@ -1124,6 +1187,14 @@ mod tests {
         assert!(index.search_in_memory(&reader, &narrow).unwrap().is_none());
         assert_eq!(
             index.search(&reader, &narrow).unwrap(),
+            reader.lexical_search(&narrow).unwrap()
+        );
+        // The same filter over more records than the bound is broad: answered from memory.
+        assert_eq!(
+            index
+                .search_in_memory_bounded(&reader, &narrow, 10)
+                .unwrap()
+                .expect("a broad filter is answered from memory"),
             reader.lexical_search(&narrow).unwrap()
         );
     }

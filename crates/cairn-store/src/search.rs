@@ -106,6 +106,12 @@ fn push_filters(query: &LexicalQuery<'_>, sql: &mut String, values: &mut Vec<Val
 /// filters (at least this many, or four times the limit).
 pub(crate) const FIRST_PASS_WINDOW: usize = 200;
 
+/// A scope or type filter is *narrow* when at most this many active records pass it: the
+/// search then starts from those records (SQLite asks FTS5 about each) instead of ranking the
+/// matches first. Counting stops at one more, through the `(project, scope)` or `(status,
+/// type)` index, so deciding costs at most this many index entries.
+pub(crate) const NARROW_FILTER_MATCHES: usize = 2_000;
+
 impl Reader<'_> {
     /// The best `query.limit` matches that pass the filters, strongest first (ties: lower id).
     ///
@@ -116,17 +122,19 @@ impl Reader<'_> {
     /// id) is total, so the filtered prefix of that window *is* the answer whenever it holds
     /// `limit` records or the window held every match; otherwise the second pass filters every
     /// match, exactly as before (the tests below check both agree). Narrow filters skip the
-    /// window (see the first lines).
+    /// window (see [`Reader::narrow_filter`]).
     pub fn lexical_search(&self, query: &LexicalQuery<'_>) -> Result<Vec<LexicalHit>> {
-        // A scope, type or time filter can be narrow (a session's scope holds a few records):
-        // SQLite then starts from `memories` and asks FTS about those rows only, far cheaper
-        // than ranking every match first. Only the broad filters (project, status, zone,
-        // replay date) take the windowed pass.
-        if query.scopes.is_some()
-            || query.types.is_some()
-            || query.since.is_some()
-            || query.until.is_some()
-        {
+        self.lexical_search_bounded(query, NARROW_FILTER_MATCHES)
+    }
+
+    /// [`Reader::lexical_search`] with the narrow-filter bound as a parameter (tests use a
+    /// small one to take both roads on a small brain).
+    pub(crate) fn lexical_search_bounded(
+        &self,
+        query: &LexicalQuery<'_>,
+        narrow_bound: usize,
+    ) -> Result<Vec<LexicalHit>> {
+        if self.narrow_filter(query, narrow_bound)? {
             return Ok(self.lexical_pass(query, None)?.0);
         }
         let limit = query.limit.max(1);
@@ -138,9 +146,35 @@ impl Reader<'_> {
         Ok(self.lexical_pass(query, None)?.0)
     }
 
+    /// Whether the filters of `query` let so few records through that searching from them
+    /// beats ranking every match first. A time window without a scope or type is narrow (no
+    /// index counts it cheaply; such searches are rare and short). A scope or type filter is
+    /// narrow when at most `bound` active records pass every filter: a session's scope holds a
+    /// few records, but the write path's near-duplicate check filters on the record's scope,
+    /// usually `global`, which holds most of the brain — counting its records one by one
+    /// instead of ranking a few rare words' matches was most of a write's cost. Only the
+    /// search's cost depends on the answer; both roads give the same hits.
+    pub(crate) fn narrow_filter(&self, query: &LexicalQuery<'_>, bound: usize) -> Result<bool> {
+        if query.scopes.is_none() && query.types.is_none() {
+            return Ok(query.since.is_some() || query.until.is_some());
+        }
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        let mut values: Vec<Value> = Vec::new();
+        let mut sql = String::from(
+            "SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.status = 'active'",
+        );
+        push_filters(query, &mut sql, &mut values);
+        sql.push_str(&format!(" LIMIT {})", bound.saturating_add(1)));
+        let mut statement = self.conn.prepare_cached(&sql).map_err(map)?;
+        let passed: i64 = statement
+            .query_row(rusqlite::params_from_iter(values), |row| row.get(0))
+            .map_err(map)?;
+        Ok(usize::try_from(passed).unwrap_or(usize::MAX) <= bound)
+    }
+
     /// One pass of `lexical_search`: the filtered best matches among the best `window` (all
     /// when `None`), and how many matches the window held (0 when `None`: not counted).
-    fn lexical_pass(
+    pub(crate) fn lexical_pass(
         &self,
         query: &LexicalQuery<'_>,
         window: Option<usize>,

@@ -41,6 +41,9 @@ pub struct ServeArgs {
     /// The default (buffered access records); kept so scripts that pass it keep working.
     #[arg(long, hide = true, conflicts_with = "no_buffer_accesses")]
     buffer_accesses: bool,
+    /// MiB of the brain's file each connection reads through a memory map (0: plain reads).
+    #[arg(long, value_name = "MIB", default_value_t = cairn_service::MMAP_BYTES >> 20)]
+    mmap_mib: u64,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
     #[arg(
         long,
@@ -105,8 +108,10 @@ fn open_service(
     settings: &Settings,
     who: &'static str,
     buffer_accesses: bool,
+    mmap_mib: u64,
 ) -> Result<cairn_service::Service> {
     let mut options = cairn_service::ServiceOptions::new(settings.db.clone());
+    options.mmap_bytes = mmap_mib.saturating_mul(1 << 20);
     options.read_only = settings.read_only;
     options.now = cairn_engine::test_clock_from_env()?;
     options.buffer_accesses = buffer_accesses;
@@ -144,7 +149,7 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     };
     // Buffered access records unless --no-buffer-accesses (`--buffer-accesses` is the default).
     let buffer_accesses = args.buffer_accesses || !args.no_buffer_accesses;
-    let service = open_service(settings, "cairn serve", buffer_accesses)?;
+    let service = open_service(settings, "cairn serve", buffer_accesses, args.mmap_mib)?;
     if args.max_body == 0 {
         bail!("--max-body 0 would refuse every body; give a size in bytes (default 1048576)");
     }
@@ -196,7 +201,7 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
 /// `cairn ui`: a loopback server on this brain whose one-time link signs one browser in as the
 /// local owner (admin, every project, this directory's project first).
 pub fn run_ui(settings: &Settings, args: &UiArgs) -> Result<ExitCode> {
-    let service = open_service(settings, "cairn ui", false)?;
+    let service = open_service(settings, "cairn ui", false, cairn_service::MMAP_BYTES >> 20)?;
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let context = settings.context("ui", &cwd);
     let owner = cairn_http::ui::Identity::Owner {
