@@ -753,7 +753,7 @@ mod tests {
             int8: Some(cpu),
         };
         for (outputs, inputs) in [(72, 384), (40, 160)] {
-            let (packed, dense) = random_q4(outputs, inputs, 4);
+            let (packed, _) = random_q4(outputs, inputs, 4);
             let bias: Vec<f32> = (0..outputs).map(|i| noise(i + 99)).collect();
             let linear = Linear::new(packed, bias, LargeKernel::F32).unwrap();
             for rows in [0, 1, 5, 9, 30] {
