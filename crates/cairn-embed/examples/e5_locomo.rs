@@ -61,8 +61,10 @@ fn main() {
     }
     texts.truncate(count);
     let dir = locate_model_dir_for(None, &E5_SMALL).expect("e5 is installed");
+    // `CAIRN_E5_KERNEL=f32` runs the large passes on the f32 GEMM, as the CLI does.
     let options = E5Options {
         threads,
+        large_pass_int8: std::env::var("CAIRN_E5_KERNEL").map_or(true, |k| k != "f32"),
         ..E5Options::default()
     };
     let model = E5Embedder::load(&dir, &options).expect("e5 loads");
@@ -77,9 +79,10 @@ fn main() {
         .unwrap_or(f64::NAN);
     assert_eq!(vectors.len(), refs.len());
     println!(
-        "{} texts, {tokens} tokens ({:.1}/text), {threads} thread(s): {:.1} texts/s, {:.0} tokens/s wall; {:.1} ms CPU/text",
+        "{} texts, {tokens} tokens ({:.1}/text), {threads} thread(s), {} large passes: {:.1} texts/s, {:.0} tokens/s wall; {:.1} ms CPU/text",
         refs.len(),
         tokens as f64 / refs.len() as f64,
+        model.large_pass_kernel(),
         refs.len() as f64 / wall,
         tokens as f64 / wall,
         cpu * 1000.0 / refs.len() as f64

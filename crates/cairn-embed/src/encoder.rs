@@ -6,9 +6,9 @@
 //! layer as separate products, and its GELU evaluates `erf` in f64 one element at a time. Here:
 //!
 //! * the projections are three products per layer on the whole batch at once (query, key and
-//!   value fused into one `hidden × 3·hidden` matrix, the weights transposed once at load so
-//!   the right-hand side is contiguous), each a single large GEMM through candle (gemm's
-//!   packed AVX2/AVX-512 kernels, on the caller's rayon pool);
+//!   value fused into one `hidden × 3·hidden` matrix), each a single large GEMM on the
+//!   caller's rayon pool: the int8 one of `vnni/gemm.rs` on AVX-512 VNNI, else candle's (gemm's
+//!   packed AVX2/AVX-512 kernels) on weights expanded to f32 and transposed once at load;
 //! * attention runs per sequence (its own length, so nothing is padded), heads batched in one
 //!   product each for the scores and the mixing;
 //! * the element-wise work (bias, residual, LayerNorm, GELU, softmax) is plain Rust compiled
@@ -18,42 +18,84 @@ use candle_core::{Device, Tensor};
 use multiversion::multiversion;
 use rayon::prelude::*;
 
-use crate::vnni::{self, Q8Rows, Vnni};
+use crate::vnni::{self, Int8Weight, Q8Blocks, Q8Rows, Vnni};
 
 type CandleResult<T> = Result<T, candle_core::Error>;
 
-/// A dense layer `y = x·Wᵀ + b`, its weight held twice: `Wᵀ` in f32, contiguous (`input ×
-/// output`), for candle's GEMM on large passes, and the model file's 4-bit blocks
-/// ([`Q4Weight`]) for small ones (a query: a few tokens, where a product is bound by reading
-/// the weight, not by arithmetic).
+/// A dense layer `y = x·Wᵀ + b`, its weight held twice: in the form the large passes' kernel
+/// reads ([`LargeWeight`]), and the model file's 4-bit blocks ([`Q4Weight`]) for small passes
+/// (a query: a few tokens, where a product is bound by reading the weight, not by arithmetic).
 pub(crate) struct Linear {
-    weight_t: Tensor,
+    large: LargeWeight,
     packed: Q4Weight,
     bias: Vec<f32>,
 }
 
+/// The weight of a layer's large passes, as its kernel reads it.
+enum LargeWeight {
+    /// `Wᵀ` in f32, contiguous (`input × output`), for candle's GEMM.
+    F32(Tensor),
+    /// Repacked from the 4-bit blocks for the int8 GEMM on AVX-512 VNNI (`vnni/gemm.rs`).
+    Int8(Vnni, Int8Weight),
+}
+
+/// Which kernel runs the large passes (a batch of stored texts).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LargeKernel {
+    /// candle's GEMM on the weights expanded to f32 at load.
+    F32,
+    /// The int8 GEMM on the repacked 4-bit weights (`vnni::gemm`).
+    Int8(Vnni),
+}
+
+impl LargeKernel {
+    /// Int8 when asked for and the CPU has AVX-512 VNNI, else f32.
+    pub(crate) fn choose(int8: bool, cpu: Option<Vnni>) -> LargeKernel {
+        match (int8, cpu) {
+            (true, Some(cpu)) => LargeKernel::Int8(cpu),
+            _ => LargeKernel::F32,
+        }
+    }
+
+    /// `"int8-avx512-vnni"` or `"f32"`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            LargeKernel::Int8(_) => "int8-avx512-vnni",
+            LargeKernel::F32 => "f32",
+        }
+    }
+}
+
 impl Linear {
-    /// From a row-major `output × input` weight (PyTorch's layout), the same weight in 4-bit
-    /// blocks (`weight` is their expansion), and the bias.
-    pub(crate) fn new(weight: Vec<f32>, packed: Q4Weight, bias: Vec<f32>) -> CandleResult<Linear> {
+    /// From the weight's 4-bit blocks (PyTorch's `output × input`), the bias, and the kernel
+    /// of the large passes (the f32 expansion is made only for the f32 kernel).
+    pub(crate) fn new(
+        packed: Q4Weight,
+        bias: Vec<f32>,
+        kernel: LargeKernel,
+    ) -> CandleResult<Linear> {
         let (output, input) = (packed.outputs, packed.inputs);
-        let weight_t = Tensor::from_vec(weight, (output, input), &Device::Cpu)?
-            .t()?
-            .contiguous()?;
+        let large = match kernel {
+            LargeKernel::Int8(cpu) => LargeWeight::Int8(
+                cpu,
+                Int8Weight::repack(output, input, &packed.scales, &packed.nibbles),
+            ),
+            LargeKernel::F32 => LargeWeight::F32(
+                Tensor::from_vec(packed.expand(), (output, input), &Device::Cpu)?
+                    .t()?
+                    .contiguous()?,
+            ),
+        };
         Ok(Linear {
-            weight_t,
+            large,
             packed,
             bias,
         })
     }
 
-    fn input(&self) -> usize {
-        self.weight_t.dims()[0]
-    }
-
     /// `rows` rows of `input` floats in, `rows` rows of `output` floats out: from the 4-bit
     /// weight when `rows ≤ small.rows` (in int8 when `small.int8` and the inputs are whole
-    /// 128-input groups), else candle's GEMM on the f32 weight.
+    /// 128-input groups), else the large-pass kernel.
     fn forward(&self, x: &[f32], rows: usize, small: SmallPass) -> CandleResult<Vec<f32>> {
         if rows <= small.rows {
             return Ok(match small.int8 {
@@ -63,10 +105,20 @@ impl Linear {
                 _ => self.forward_small(x, rows),
             });
         }
-        let x = Tensor::from_slice(x, (rows, self.input()), &Device::Cpu)?;
-        let mut y: Vec<f32> = x.matmul(&self.weight_t)?.flatten_all()?.to_vec1()?;
-        add_rows(&mut y, &self.bias);
-        Ok(y)
+        match &self.large {
+            LargeWeight::Int8(cpu, weight) => {
+                let q8 = Q8Blocks::quantize(x, rows, weight.inputs());
+                let mut y = vec![0.0f32; rows * weight.outputs()];
+                vnni::gemm(*cpu, &q8, weight, &self.bias, &mut y);
+                Ok(y)
+            }
+            LargeWeight::F32(weight_t) => {
+                let x = Tensor::from_slice(x, (rows, self.packed.inputs), &Device::Cpu)?;
+                let mut y: Vec<f32> = x.matmul(weight_t)?.flatten_all()?.to_vec1()?;
+                add_rows(&mut y, &self.bias);
+                Ok(y)
+            }
+        }
     }
 
     /// The small-pass product: outputs split across the pool in groups of
@@ -207,6 +259,13 @@ impl Q4Weight {
         Ok(stacked)
     }
 
+    /// All the weights expanded to f32, row-major (`outputs × inputs`).
+    pub(crate) fn expand(&self) -> Vec<f32> {
+        let mut dense = vec![0.0f32; self.outputs * self.inputs];
+        expand_blocks(&self.scales, &self.nibbles, &mut dense);
+        dense
+    }
+
     /// Output `row`'s weights expanded to f32 (the same values as the model's f32 expansion).
     fn expand_row(&self, row: usize, out: &mut [f32]) {
         let blocks = self.inputs / Q4_BLOCK;
@@ -321,6 +380,8 @@ pub(crate) struct Encoder {
     pub(crate) eps: f32,
     /// Which passes run on the 4-bit weights, and on which kernel ([`Linear::forward`]).
     pub(crate) small: SmallPass,
+    /// The kernel of the other passes (what every [`Linear`] was built for).
+    pub(crate) large: LargeKernel,
 }
 
 /// Element-wise chunk handed to one rayon task.
@@ -651,7 +712,7 @@ mod tests {
         let (outputs, inputs) = (96, 160);
         let (packed, dense) = random_q4(outputs, inputs, 3);
         let bias: Vec<f32> = (0..outputs).map(|i| noise(i + 999)).collect();
-        let linear = Linear::new(dense.clone(), packed, bias.clone()).unwrap();
+        let linear = Linear::new(packed, bias.clone(), LargeKernel::F32).unwrap();
         for rows in [0, 1, 2, 5, 6, 7, 13, 40] {
             let x: Vec<f32> = (0..rows * inputs).map(|i| noise(i + 31)).collect();
             let small = linear.forward(&x, rows, f32_pass(usize::MAX)).unwrap();
@@ -692,9 +753,9 @@ mod tests {
             int8: Some(cpu),
         };
         for (outputs, inputs) in [(72, 384), (40, 160)] {
-            let (packed, dense) = random_q4(outputs, inputs, 4);
+            let (packed, _) = random_q4(outputs, inputs, 4);
             let bias: Vec<f32> = (0..outputs).map(|i| noise(i + 99)).collect();
-            let linear = Linear::new(dense, packed, bias).unwrap();
+            let linear = Linear::new(packed, bias, LargeKernel::F32).unwrap();
             for rows in [0, 1, 5, 9, 30] {
                 let x: Vec<f32> = (0..rows * inputs).map(|i| noise(i + 3)).collect();
                 let ours = linear.forward(&x, rows, int8).unwrap();
@@ -717,6 +778,58 @@ mod tests {
                     assert!(relative < 0.01, "{rows} rows, row {r}: {relative}");
                 }
             }
+        }
+    }
+
+    /// The int8 large pass through `Linear` (quantization, repacked weights, bias) against
+    /// the f32 GEMM of the same 4-bit weights: within 1 % of each output row's norm, on row
+    /// counts that take the tile split (few rows) and the row split (many), outputs not a
+    /// multiple of a tile.
+    #[test]
+    fn int8_large_products_match_the_f32_gemm() {
+        let Some(cpu) = Vnni::detect() else {
+            eprintln!("this CPU has no AVX-512 VNNI: the int8 GEMM is not run here");
+            return;
+        };
+        let (outputs, inputs) = (88, 384);
+        let (packed, _) = random_q4(outputs, inputs, 8);
+        let (same, _) = random_q4(outputs, inputs, 8);
+        let bias: Vec<f32> = (0..outputs).map(|i| noise(i + 7)).collect();
+        let int8 = Linear::new(packed, bias.clone(), LargeKernel::Int8(cpu)).unwrap();
+        let f32 = Linear::new(same, bias, LargeKernel::F32).unwrap();
+        for rows in [1, 3, 17, 64, 133, 300] {
+            let x: Vec<f32> = (0..rows * inputs).map(|i| noise(i + 11) * 2.0).collect();
+            let ours = int8.forward(&x, rows, f32_pass(0)).unwrap();
+            let theirs = f32.forward(&x, rows, f32_pass(0)).unwrap();
+            assert_eq!(ours.len(), rows * outputs);
+            for (r, (ours, theirs)) in ours
+                .chunks_exact(outputs)
+                .zip(theirs.chunks_exact(outputs))
+                .enumerate()
+            {
+                let error: f32 = ours
+                    .iter()
+                    .zip(theirs)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum();
+                let norm: f32 = theirs.iter().map(|b| b * b).sum();
+                let relative = (error / norm).sqrt();
+                assert!(relative < 0.01, "{rows} rows, row {r}: {relative}");
+            }
+        }
+    }
+
+    /// Without AVX-512 VNNI (or with int8 turned off) the large passes take the f32 GEMM.
+    #[test]
+    fn the_large_kernel_is_int8_only_when_asked_and_supported() {
+        assert_eq!(LargeKernel::choose(true, None).name(), "f32");
+        assert_eq!(LargeKernel::choose(false, None).name(), "f32");
+        if let Some(cpu) = Vnni::detect() {
+            assert_eq!(
+                LargeKernel::choose(true, Some(cpu)).name(),
+                "int8-avx512-vnni"
+            );
+            assert_eq!(LargeKernel::choose(false, Some(cpu)).name(), "f32");
         }
     }
 

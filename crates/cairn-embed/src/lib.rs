@@ -210,8 +210,12 @@ pub fn open_embedder(config: &EmbedderConfig) -> Result<Option<Box<dyn Embedder>
                 LocalModel::E5Small => {
                     // e5 takes its own thread counts (every core for indexing); MiniLM's
                     // single thread was measured for MiniLM.
+                    // `CAIRN_E5_KERNEL=f32` keeps the large passes on the f32 GEMM (for A/B
+                    // runs; int8 on AVX-512 VNNI otherwise, when the CPU has it).
                     let options = E5Options {
                         batch_size: options.batch_size,
+                        large_pass_int8: std::env::var("CAIRN_E5_KERNEL")
+                            .map_or(true, |k| k != "f32"),
                         ..E5Options::default()
                     };
                     Ok(Some(Box::new(E5Embedder::load(&dir, &options)?)))

