@@ -20,7 +20,9 @@
 //! matches of every phrase, each phrase's match count (its IDF), the score of each matching
 //! record computed with `fts5Bm25Function`'s operations in its order (so the scores are FTS5's
 //! to the last bit or nearly: `ln` is the C library's on both sides), then the filters of
-//! [`LexicalQuery`] (the same clauses as SQLite's) and the order `strength DESC, id`.
+//! [`LexicalQuery`] (the same clauses as SQLite's) and the order `strength DESC, id` — in
+//! SQLite's two passes: the filters on the best window of matches, every match only when the
+//! window was full and too few passed (usually one statement).
 //!
 //! The index is derived data, kept in step by [`reindex_lexical`] (called with the ids whose
 //! text, `merged_into` or existence changed, in the writing transaction) and built whole by
