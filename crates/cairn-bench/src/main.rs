@@ -51,6 +51,9 @@ enum Command {
     /// an up-to-date map, the map after one file changed, `hook session-start` with the code
     /// map section, and whether the same input gives a byte-identical map.
     Codemap(commands::codemap::CodemapArgs),
+    /// Lexical search on SQLite (FTS5) and PostgreSQL (cairn's BM25 index) side by side at N
+    /// records: p50/p95, identical answers, `cairn migrate` throughput, disk bytes per record.
+    PgSearch(commands::pg_search::PgSearchArgs),
     /// The warm local daemon, whole process: CLI remember (latency, peak RSS), hybrid recall
     /// and the prompt hook through its socket, and the daemon's RSS, at 100k memories.
     Daemon(commands::daemon::DaemonArgs),
@@ -70,5 +73,6 @@ fn main() -> anyhow::Result<()> {
         Command::Ui(args) => commands::ui::run(args),
         Command::Codemap(args) => commands::codemap::run(args),
         Command::Daemon(args) => commands::daemon::run(args),
+        Command::PgSearch(args) => commands::pg_search::run(args),
     }
 }

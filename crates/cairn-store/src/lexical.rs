@@ -28,7 +28,7 @@
 
 use crate::search::{FIRST_PASS_WINDOW, LexicalHit, LexicalQuery, NARROW_FILTER_MATCHES};
 use crate::{Reader, Result, StoreError};
-use fts5::Tokenizer;
+pub(crate) use fts5::Tokenizer;
 use rusqlite::OptionalExtension;
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 /// The column weights cairn passes to `bm25()`: title, summary, tags, body.
-const WEIGHTS: [u32; 4] = [3, 2, 2, 1];
+pub(crate) const WEIGHTS: [u32; 4] = [3, 2, 2, 1];
 /// FTS5's BM25 constants (`fts5Bm25Function`).
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -45,7 +45,7 @@ const MAX_TOKEN_BYTES: usize = 32768;
 /// The `memories_fts` tokenizer (schema.rs): `porter` over `unicode61`.
 const TOKENIZER: &std::ffi::CStr = c"porter";
 const TOKENIZER_ARGS: [&std::ffi::CStr; 1] = [c"unicode61"];
-const FTS5_TOKENIZE_QUERY: c_int = 0x0001;
+pub(crate) const FTS5_TOKENIZE_QUERY: c_int = 0x0001;
 const FTS5_TOKENIZE_DOCUMENT: c_int = 0x0004;
 const FTS5_TOKEN_COLOCATED: c_int = 0x0001;
 
@@ -569,6 +569,88 @@ impl State {
     }
 }
 
+/// One token of a record's full-text row, as FTS5 holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DocumentTerm {
+    pub token: Vec<u8>,
+    /// The weighted count of its instances (title 3, summary 2, tags 2, body 1).
+    pub freq: u32,
+    /// Where each instance is: `column << POSITION_BITS | offset`, ascending.
+    pub positions: Vec<i32>,
+}
+
+/// The bits of a [`DocumentTerm`] position that hold the offset in its column.
+pub(crate) const POSITION_BITS: u32 = 28;
+
+/// A record's full-text row as FTS5 indexes it (`fts5StorageInsertCallback`): its tokens over
+/// all columns (FTS5's D) and, per distinct token, its weighted frequency and positions, tokens
+/// in byte order.
+pub(crate) fn document_terms(
+    tokenizer: &mut Tokenizer,
+    columns: &[Option<String>; 4],
+) -> Result<(u32, Vec<DocumentTerm>)> {
+    let mut instances: Vec<(Vec<u8>, u32, i32)> = Vec::new();
+    let mut length: u32 = 0;
+    for (column, text) in columns.iter().enumerate() {
+        let Some(text) = text else { continue };
+        let weight = WEIGHTS[column];
+        // A colocated token takes no position of its own (none with `porter unicode61`).
+        let mut size: u32 = 0;
+        tokenizer
+            .tokenize(text, FTS5_TOKENIZE_DOCUMENT, &mut |token, colocated| {
+                if !colocated || size == 0 {
+                    size += 1;
+                }
+                let token = &token[..token.len().min(MAX_TOKEN_BYTES)];
+                let offset = (size - 1).min((1 << POSITION_BITS) - 1) as i32;
+                instances.push((
+                    token.to_vec(),
+                    weight,
+                    (column as i32) << POSITION_BITS | offset,
+                ));
+            })
+            .map_err(|detail| StoreError::Malformed {
+                path: std::path::PathBuf::from("(full-text tokenizer)"),
+                detail,
+            })?;
+        length += size;
+    }
+    instances.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.2.cmp(&b.2)));
+    let mut terms: Vec<DocumentTerm> = Vec::new();
+    for (token, weight, position) in instances {
+        match terms.last_mut() {
+            Some(last) if last.token == token => {
+                last.freq += weight;
+                if last.positions.last() != Some(&position) {
+                    last.positions.push(position);
+                }
+            }
+            _ => terms.push(DocumentTerm {
+                token,
+                freq: weight,
+                positions: vec![position],
+            }),
+        }
+    }
+    Ok((length, terms))
+}
+
+/// The tokens FTS5 reads in one quoted query term (a phrase when several).
+pub(crate) fn phrase_tokens(tokenizer: &mut Tokenizer, term: &str) -> Result<Vec<Vec<u8>>> {
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    tokenizer
+        .tokenize(term, FTS5_TOKENIZE_QUERY, &mut |token, colocated| {
+            if !colocated {
+                tokens.push(token.to_vec());
+            }
+        })
+        .map_err(|detail| StoreError::Malformed {
+            path: std::path::PathBuf::from("(full-text tokenizer)"),
+            detail,
+        })?;
+    Ok(tokens)
+}
+
 /// Strongest first, ties by the lower id: `ORDER BY strength DESC, id`.
 fn stronger(a: &(f64, u32), b: &(f64, u32)) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
@@ -625,14 +707,14 @@ fn filter_ranked(
 /// The one place with `unsafe` code (the workspace denies it elsewhere): rusqlite has no safe
 /// wrapper for FTS5's tokenizer interface, and the index must tokenize exactly as FTS5 does.
 #[allow(unsafe_code)]
-mod fts5 {
+pub(crate) mod fts5 {
     use super::{FTS5_TOKEN_COLOCATED, TOKENIZER, TOKENIZER_ARGS};
     use rusqlite::ffi;
     use std::ffi::{c_char, c_int, c_void};
 
     /// FTS5's tokenizer of `memories_fts`, on a private in-memory connection (the tokenizer
     /// belongs to FTS5's per-connection state; it needs no table).
-    pub(super) struct Tokenizer {
+    pub(crate) struct Tokenizer {
         module: ffi::fts5_tokenizer,
         handle: *mut ffi::Fts5Tokenizer,
         /// Kept open for as long as the tokenizer lives (dropped after it, see `Drop`).
@@ -643,7 +725,7 @@ mod fts5 {
     unsafe impl Send for Tokenizer {}
 
     impl Tokenizer {
-        pub(super) fn new() -> std::result::Result<Tokenizer, String> {
+        pub(crate) fn new() -> std::result::Result<Tokenizer, String> {
             let conn = rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?;
             // SAFETY: the statement and the pointers below are used as SQLite documents them
             // (https://sqlite.org/fts5.html#extending_fts5): `SELECT fts5(?1)` with a pointer bound
@@ -702,7 +784,7 @@ mod fts5 {
         }
 
         /// Calls `sink(token, colocated)` for every token of `text`, as FTS5 does with `flags`.
-        pub(super) fn tokenize(
+        pub(crate) fn tokenize(
             &mut self,
             text: &str,
             flags: c_int,

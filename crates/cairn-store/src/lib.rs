@@ -15,6 +15,10 @@ mod history;
 mod lexical;
 mod lifecycle;
 pub mod migrate;
+pub mod pg_search;
+#[cfg(test)]
+#[path = "../../cairn-cli/tests/pg_support.rs"]
+mod pg_support;
 pub mod postgres;
 mod records;
 mod schema;

@@ -4,7 +4,8 @@
 //! * Lossless: every table of the schema ([`crate::postgres::brain_tables`]), every row, every
 //!   value with its type (a value whose type does not match its column is refused, never
 //!   converted). FTS5's index is not copied: a SQLite destination rebuilds it from `memories`
-//!   through its triggers.
+//!   through its triggers; a PostgreSQL destination gets cairn's BM25 index built
+//!   ([`crate::pg_search::rebuild_lexical`]).
 //! * In batches, each committed on the destination together with the count of rows copied so
 //!   far (`cairn_migration_progress`), so a migration killed at any point continues where it
 //!   stopped when the same command runs again, with no row copied twice. Rows are read in key
@@ -283,6 +284,11 @@ pub fn migrate(
             rows: counts[i],
             copied,
         });
+    }
+    // The full-text index is derived: built from the records now all there (before `finish`,
+    // so a run killed while it builds builds it again when resumed).
+    if let Side::Pg { target, client } = &mut dest {
+        crate::pg_search::rebuild_lexical(target, client)?;
     }
     dest.finish(&fingerprint)?;
     Ok(summary)

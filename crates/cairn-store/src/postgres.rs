@@ -82,6 +82,13 @@ impl PgTarget {
             detail: format!("{shown} is not a valid PostgreSQL URL: {e}"),
         })?;
         config.ssl_mode(postgres::config::SslMode::Disable);
+        // cairn's statements are short: JIT compilation (on above a planner cost, which a
+        // search over a frequent word can reach) costs 100+ ms for nothing.
+        let options = match config.get_options() {
+            Some(given) => format!("{given} -c jit=off"),
+            None => "-c jit=off".to_string(),
+        };
+        config.options(&options);
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }

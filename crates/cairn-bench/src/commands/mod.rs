@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod embed_ingest;
 pub mod graph;
 pub mod lifecycle;
+pub mod pg_search;
 pub mod semantic;
 pub mod serve;
 pub mod ui;
