@@ -426,6 +426,16 @@ mod tests {
         )
     }
 
+    /// A xorshift generator from `seed`: each call gives a number below its argument.
+    fn below(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        }
+    }
+
     #[test]
     fn the_focus_pulls_its_neighbours_up_and_the_result_is_deterministic() {
         let sources = [
@@ -498,13 +508,7 @@ mod tests {
     fn the_flat_walk_gives_the_dense_definition_s_pagerank() {
         // 40 files, each defining two names and using a few of the others' (some files use
         // nothing, some are used by nothing), with some names defined twice.
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut next = below(0x2545_f491_4f6c_dd1d);
         let sources: Vec<(String, String)> = (0..40)
             .map(|i| {
                 let mut text = format!(
@@ -595,13 +599,7 @@ mod tests {
     fn the_graph_s_weights_are_the_rule_s_bits() {
         // Random files sharing names (some defined in many files, some in the user itself),
         // against the rule computed the plain way: every file's definitions scanned per use.
-        let mut seed: u64 = 0x1234_5678_9abc_def1;
-        let mut next = move |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut next = below(0x1234_5678_9abc_def1);
         let sources: Vec<(String, String)> = (0..60)
             .map(|i| {
                 let mut text = String::new();

@@ -126,13 +126,14 @@ pub fn render_with(
         fetched[i] = symbols(i);
         debug_assert_eq!(fetched[i].len(), file.symbols);
     }
-    // Symbol lines: round by round, the k-th symbol of each shown file in file order.
+    // Symbol lines: round by round, the k-th symbol of each shown file in file order (the
+    // shown files listed once: the rounds go over them, not over every file of the tree).
+    let with_symbols: Vec<usize> = (0..files.len())
+        .filter(|&i| shown[i] && !fetched[i].is_empty())
+        .collect();
     let max_symbols = fetched.iter().map(Vec::len).max().unwrap_or(0);
     for k in 0..max_symbols {
-        for i in 0..files.len() {
-            if !shown[i] {
-                continue;
-            }
+        for &i in &with_symbols {
             let Some(symbol) = fetched[i].get(k) else {
                 continue;
             };

@@ -214,14 +214,20 @@ impl Engine {
     /// brain is read-only); the other files' parses are read only when something needs them
     /// (a map not cached, the code links).
     pub fn code_index(&mut self, bound: Duration) -> Result<CodeIndex> {
-        let root = map_root(&self.context.cwd);
+        // The root and HEAD asked of one git process (`map_root` and `git::head_commit` are two).
+        let (root, rev) = match git::root_and_head(&self.context.cwd) {
+            Some((root, rev)) => (root.canonicalize().unwrap_or(root), rev),
+            None => {
+                let cwd = self.context.cwd.clone();
+                (cwd.canonicalize().unwrap_or(cwd), None)
+            }
+        };
         let project = self.context.project.clone();
         let reader = self.store.reader();
         let metas = reader.codemap_file_meta(&project)?;
         let head = reader.codemap_project_head(&project)?;
         let state = reader.codemap_state(&project)?;
         let mut index = light_index(&metas, head.as_ref());
-        let rev = git::head_commit(&root);
         let deadline = Instant::now() + bound;
         let scan = cairn_codemap::scan(&root, &index, Some(deadline));
         let mut stale = scan.deferred > 0;

@@ -76,6 +76,22 @@ pub fn head_commit(dir: &Path) -> Option<String> {
     git(dir, &["rev-parse", "HEAD"]).filter(|s| s.len() >= 7)
 }
 
+/// The root of the git work tree containing `dir` and the commit HEAD points at (`None` before
+/// the first commit), from one `git` process when there is a commit; `None` outside git.
+pub fn root_and_head(dir: &Path) -> Option<(PathBuf, Option<String>)> {
+    if let Some(out) = git(dir, &["rev-parse", "--show-toplevel", "HEAD"]) {
+        let mut lines = out.lines();
+        if let (Some(root), Some(head), None) = (lines.next(), lines.next(), lines.next())
+            && !root.is_empty()
+            && head.len() >= 7
+        {
+            return Some((PathBuf::from(root), Some(head.to_string())));
+        }
+    }
+    // Before the first commit HEAD names nothing and the question above fails: the root alone.
+    Some((repo_root(dir)?, None))
+}
+
 /// Where a commit-stamped record was stamped, as far as freshness is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StampedIn {
@@ -246,6 +262,41 @@ pub fn working_tree(dir: &Path) -> Option<WorkingTree> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_question_gives_the_root_and_head_of_what_the_two_give() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let status = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("HOME", dir.path())
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        let inside = dir.path().join("sub");
+        std::fs::create_dir_all(&inside).unwrap();
+        assert_eq!(root_and_head(&inside), None, "outside git");
+        run(&["init", "-q"]);
+        let root = repo_root(&inside).unwrap();
+        assert_eq!(
+            root_and_head(&inside),
+            Some((root.clone(), None)),
+            "no commit yet"
+        );
+        run(&["commit", "-q", "--allow-empty", "-m", "first"]);
+        let head = head_commit(&root);
+        assert_eq!(head.as_deref().map(str::len), Some(40));
+        assert_eq!(root_and_head(&inside), Some((root, head)));
+    }
 
     #[test]
     fn remotes_normalize_to_one_key() {
