@@ -226,7 +226,7 @@ mod tests {
     use crate::encoder::expand_blocks;
 
     /// A deterministic pseudo-random value in [-1, 1).
-    fn noise(i: usize) -> f32 {
+    pub(super) fn noise(i: usize) -> f32 {
         let x = (i as u64)
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .rotate_left(17);
@@ -271,7 +271,11 @@ mod tests {
     }
 
     /// Random 4-bit weights (scales, nibbles) and their f32 expansion.
-    fn random_q4(outputs: usize, inputs: usize, seed: usize) -> (Vec<f32>, Vec<u8>, Vec<f32>) {
+    pub(super) fn random_q4(
+        outputs: usize,
+        inputs: usize,
+        seed: usize,
+    ) -> (Vec<f32>, Vec<u8>, Vec<f32>) {
         let blocks = outputs * inputs / BLOCK;
         let scales: Vec<f32> = (0..blocks)
             .map(|b| 0.01 + noise(seed + b).abs() * 0.05)

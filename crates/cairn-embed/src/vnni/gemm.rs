@@ -570,29 +570,8 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encoder::expand_blocks;
-
-    /// A deterministic pseudo-random value in [-1, 1).
-    fn noise(i: usize) -> f32 {
-        let x = (i as u64)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(17);
-        (x % 20_000) as f32 / 10_000.0 - 1.0
-    }
-
-    /// Random 4-bit weights (scales, nibbles) and their f32 expansion.
-    fn random_q4(outputs: usize, inputs: usize, seed: usize) -> (Vec<f32>, Vec<u8>, Vec<f32>) {
-        let blocks = outputs * inputs / BLOCK;
-        let scales: Vec<f32> = (0..blocks)
-            .map(|b| 0.01 + noise(seed + b).abs() * 0.05)
-            .collect();
-        let nibbles: Vec<u8> = (0..blocks * 16)
-            .map(|i| ((noise(seed * 7 + i) + 1.0) * 128.0) as u8)
-            .collect();
-        let mut dense = vec![0.0f32; outputs * inputs];
-        expand_blocks(&scales, &nibbles, &mut dense);
-        (scales, nibbles, dense)
-    }
+    // The 4-bit weights and noise of the small-pass kernel's tests.
+    use crate::vnni::tests::{noise, random_q4};
 
     #[test]
     fn quantized_blocks_round_to_half_a_step() {
