@@ -431,8 +431,8 @@ fn place(list: &[i64], id: i64) -> Option<usize> {
     list.iter().position(|&x| x == id)
 }
 
-/// The graph's list keeps a name whole: records that hold a question's words apart ("Anna" of
-/// one person, "Lee" of another) outrank lexically the one record about Anna Lee herself; her
+/// The graph's list keeps a name whole: records that hold a question's words apart ("Anna" and
+/// "Lee", two people on the trip) outrank lexically the one record about Anna Lee herself; her
 /// entity, found by the question's words, puts that record first. Lexical mode is unchanged.
 #[test]
 fn the_graph_list_puts_the_record_naming_the_questions_entity_first() {
@@ -448,6 +448,8 @@ fn the_graph_list_puts_the_record_naming_the_questions_entity_first() {
         "Anna planned the hiking trip route and hiking trip snacks",
         "Lee booked the hiking trip cabin for the hiking trip",
         "Anna and Lee argued about the hiking trip budget on the hiking trip",
+        "Lee drove and Anna read the map on the hiking trip",
+        "Anna thanked Lee for the hiking trip",
         "the hiking trip photos from the hiking trip are up",
         "kafka consumer lag offset partition",
         "postgres vacuum index bloat autovacuum",
