@@ -120,7 +120,8 @@ pub struct LocomoArgs {
     /// Extra rows over the same ingest, each the run's settings with some changed:
     /// `KEY=VALUE[;KEY=VALUE…]` with keys mode (hybrid, semantic, lexical), weights
     /// (`LEXICAL/SEMANTIC`), confidence, confidence_reference, window_weight, window_turns,
-    /// agreement, diversity, window_similarity, lexical_feedback, feedback_source; e.g. `--variant 'confidence=0.05'
+    /// agreement, diversity, window_similarity, lexical_feedback, feedback_source, graph_weight
+    /// (the knowledge graph's list), graph_bridge and graph_neighbours (1 or 0); e.g. `--variant 'confidence=0.05'
     /// --variant 'confidence=0.1;confidence_reference=median'`. Repeatable.
     #[arg(long)]
     variant: Vec<String>,
@@ -198,8 +199,11 @@ fn variant_row(spec: &str, base: &SemanticConfig) -> Result<Row> {
                     .parse()
                     .map_err(|e: String| anyhow::anyhow!("--variant {spec:?}: {e}"))?;
             }
+            "graph_weight" => config.graph_weight = number()?,
+            "graph_bridge" => config.graph_bridge = switch(spec, key, value)?,
+            "graph_neighbours" => config.graph_neighbours = switch(spec, key, value)?,
             _ => bail!(
-                "--variant {spec:?}: unknown key {key:?} (mode, weights, confidence, confidence_reference, window_weight, window_turns, agreement, diversity, window_similarity, lexical_feedback, feedback_source)"
+                "--variant {spec:?}: unknown key {key:?} (mode, weights, confidence, confidence_reference, window_weight, window_turns, agreement, diversity, window_similarity, lexical_feedback, feedback_source, graph_weight, graph_bridge, graph_neighbours)"
             ),
         }
     }
@@ -212,6 +216,15 @@ fn variant_row(spec: &str, base: &SemanticConfig) -> Result<Row> {
         mode,
         config: Some(config),
     })
+}
+
+/// A `--variant` switch: `1`/`on`/`true` or `0`/`off`/`false`.
+fn switch(spec: &str, key: &str, value: &str) -> Result<bool> {
+    match value {
+        "1" | "on" | "true" => Ok(true),
+        "0" | "off" | "false" => Ok(false),
+        _ => bail!("--variant {spec:?}: {key} is on or off (1 or 0), got {value:?}"),
+    }
 }
 
 /// One row of the report: a mode, and for extra hybrid rows their fusion settings.
@@ -928,6 +941,9 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             "window_turns": config.window_turns,
             "window_similarity": config.window_similarity,
             "feedback_source": format!("{:?}", config.feedback_source).to_lowercase(),
+            "graph_weight": config.graph_weight,
+            "graph_bridge": config.graph_bridge,
+            "graph_neighbours": config.graph_neighbours,
         },
         "embedding_cache": cache.as_ref().map(|c| {
             let (reused, embedded) = c.counts();
@@ -1031,6 +1047,24 @@ mod tests {
         check(json!(["D8:6; D9:17"]), &["D8:6", "D9:17"]);
         check(json!(["D", "D1:", ":3", "D1:2,D3:4"]), &["D1:2", "D3:4"]);
         check(json!(["X1:2", 7]), &[]);
+    }
+
+    #[test]
+    fn graph_variants_set_the_graph_list_and_refuse_a_bad_switch() {
+        let base = SemanticConfig::default();
+        let row = variant_row(
+            "graph_weight=0.5;graph_bridge=1;graph_neighbours=off",
+            &base,
+        )
+        .unwrap();
+        let config = row.config.unwrap();
+        assert_eq!(config.graph_weight, 0.5);
+        assert!(config.graph_bridge);
+        assert!(!config.graph_neighbours);
+        let error = variant_row("graph_bridge=yes", &base)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("graph_bridge is on or off"), "{error}");
     }
 
     #[test]

@@ -478,9 +478,9 @@ impl Engine {
         } else {
             semantic
         };
-        let weights = [config.lexical_weight, semantic_weight, config.window_weight];
+        let mut weights = vec![config.lexical_weight, semantic_weight];
         let mut lists = vec![lexical, semantic];
-        let mut fused = score::rrf_weighted_k(&lists, &weights[..2], config.rrf_k);
+        let mut fused = score::rrf_weighted_k(&lists, &weights, config.rrf_k);
         // Feedback from the fused list: the words of the candidates both legs put first.
         if feedback_from_fused && !lists[LEXICAL].is_empty() {
             let docs: Vec<(i64, f64)> = match fused.first().map(|f| f.fused) {
@@ -494,7 +494,7 @@ impl Engine {
             let lexical = std::mem::take(&mut lists[LEXICAL]);
             lists[LEXICAL] =
                 self.with_feedback_from(lexical, &docs, &terms, &filter, config.lexical_feedback)?;
-            fused = score::rrf_weighted_k(&lists, &weights[..2], config.rrf_k);
+            fused = score::rrf_weighted_k(&lists, &weights, config.rrf_k);
         }
         if request.mode == Mode::Hybrid
             && config.window_weight > 0.0
@@ -503,7 +503,30 @@ impl Engine {
         {
             let windows = self.window_list(&fused, &filter, &config, candidate_limit)?;
             lists.push(windows);
+            weights.push(config.window_weight);
             fused = score::rrf_weighted_k(&lists, &weights, config.rrf_k);
+        }
+        // The knowledge graph as a third source: records mentioning the question's entities
+        // (and, when asked, their neighbours and the best candidates' bridge entities).
+        if request.mode == Mode::Hybrid && config.graph_weight > 0.0 && !fused.is_empty() {
+            let at = as_of_text.clone().unwrap_or_else(|| format_ts(now));
+            let sources = crate::graph::recall::GraphSources {
+                bridge: config.graph_bridge,
+                neighbours: config.graph_neighbours,
+            };
+            let graph = self.graph_list(
+                &request.query,
+                &fused,
+                &filter,
+                &at,
+                sources,
+                candidate_limit,
+            )?;
+            if !graph.is_empty() {
+                lists.push(graph);
+                weights.push(config.graph_weight);
+                fused = score::rrf_weighted_k(&lists, &weights, config.rrf_k);
+            }
         }
         if fused.is_empty() {
             answer.note = Some(format!("nothing found for {:?}", request.query));
@@ -1118,7 +1141,7 @@ impl Engine {
     }
 
     /// Records in the full-text index, counted once per store generation.
-    fn indexed_count(&self) -> Result<usize> {
+    pub(crate) fn indexed_count(&self) -> Result<usize> {
         let generation = self.store.generation()?;
         if let Some((counted_at, count)) = self.indexed.get()
             && counted_at == generation

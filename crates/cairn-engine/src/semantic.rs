@@ -134,6 +134,18 @@ pub struct SemanticConfig {
     /// (`Lexical`, the default) or the best fused candidates (`Fused`: in hybrid mode the
     /// turns both legs agree on, which are more often the relevant ones).
     pub feedback_source: FeedbackSource,
+    /// The knowledge graph as a candidate source (hybrid mode): the records mentioning the
+    /// entities the question names (their keys found in the graph) form a third ranked list,
+    /// fused at this RRF weight (0: off). Rarer entities count more
+    /// (`graph::recall::rank_by_entities`). Off: measured on both development splits
+    /// (docs/retrieval.md, "Issue 20").
+    pub graph_weight: f64,
+    /// ... and the entities the best fused candidates mention that the question does not
+    /// (bridge entities: the second hop of a multi-hop question), at half a named one's weight.
+    pub graph_bridge: bool,
+    /// ... and the entities one co-occurrence (`relates`) edge from the question's, at half
+    /// weight.
+    pub graph_neighbours: bool,
 }
 
 /// Where lexical pseudo-relevance feedback reads its words ([`SemanticConfig::feedback_source`]).
@@ -212,6 +224,9 @@ impl Default for SemanticConfig {
             window_turns: 2,
             window_similarity: 0,
             feedback_source: FeedbackSource::Lexical,
+            graph_weight: 0.0,
+            graph_bridge: false,
+            graph_neighbours: false,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Issue 20's ranking steps on small built brains: diversity in the first places, a date the
-//! question names, and pseudo-relevance feedback on the lexical side. Each test shows the
-//! step's effect by comparing the same brain with the step off and on.
+//! question names, pseudo-relevance feedback on the lexical side, conversation windows, and
+//! the knowledge graph as a candidate source. Each test shows the step's effect by comparing
+//! the same brain with the step off and on.
 
 use cairn_core::record::MemoryType;
 use cairn_embed::HashEmbedder;
@@ -424,4 +425,120 @@ fn feedback_from_the_fused_list_finds_a_record_through_the_words_of_the_best_can
     };
     assert_eq!(at(&mut engine, 0.0), [best]);
     assert_eq!(at(&mut engine, 0.3), [best, related]);
+}
+
+fn place(list: &[i64], id: i64) -> Option<usize> {
+    list.iter().position(|&x| x == id)
+}
+
+/// The graph's list keeps a name whole: records that hold a question's words apart ("Anna" and
+/// "Lee", two people on the trip) outrank lexically the one record about Anna Lee herself; her
+/// entity, found by the question's words, puts that record first. Lexical mode is unchanged.
+#[test]
+fn the_graph_list_puts_the_record_naming_the_questions_entity_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open(dir.path());
+    let target = store(
+        &mut engine,
+        MemoryType::Note,
+        "Anna Lee sprained an ankle on day two",
+        None,
+    );
+    for body in [
+        "Anna planned the hiking trip route and hiking trip snacks",
+        "Lee booked the hiking trip cabin for the hiking trip",
+        "Anna and Lee argued about the hiking trip budget on the hiking trip",
+        "Lee drove and Anna read the map on the hiking trip",
+        "Anna thanked Lee for the hiking trip",
+        "the hiking trip photos from the hiking trip are up",
+        "kafka consumer lag offset partition",
+        "postgres vacuum index bloat autovacuum",
+    ] {
+        store(&mut engine, MemoryType::Note, body, None);
+    }
+    let query = "what happened to anna lee on the hiking trip";
+    configure(&mut engine, |c| c.graph_weight = 0.0);
+    let plain = ids(&ask(&mut engine, query, Mode::Hybrid));
+    let lexical = ids(&ask(&mut engine, query, Mode::Lexical));
+    assert!(place(&plain, target) > Some(0), "{plain:?}");
+    configure(&mut engine, |c| c.graph_weight = 1.0);
+    let graph = ids(&ask(&mut engine, query, Mode::Hybrid));
+    assert_eq!(place(&graph, target), Some(0), "{plain:?} -> {graph:?}");
+    assert_eq!(ids(&ask(&mut engine, query, Mode::Lexical)), lexical);
+}
+
+/// Bridge entities: the question names no entity, its best match names the sister, and the
+/// answer names only her. With the bridge the answer comes second; without it (or without
+/// the graph) it is not found at all, since it shares no word with the question.
+#[test]
+fn a_bridge_entity_of_the_best_match_finds_the_second_hop() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open(dir.path());
+    let first_hop = store(
+        &mut engine,
+        MemoryType::Note,
+        "Jon says his sister Maria Lopez quit her job",
+        None,
+    );
+    let second_hop = store(
+        &mut engine,
+        MemoryType::Note,
+        "Maria Lopez rented a flat in Lisbon",
+        None,
+    );
+    for body in [
+        "kafka consumer lag offset partition",
+        "postgres vacuum index bloat autovacuum",
+        "Jon fixed the docker image registry cache",
+    ] {
+        store(&mut engine, MemoryType::Note, body, None);
+    }
+    let query = "where does Jon's sister live now";
+    configure(&mut engine, |c| c.graph_weight = 1.0);
+    let named_only = ids(&ask(&mut engine, query, Mode::Hybrid));
+    assert_eq!(named_only[0], first_hop, "{named_only:?}");
+    assert_eq!(place(&named_only, second_hop), None, "{named_only:?}");
+    configure(&mut engine, |c| {
+        c.graph_weight = 1.0;
+        c.graph_bridge = true;
+    });
+    let bridged = ids(&ask(&mut engine, query, Mode::Hybrid));
+    assert_eq!(&bridged[..2], &[first_hop, second_hop], "{bridged:?}");
+}
+
+/// Neighbours: the question names Maria Lopez; a record written with her names the Atlas
+/// Project beside her (a co-occurrence edge), and a later record names only the project. One
+/// `relates` hop brings the later record in.
+#[test]
+fn a_neighbour_entity_brings_in_records_that_name_only_the_neighbour() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = open(dir.path());
+    let both = store(
+        &mut engine,
+        MemoryType::Note,
+        "Maria Lopez leads the Atlas Project team",
+        None,
+    );
+    let neighbour_only = store(
+        &mut engine,
+        MemoryType::Note,
+        "the Atlas Project deadline slipped to March",
+        None,
+    );
+    for body in [
+        "kafka consumer lag offset partition",
+        "postgres vacuum index bloat autovacuum",
+    ] {
+        store(&mut engine, MemoryType::Note, body, None);
+    }
+    let query = "what is Maria Lopez busy with";
+    configure(&mut engine, |c| c.graph_weight = 1.0);
+    let named_only = ids(&ask(&mut engine, query, Mode::Hybrid));
+    assert_eq!(named_only, vec![both]);
+    configure(&mut engine, |c| {
+        c.graph_weight = 1.0;
+        c.graph_neighbours = true;
+    });
+    let with_neighbours = ids(&ask(&mut engine, query, Mode::Hybrid));
+    assert_eq!(with_neighbours, vec![both, neighbour_only]);
 }

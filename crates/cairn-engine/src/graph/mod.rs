@@ -9,6 +9,7 @@
 mod doctor;
 pub(crate) mod exchange;
 mod read;
+pub(crate) mod recall;
 pub(crate) mod write;
 
 pub use read::{
