@@ -1142,7 +1142,7 @@ mod tests {
 
         // The same remembers one after the other, in the order the group stored them, on one
         // engine of a brain of its own.
-        let (_serial_dir, serial) = service();
+        let (_serial_dir, serial) = super::tests::service();
         let mut expected = Vec::new();
         for &n in &order {
             let answer = serial.call(

@@ -462,14 +462,15 @@ mod tests {
             })
             .unwrap();
         assert_eq!(answers, [true, false, true]);
-        let stored: Vec<i64> = store
-            .reader()
-            .vector_rows()
-            .unwrap()
-            .into_iter()
-            .map(|(id, _, _)| id)
-            .collect();
-        assert_eq!(stored, [1, 3]);
+        let stored: String = store
+            .conn
+            .query_row(
+                "SELECT group_concat(memory_id, ',' ORDER BY memory_id) FROM vectors",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, "1,3");
     }
 
     /// A batch of accesses adds each record's uses and leaves its latest time, in one
