@@ -951,6 +951,84 @@ fn mcp_over_http_with_the_official_python_sdk_and_the_same_tokens() {
     );
 }
 
+/// Remembers from many clients at once are committed in groups; a server killed (SIGKILL, no
+/// shutdown) in the middle of them has kept every remember it answered 200, and nothing
+/// refused a near-duplicate pair only one of which is stored.
+#[test]
+fn every_acknowledged_remember_survives_a_kill_in_the_middle_of_concurrent_writes() {
+    let brain = Brain::new();
+    let writer = token(
+        &brain,
+        &["--name", "w", "--project", "alpha", "--role", "write"],
+    );
+    let mut server = Server::start(&brain, &[], &[]);
+    let acknowledged = Arc::new(Mutex::new(Vec::<(i64, String)>::new()));
+    let clients: Vec<_> = (0..8)
+        .map(|client| {
+            let (url, writer, acknowledged) =
+                (server.url.clone(), writer.clone(), Arc::clone(&acknowledged));
+            std::thread::spawn(move || {
+                let agent = agent();
+                for n in 0..40 {
+                    let body = format!(
+                        "client {client} write {n}: the {} service keeps its {} replica {} in zone {}",
+                        ["billing", "search", "ledger", "mail"][n % 4],
+                        ["primary", "standby"][client % 2],
+                        client * 100 + n,
+                        n * 7 + client
+                    );
+                    let sent = agent
+                        .post(format!("{url}/v1/remember"))
+                        .header("Authorization", format!("Bearer {writer}"))
+                        .header("Content-Type", "application/json")
+                        .send(json!({"type": "fact", "body": body, "allow_duplicate": true}).to_string());
+                    let Ok(mut response) = sent else {
+                        return; // the server is gone
+                    };
+                    let text = response.body_mut().read_to_string().unwrap_or_default();
+                    if response.status().as_u16() != 200 {
+                        // Cut off mid-answer by the kill: not acknowledged.
+                        assert!(text.is_empty(), "{text}");
+                        return;
+                    }
+                    let Ok(outcome) = serde_json::from_str::<Value>(&text) else {
+                        return;
+                    };
+                    let id = outcome["id"].as_i64().unwrap();
+                    acknowledged.lock().unwrap().push((id, body));
+                }
+            })
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while acknowledged.lock().unwrap().len() < 60 {
+        assert!(std::time::Instant::now() < deadline, "{}", server.log());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    for client in clients {
+        client.join().unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(acknowledged.len() >= 60);
+    let listed = brain.json(&["--project", "alpha", "list", "--limit", "1000"], 0);
+    let stored: std::collections::BTreeMap<i64, String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_i64().unwrap(),
+                m["body"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (id, body) in &acknowledged {
+        assert_eq!(stored.get(id), Some(body), "#{id} was acknowledged");
+    }
+}
+
 #[test]
 fn a_write_in_flight_at_sigterm_finishes_and_is_kept() {
     use std::io::{Read, Write};

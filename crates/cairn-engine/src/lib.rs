@@ -42,7 +42,7 @@ pub use recall::{
     TermCutoff, Why,
 };
 pub use records::{ListRequest, UpdateRequest, Updated};
-pub use remember::{RememberOutcome, RememberRequest, RememberStatus, Review};
+pub use remember::{GroupedRemember, RememberOutcome, RememberRequest, RememberStatus, Review};
 pub use semantic::{
     BACKGROUND_BATCH, ConfidenceReference, EmbedderLoader, FeedbackSource, IndexReport,
     SemanticConfig, SemanticStatus, VECTOR_ONLY_FLOORS, WrittenVectors, embedding_text,

@@ -1223,7 +1223,8 @@ impl Engine {
         }
     }
 
-    /// Writes every buffered access in one transaction and answers how many. On failure they
+    /// Writes every buffered access in one transaction and answers how many: the use counts
+    /// and last accesses of all of them in one statement, then one `recall` event each. On failure they
     /// stay buffered for the next try (the newest [`MAX_BUFFERED_ACCESSES`] of them).
     pub fn flush_accesses(&mut self) -> Result<usize> {
         let Some(buffer) = self.accesses.as_mut() else {
@@ -1235,8 +1236,13 @@ impl Engine {
         let entries = std::mem::take(&mut buffer.entries);
         let since = buffer.since.take();
         let written = self.store.write(|tx| {
+            let touches: Vec<(i64, u32, &str)> = entries
+                .iter()
+                .flat_map(|access| access.ids.iter().map(|id| (*id, 1, access.at.as_str())))
+                .collect();
+            tx.touch_counted(&touches)?;
             for access in &entries {
-                write_access(tx, access)?;
+                log_access(tx, access)?;
             }
             Ok::<_, EngineError>(())
         });
@@ -1280,6 +1286,11 @@ struct Access {
 
 fn write_access(tx: &cairn_store::WriteTx<'_>, access: &Access) -> cairn_store::Result<()> {
     tx.touch(&access.ids, &access.at)?;
+    log_access(tx, access)
+}
+
+/// The `recall` event of one access.
+fn log_access(tx: &cairn_store::WriteTx<'_>, access: &Access) -> cairn_store::Result<()> {
     let detail =
         json!({"op": "recall", "query": access.query, "results": access.ids, "at": access.at});
     let receipt = cairn_core::receipt::receipt(&detail);

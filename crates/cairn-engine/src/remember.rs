@@ -1,7 +1,7 @@
 //! The write path (docs/design.md §4): sanitize and guard secrets, identity, exact and near duplicates,
 //! contradictions, supersession, stamping, index and log — in that order, in one transaction.
 
-use crate::{Engine, EngineError, Result};
+use crate::{Context, Engine, EngineError, GitSource, Result};
 use cairn_core::memory::Memory;
 use cairn_core::minhash::{self, Signature};
 use cairn_core::record::{
@@ -371,6 +371,86 @@ pub fn duplicate_ways_out(existing: i64) -> Vec<String> {
 impl Engine {
     /// Stores one memory through the whole write path.
     pub fn remember(&mut self, request: &RememberRequest) -> Result<RememberOutcome> {
+        let (prepared, now) = self.prepare_remember(request)?;
+        let actor = self.context.actor.clone();
+        let extract = self.extract_entities;
+        let mut outcome = self
+            .store
+            .write(|tx| remember_whole(tx, request, prepared, now, &actor, extract))?;
+        self.after_remembered(&mut outcome);
+        Ok(outcome)
+    }
+
+    /// Stores several memories in one write transaction (one commit for all of them: group
+    /// commit, for a service whose writes queue), each through the whole write path in its
+    /// own context, in order, as if they were remembered one after the other: a later one sees
+    /// what the earlier ones stored, so a near duplicate of one is refused or merged exactly as
+    /// it would be alone. Each gets its own answer: one that fails (bad input, a missing
+    /// supersession target) is rolled back alone and the others are stored. When the
+    /// transaction itself fails (the brain locked, the disk full), each is tried again in a
+    /// transaction of its own, so each error is its own. The engine is left in the last one's
+    /// context.
+    pub fn remember_group(&mut self, group: &[GroupedRemember]) -> Vec<Result<RememberOutcome>> {
+        let mut answers: Vec<Option<Result<RememberOutcome>>> =
+            group.iter().map(|_| None).collect();
+        let mut ready = Vec::new();
+        for (index, item) in group.iter().enumerate() {
+            self.enter(item);
+            match self.prepare_remember(&item.request) {
+                Ok((prepared, now)) => ready.push((index, prepared, now)),
+                Err(error) => answers[index] = Some(Err(error)),
+            }
+        }
+        let indexes: Vec<usize> = ready.iter().map(|(index, _, _)| *index).collect();
+        if indexes.is_empty() {
+            return answers.into_iter().flatten().collect();
+        }
+        let extract = self.extract_entities;
+        let stored = self.store.write(|tx| {
+            let mut outcomes = Vec::with_capacity(ready.len());
+            for (index, prepared, now) in ready {
+                let item = &group[index];
+                let outcome = tx.alone(|tx| {
+                    remember_whole(
+                        tx,
+                        &item.request,
+                        prepared,
+                        now,
+                        &item.context.actor,
+                        extract,
+                    )
+                })?;
+                outcomes.push((index, outcome));
+            }
+            Ok::<_, EngineError>(outcomes)
+        });
+        match stored {
+            Ok(outcomes) => {
+                for (index, outcome) in outcomes {
+                    answers[index] = Some(outcome.map(|mut outcome| {
+                        self.enter(&group[index]);
+                        self.after_remembered(&mut outcome);
+                        outcome
+                    }));
+                }
+            }
+            Err(error) if indexes.len() == 1 => answers[indexes[0]] = Some(Err(error)),
+            Err(_) => {
+                for index in indexes {
+                    self.enter(&group[index]);
+                    answers[index] = Some(self.remember(&group[index].request));
+                }
+            }
+        }
+        answers
+            .into_iter()
+            .map(|answer| answer.expect("every remember of the group is answered"))
+            .collect()
+    }
+
+    /// Checks and cleans `request` in this engine's context, before its transaction: the
+    /// memory to store and the time it is stored at.
+    fn prepare_remember(&self, request: &RememberRequest) -> Result<(Prepared, DateTime<Utc>)> {
         self.ensure_writable("remember")?;
         let now = self.now();
         let commit = if request.memory_type.stamped_with_commit() {
@@ -379,31 +459,58 @@ impl Engine {
             None
         };
         let prepared = prepare(request, Some(self.context.project.clone()), now, commit)?;
-        let actor = self.context.actor.clone();
-        let extract = self.extract_entities;
-        let mut outcome = self.store.write(|tx| {
-            let outcome = remember_in(tx, request, prepared, now, &actor)?;
-            crate::graph::write::after_remember(tx, request, &outcome, now, &actor, extract)?;
-            Ok::<_, EngineError>(outcome)
-        })?;
-        if matches!(
+        Ok((prepared, now))
+    }
+
+    /// What follows a stored remember's commit: the context vectors of the turns before it,
+    /// its own vector (or leaving it to the indexer); what fails is said in its warnings.
+    fn after_remembered(&mut self, outcome: &mut RememberOutcome) {
+        if !matches!(
             outcome.status,
             RememberStatus::Added | RememberStatus::Updated | RememberStatus::Flagged
         ) {
-            if let Some(id) = outcome.id
-                && let Err(error) = self.refresh_context_of_neighbours(id)
-            {
-                outcome.warnings.push(format!(
-                    "the turns before #{id} keep their old context vectors ({error})"
-                ));
-            }
-            let written: Vec<i64> = outcome.id.into_iter().collect();
-            if let Some(warning) = self.index_after_write(&written, true) {
-                outcome.warnings.push(warning);
-            }
+            return;
         }
-        Ok(outcome)
+        if let Some(id) = outcome.id
+            && let Err(error) = self.refresh_context_of_neighbours(id)
+        {
+            outcome.warnings.push(format!(
+                "the turns before #{id} keep their old context vectors ({error})"
+            ));
+        }
+        let written: Vec<i64> = outcome.id.into_iter().collect();
+        if let Some(warning) = self.index_after_write(&written, true) {
+            outcome.warnings.push(warning);
+        }
     }
+
+    /// Switches to the context of one remember of a group.
+    fn enter(&mut self, item: &GroupedRemember) {
+        self.set_context(item.context.clone());
+        self.set_git_source(item.git.clone());
+    }
+}
+
+/// One remember of a group ([`Engine::remember_group`]) and the context it runs in.
+#[derive(Debug, Clone)]
+pub struct GroupedRemember {
+    pub context: Context,
+    pub git: GitSource,
+    pub request: RememberRequest,
+}
+
+/// The store-side steps of one remember and the graph's, inside its transaction.
+fn remember_whole(
+    tx: &WriteTx<'_>,
+    request: &RememberRequest,
+    prepared: Prepared,
+    now: DateTime<Utc>,
+    actor: &str,
+    extract: bool,
+) -> Result<RememberOutcome> {
+    let outcome = remember_in(tx, request, prepared, now, actor)?;
+    crate::graph::write::after_remember(tx, request, &outcome, now, actor, extract)?;
+    Ok(outcome)
 }
 
 /// The store-side steps of the write path inside one transaction.

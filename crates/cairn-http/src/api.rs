@@ -795,19 +795,22 @@ async fn remember(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Problem> {
-    handle(
-        app,
-        headers,
-        Op::write("remember"),
-        Input::Body(body),
-        |engine, caller, args: RememberBody| {
-            let request = args.request()?;
-            if let Some(old) = request.supersedes {
-                visible(engine, caller, old)?;
-            }
-            remembered(engine.remember(&request)?)
-        },
-    )
+    // `handle`'s shape, with the remember committed by the service together with the others
+    // queued beside it (group commit).
+    let op = Op::write("remember");
+    let caller = caller(&app, &headers, op.needed, op.name).await?;
+    let args: RememberBody = body::json(&body::bytes(&app, &headers, body).await?)?;
+    blocking(move || {
+        let request = args.request()?;
+        if let Some(old) = request.supersedes {
+            app.service.read(&caller.request, op.name, |engine| {
+                visible(engine, &caller, old)
+            })?;
+        }
+        ok(&remembered(
+            app.service.remember(&caller.request, request)?,
+        )?)
+    })
     .await
 }
 

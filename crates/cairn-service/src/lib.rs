@@ -33,8 +33,8 @@ pub mod errors;
 
 use cairn_embed::Embedder;
 use cairn_engine::{
-    Context, EmbedderLoader, Engine, EngineError, GitSource, LexicalIndex, Mode, RecallAnswer,
-    RecallRequest,
+    Context, EmbedderLoader, Engine, EngineError, GitSource, GroupedRemember, LexicalIndex, Mode,
+    RecallAnswer, RecallRequest, RememberOutcome, RememberRequest,
 };
 use chrono::{DateTime, Utc};
 use std::panic::AssertUnwindSafe;
@@ -210,7 +210,22 @@ struct Inner {
     /// The full-text index in memory, shared by every engine (built on the first lexical
     /// search, kept current through the brain's change log whoever writes).
     lexical: Arc<LexicalIndex>,
+    /// Remembers waiting for the writer engine ([`Service::remember`]): whoever gets the
+    /// writer next stores all of them in one transaction.
+    remembers: Mutex<Vec<Queued>>,
+    /// Groups of remembers committed, and the remembers in them (what the tests look at).
+    groups: AtomicUsize,
+    grouped: AtomicUsize,
 }
+
+/// A remember waiting for the writer engine, and where its answer goes.
+struct Queued {
+    item: GroupedRemember,
+    answer: Answer,
+}
+
+/// Where one queued remember's answer is put (by whichever call stored its group).
+type Answer = Arc<Mutex<Option<Result<RememberOutcome, EngineError>>>>;
 
 /// Counts a call in [`Inner::calls`] while it lives.
 struct InCall<'a>(&'a AtomicUsize);
@@ -268,6 +283,9 @@ impl Service {
                 calls: AtomicUsize::new(0),
                 yields: AtomicUsize::new(0),
                 lexical: Arc::new(LexicalIndex::new()),
+                remembers: Mutex::new(Vec::new()),
+                groups: AtomicUsize::new(0),
+                grouped: AtomicUsize::new(0),
             }),
         };
         if buffer {
@@ -391,6 +409,98 @@ impl Service {
         operation: &str,
         work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
+        self.on_writer(|slot, embedder| {
+            run_on(
+                slot,
+                &self.inner.options,
+                &self.inner.lexical,
+                embedder,
+                request,
+                operation,
+                work,
+            )
+        })
+    }
+
+    /// Stores one memory through the whole write path on the writer engine, like
+    /// `call(…, |engine| engine.remember(…))`, but committed together with the remembers that
+    /// queued beside it (group commit): the call that gets the writer stores every queued
+    /// remember in one transaction ([`Engine::remember_group`]: in the order they came, each
+    /// in its own context, each seeing the ones before it, each with its own answer or error),
+    /// so under load a remember waits for one commit instead of one per remember before it.
+    /// The answer comes once its group is committed.
+    pub fn remember(
+        &self,
+        request: &RequestContext,
+        remember: RememberRequest,
+    ) -> Result<RememberOutcome, EngineError> {
+        let answer: Answer = Arc::new(Mutex::new(None));
+        lock(&self.inner.remembers).push(Queued {
+            item: GroupedRemember {
+                context: context_for(request, &self.inner.options),
+                git: request.git.clone(),
+                request: remember,
+            },
+            answer: Arc::clone(&answer),
+        });
+        self.on_writer(|slot, embedder| {
+            // The call that had the writer before may have stored this one with its group.
+            if let Some(done) = lock(&answer).take() {
+                return done;
+            }
+            let queued = std::mem::take(&mut *lock(&self.inner.remembers));
+            let group: Vec<GroupedRemember> = queued.iter().map(|q| q.item.clone()).collect();
+            let stored = run_on(
+                slot,
+                &self.inner.options,
+                &self.inner.lexical,
+                embedder,
+                request,
+                "remember",
+                |engine| Ok(engine.remember_group(&group)),
+            );
+            match stored {
+                Ok(answers) => {
+                    self.inner.groups.fetch_add(1, Ordering::Relaxed);
+                    self.inner
+                        .grouped
+                        .fetch_add(answers.len(), Ordering::Relaxed);
+                    for (queued, done) in queued.iter().zip(answers) {
+                        *lock(&queued.answer) = Some(done);
+                    }
+                    lock(&answer)
+                        .take()
+                        .expect("a remember is queued until the writer answers it")
+                }
+                Err(error) => {
+                    // The engine did not open, or the group panicked (nothing of it was
+                    // committed): this call answers the error; the others queue again, each
+                    // to be stored by the next call that gets the writer.
+                    let mut waiting = lock(&self.inner.remembers);
+                    let others = queued
+                        .into_iter()
+                        .filter(|q| !Arc::ptr_eq(&q.answer, &answer));
+                    waiting.splice(0..0, others);
+                    Err(error)
+                }
+            }
+        })
+    }
+
+    /// How many groups [`Service::remember`] committed and how many remembers they held.
+    pub fn remember_groups(&self) -> (usize, usize) {
+        (
+            self.inner.groups.load(Ordering::Relaxed),
+            self.inner.grouped.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Runs `work` with the writer engine's slot and the embedder to give it, counted as a
+    /// call while it waits and runs; hands what it stored to the indexer after.
+    fn on_writer<T>(
+        &self,
+        work: impl FnOnce(&mut Option<Engine>, Option<(&Arc<dyn Embedder>, bool)>) -> T,
+    ) -> T {
         let in_call = InCall::enter(&self.inner.calls);
         let mut slot = lock(&self.inner.engine);
         let embedder = match self.inner.embedder.get() {
@@ -398,15 +508,7 @@ impl Service {
             _ => None,
         };
         let defer_writes = !self.inner.embedding_fails.load(Ordering::Relaxed);
-        let answer = run_on(
-            &mut slot,
-            &self.inner.options,
-            &self.inner.lexical,
-            embedder.map(|embedder| (embedder, defer_writes)),
-            request,
-            operation,
-            work,
-        );
+        let answer = work(&mut slot, embedder.map(|embedder| (embedder, defer_writes)));
         // What the call stored is acknowledged now; the indexer embeds it right after.
         let written = slot
             .as_mut()
@@ -516,13 +618,7 @@ fn run_on<T>(
     operation: &str,
     work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
 ) -> Result<T, EngineError> {
-    let context = Context {
-        project: request.project.clone(),
-        cwd: request.cwd.clone(),
-        actor: request.actor.clone(),
-        read_only: options.read_only,
-        now: options.now,
-    };
+    let context = context_for(request, options);
     if slot.is_none() {
         let mut engine = Engine::open(&options.db, context.clone())?;
         engine.store().map_memory(options.mmap_bytes)?;
@@ -565,6 +661,17 @@ fn run_on<T>(
                 "`{operation}` failed unexpectedly (an internal error, logged on stderr); nothing is known to have changed — try again"
             )))
         }
+    }
+}
+
+/// The engine's context for `request`.
+fn context_for(request: &RequestContext, options: &ServiceOptions) -> Context {
+    Context {
+        project: request.project.clone(),
+        cwd: request.cwd.clone(),
+        actor: request.actor.clone(),
+        read_only: options.read_only,
+        now: options.now,
     }
 }
 
@@ -935,6 +1042,190 @@ mod tests {
             answer.results.iter().map(|r| r.id).collect::<Vec<_>>()
         };
         assert_eq!(ids(&after), ids(&before));
+    }
+
+    /// The remembers of the group tests: near duplicates of earlier ones (refused), an exact
+    /// repeat (a no-op), a supersession of a record that does not exist (an error inside the
+    /// transaction), an empty body (an error before it), and distinct ones.
+    fn group_requests() -> Vec<RememberRequest> {
+        let base = [
+            "The nightly export job for the billing warehouse runs at two in the morning and writes parquet files to the cold bucket",
+            "The staging cluster rotates its TLS certificates every sixty days through the internal ACME responder on port 9443",
+            "Release builds of the mobile app are signed on the dedicated mac runner because the keychain cannot leave that host",
+        ];
+        let mut requests = Vec::new();
+        for body in base {
+            requests.push(RememberRequest::new(MemoryType::Note, body));
+            requests.push(RememberRequest::new(
+                MemoryType::Note,
+                format!("{body}. Daily."),
+            ));
+        }
+        requests.push(RememberRequest::new(MemoryType::Note, base[1]));
+        let mut missing = RememberRequest::new(MemoryType::Note, "the queue moved to port 7002");
+        missing.supersedes = Some(999_999);
+        requests.push(missing);
+        requests.push(RememberRequest::new(MemoryType::Note, "   "));
+        for body in [
+            "We chose PostgreSQL over MySQL for the ledger because of transactional DDL",
+            "Frontend state lives in the URL so that every screen can be bookmarked",
+            "Deploys happen from the main branch only after the smoke suite passes",
+            "Customer exports are capped at one million rows to protect the replica",
+            "The search service answers in under fifty milliseconds at the ninety-ninth percentile",
+        ] {
+            requests.push(RememberRequest::new(MemoryType::Decision, body));
+        }
+        requests
+    }
+
+    /// What a remember answered, comparable across brains.
+    fn summary(answer: &Result<RememberOutcome, EngineError>) -> String {
+        match answer {
+            Ok(outcome) => format!(
+                "{:?} {:?} {:?}",
+                outcome.status, outcome.id, outcome.existing
+            ),
+            Err(error) => format!("error: {error}"),
+        }
+    }
+
+    /// Remembers queued while the writer is busy are stored in one group, in the order they
+    /// came, and each answers exactly what it answers when the same remembers run one after
+    /// the other on a single engine (same statuses, same ids, the same near duplicates
+    /// refused); the two that fail, fail alone.
+    #[test]
+    fn a_group_of_remembers_answers_what_one_after_the_other_answers() {
+        let (_dir, service) = service();
+        let requests = group_requests();
+        let queued = std::sync::Barrier::new(2);
+        let (order, answers) = std::thread::scope(|scope| {
+            // Holds the writer until every remember is queued behind it; answers the order
+            // they queued in (by their actors, `agent-N` for the N-th request).
+            let holder = scope.spawn(|| {
+                service
+                    .call(&request("alpha", "hold"), "hold", |_| {
+                        queued.wait();
+                        loop {
+                            let waiting = lock(&service.inner.remembers);
+                            if waiting.len() == requests.len() {
+                                return Ok(waiting
+                                    .iter()
+                                    .map(|q| q.item.context.actor["agent-".len()..].parse())
+                                    .collect::<Result<Vec<usize>, _>>()
+                                    .unwrap());
+                            }
+                            drop(waiting);
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                    })
+                    .unwrap()
+            });
+            queued.wait();
+            let callers: Vec<_> = requests
+                .iter()
+                .enumerate()
+                .map(|(n, remember)| {
+                    let service = &service;
+                    scope.spawn(move || {
+                        service.remember(&request("alpha", &format!("agent-{n}")), remember.clone())
+                    })
+                })
+                .collect();
+            let order = holder.join().unwrap();
+            let answers: Vec<_> = callers
+                .into_iter()
+                .map(|caller| caller.join().unwrap())
+                .collect();
+            (order, answers)
+        });
+        assert_eq!(service.remember_groups(), (1, requests.len()), "one group");
+
+        // The same remembers one after the other, in the order the group stored them, on one
+        // engine of a brain of its own.
+        let (_serial_dir, serial) = super::tests::service();
+        let mut expected = Vec::new();
+        for &n in &order {
+            let answer = serial.call(
+                &request("alpha", &format!("agent-{n}")),
+                "remember",
+                |engine| engine.remember(&requests[n]),
+            );
+            expected.push(summary(&answer));
+        }
+        let got: Vec<String> = order.iter().map(|&n| summary(&answers[n])).collect();
+        assert_eq!(got, expected);
+        let count = |status: RememberStatus| {
+            answers
+                .iter()
+                .filter(|a| a.as_ref().is_ok_and(|o| o.status == status))
+                .count()
+        };
+        assert_eq!(count(RememberStatus::Added), 8, "{got:#?}");
+        // The repeat of a text is a no-op after it, refused after its near duplicate.
+        assert_eq!(
+            count(RememberStatus::Refused) + count(RememberStatus::Noop),
+            4,
+            "{got:#?}"
+        );
+        assert_eq!(answers.iter().filter(|a| a.is_err()).count(), 2);
+    }
+
+    /// Many threads remembering at once: every remember is answered, grouped or not, and of
+    /// each near-duplicate pair exactly one is stored, as a single writer would.
+    #[test]
+    fn concurrent_remembers_store_no_near_duplicate_pair() {
+        let (dir, service) = service();
+        let pairs: Vec<(String, String)> = (0..12)
+            .map(|n| {
+                let body = format!(
+                    "Worker pool {n} drains the invoice queue every {n} minutes and retries failed payments against the ledger service twice"
+                );
+                (body.clone(), format!("{body}. Daily."))
+            })
+            .collect();
+        let answers: Vec<(usize, RememberOutcome)> = std::thread::scope(|scope| {
+            let callers: Vec<_> = (0..8)
+                .map(|thread| {
+                    let (service, pairs) = (&service, &pairs);
+                    scope.spawn(move || {
+                        let mut answers = Vec::new();
+                        for (n, (first, second)) in pairs.iter().enumerate() {
+                            // Half the threads send the pair's second text first.
+                            let body = if (thread + n) % 2 == 0 { first } else { second };
+                            let remember = RememberRequest::new(MemoryType::Note, body.clone());
+                            let answer = service
+                                .remember(&request("alpha", &format!("agent-{thread}")), remember)
+                                .unwrap();
+                            answers.push((n, answer));
+                        }
+                        answers
+                    })
+                })
+                .collect();
+            callers
+                .into_iter()
+                .flat_map(|caller| caller.join().unwrap())
+                .collect()
+        });
+        assert_eq!(answers.len(), 8 * pairs.len());
+        assert_eq!(service.remember_groups().1, answers.len());
+        for n in 0..pairs.len() {
+            let stored: std::collections::BTreeSet<i64> = answers
+                .iter()
+                .filter(|(pair, a)| *pair == n && a.status == RememberStatus::Added)
+                .map(|(_, a)| a.id.unwrap())
+                .collect();
+            assert_eq!(stored.len(), 1, "pair {n}: {answers:#?}");
+        }
+        let context = Context {
+            project: "alpha".into(),
+            cwd: PathBuf::new(),
+            actor: "check".into(),
+            read_only: true,
+            now: None,
+        };
+        let engine = Engine::open(&dir.path().join("brain.db"), context).unwrap();
+        assert_eq!(engine.stats().unwrap().records, pairs.len() as i64);
     }
 
     fn buffering_service() -> (tempfile::TempDir, Service) {

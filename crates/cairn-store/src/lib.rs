@@ -407,6 +407,27 @@ impl<'a> WriteTx<'a> {
             path: self.path,
         }
     }
+
+    /// Runs `work` inside a savepoint of this transaction, so that one write of several fails
+    /// alone: on `Err` what `work` wrote is rolled back and the transaction goes on with what
+    /// was written before it. The outer error is the savepoint's own (SQLite could not set it
+    /// or roll back to it, for instance after a failure that ended the whole transaction): the
+    /// transaction must not be committed then.
+    pub fn alone<T, E>(
+        &self,
+        work: impl FnOnce(&WriteTx<'_>) -> std::result::Result<T, E>,
+    ) -> Result<std::result::Result<T, E>> {
+        let map = |e| StoreError::from_sqlite(e, self.path);
+        self.tx.execute_batch("SAVEPOINT alone").map_err(map)?;
+        let done = work(self);
+        let end = if done.is_ok() {
+            "RELEASE alone"
+        } else {
+            "ROLLBACK TO alone; RELEASE alone"
+        };
+        self.tx.execute_batch(end).map_err(map)?;
+        Ok(done)
+    }
 }
 
 fn tracing_free_warning(message: &str) {
@@ -417,6 +438,73 @@ fn tracing_free_warning(message: &str) {
 mod tests {
     use super::*;
     use rusqlite::params;
+
+    /// A write that fails inside `alone` leaves nothing, and the writes before and after it in
+    /// the same transaction are committed.
+    #[test]
+    fn a_write_that_fails_alone_is_rolled_back_and_the_others_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        let answers = store
+            .write(|tx| {
+                let mut answers = Vec::new();
+                for (id, fail) in [(1, false), (2, true), (3, false)] {
+                    let done = tx.alone(|tx| {
+                        tx.put_vector(id, "t", &[1.0, 0.0]).map_err(|_| "put")?;
+                        if fail {
+                            return Err("refused");
+                        }
+                        Ok(id)
+                    })?;
+                    answers.push(done.is_ok());
+                }
+                Ok::<_, StoreError>(answers)
+            })
+            .unwrap();
+        assert_eq!(answers, [true, false, true]);
+        let stored: String = store
+            .conn
+            .query_row(
+                "SELECT group_concat(memory_id, ',' ORDER BY memory_id) FROM vectors",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, "1,3");
+    }
+
+    /// A batch of accesses adds each record's uses and leaves its latest time, in one
+    /// statement, as one `touch` per access would.
+    #[test]
+    fn counted_touches_add_every_use_and_keep_the_latest_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        let note = cairn_core::record::MemoryType::Note;
+        let (one, two, three) = store
+            .write(|tx| {
+                let mut insert = |body| {
+                    tx.insert_memory(&crate::testing::memory("p", note, body, "active"), None)
+                };
+                Ok::<_, StoreError>((insert("one")?, insert("two")?, insert("three")?))
+            })
+            .unwrap();
+        store
+            .write(|tx| {
+                tx.touch_counted(&[
+                    (one, 1, "2026-01-02T00:00:00Z"),
+                    (two, 1, "2026-01-02T00:00:00Z"),
+                    (one, 2, "2026-01-03T00:00:00Z"),
+                ])
+            })
+            .unwrap();
+        let read = |id| {
+            let memory = store.reader().get(id).unwrap().unwrap();
+            (memory.use_count, memory.last_accessed_at)
+        };
+        assert_eq!(read(one), (3, Some("2026-01-03T00:00:00Z".into())));
+        assert_eq!(read(two), (1, Some("2026-01-02T00:00:00Z".into())));
+        assert_eq!(read(three), (0, None));
+    }
 
     /// Schema v9: every change to `vectors` bumps `meta.vectors_version`; other writes do not.
     #[test]
