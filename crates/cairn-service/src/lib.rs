@@ -525,7 +525,7 @@ fn run_on<T>(
     };
     if slot.is_none() {
         let mut engine = Engine::open(&options.db, context.clone())?;
-        engine.store().map_memory(options.mmap_bytes)?;
+        engine.store()?.map_memory(options.mmap_bytes)?;
         if options.buffer_accesses && !options.read_only {
             engine.buffer_accesses();
         }
@@ -973,7 +973,7 @@ mod tests {
         };
         let engine = Engine::open(db, context).unwrap();
         let uses = engine.get(id).unwrap().use_count;
-        let events = engine.store().reader().events(None, 0).unwrap();
+        let events = engine.store().unwrap().reader().events(None, 0).unwrap();
         (uses, events.iter().filter(|e| e.op == "recall").count())
     }
 
@@ -1051,6 +1051,7 @@ mod tests {
         // nor loses the access.
         writer
             .store_mut()
+            .unwrap()
             .write(|_| {
                 let answer = recall(&service, "deploy staging key");
                 assert_eq!(answer.results[0].id, id);
