@@ -70,10 +70,14 @@ pub enum Command {
 /// the server answers every command it serves and every other brain command is refused
 /// (`remote::commands::route`).
 pub fn run(settings: &Settings, command: &Command, name: &str) -> Result<ExitCode> {
-    // A PostgreSQL store can hold a migrated brain, but no command serves it yet.
+    // A PostgreSQL store can hold a migrated brain; recall reads it, no other command yet.
     if let Some(url) = &settings.store_url {
         match command {
             Command::Migrate(args) => return crate::commands::migrate::run(settings, args),
+            Command::Records(records::RecordsCommand::Recall(args)) => {
+                return crate::commands::recall::run(settings, args);
+            }
+            Command::Eval { command } => return crate::eval_cmd::run(settings, command),
             Command::Hook(_) => {
                 // The hooks always exit 0: they say why they did nothing, and do nothing.
                 eprintln!(

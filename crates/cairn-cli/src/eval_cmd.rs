@@ -6,12 +6,19 @@
 //! same indexing `cairn import` runs; then every question of categories 1–4 asked through
 //! `Engine::recall` with `as_of` one day after the conversation's last session, once per mode.
 //! Scoring follows `../shared/eval/locomo/README.md`.
+//!
+//! With `--store postgres://…` (or `CAIRN_STORE`), each conversation's brain is also copied by
+//! `cairn migrate`'s code to a fresh database of its own on that server, the same questions
+//! are asked there through recall on PostgreSQL (rows `MODE@postgres`, beside the SQLite rows
+//! of the same run), and the database is dropped.
 
 use crate::output::print_json;
 use crate::settings::Settings;
 use anyhow::{Context as _, Result, bail};
 use cairn_engine::exchange::ImportOptions;
 use cairn_engine::{Context, Engine, Mode, RecallRequest, SemanticConfig};
+use cairn_store::migrate::{Endpoint, migrate};
+use cairn_store::postgres::PgTarget;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
@@ -681,6 +688,70 @@ impl Asking<'_> {
     }
 }
 
+/// A database of one conversation's own on the evaluation's PostgreSQL server, dropped (with
+/// any connection still open to it) when the handle goes.
+struct EvalDatabase {
+    /// The server, at the database the URL names (where the copy is created and dropped).
+    admin: PgTarget,
+    name: String,
+}
+
+impl EvalDatabase {
+    fn create(server: &PgTarget, conversation: &str) -> Result<EvalDatabase> {
+        let suffix: String = conversation
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let name = format!("cairn_eval_{}_{suffix}", std::process::id());
+        let mut client = server.connect().map_err(cairn_engine::EngineError::from)?;
+        // Two statements: CREATE DATABASE refuses to run inside a transaction (a batch is one).
+        for statement in [
+            format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            format!("CREATE DATABASE {name}"),
+        ] {
+            client.batch_execute(&statement).map_err(|e| {
+                cairn_engine::EngineError::from(
+                    server.error("cannot create a database for the evaluation", &e),
+                )
+            })?;
+        }
+        Ok(EvalDatabase {
+            admin: server.with_database(&server.database()),
+            name,
+        })
+    }
+
+    fn target(&self) -> PgTarget {
+        self.admin.with_database(&self.name)
+    }
+}
+
+impl Drop for EvalDatabase {
+    fn drop(&mut self) {
+        let admin = &self.admin;
+        match admin.connect() {
+            Ok(mut client) => {
+                if let Err(error) = client.batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    self.name
+                )) {
+                    eprintln!(
+                        "cairn eval: {}",
+                        admin.error(&format!("cannot drop the database {}", self.name), &error)
+                    );
+                }
+            }
+            Err(error) => eprintln!("cairn eval: {error}"),
+        }
+    }
+}
+
 fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
@@ -791,6 +862,14 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
         rows.push(variant_row(spec, &config)?);
     }
     let mut tallies: Vec<Tally> = rows.iter().map(|_| Tally::default()).collect();
+    let postgres = settings
+        .store_url
+        .as_deref()
+        .map(PgTarget::parse)
+        .transpose()
+        .map_err(cairn_engine::EngineError::from)?;
+    let mut postgres_tallies: Vec<Tally> = rows.iter().map(|_| Tally::default()).collect();
+    let mut postgres_copy_secs = 0.0;
     let mut facts_tallies: Vec<Tally> = rows.iter().map(|_| Tally::default()).collect();
     let mut facts_tally = FactsTally::default();
     let mut ingest_secs = 0.0;
@@ -803,7 +882,7 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
         let mut context = Context::for_directory(&cwd);
         context.project = conversation.id.clone();
         context.actor = "eval".into();
-        let mut engine = Engine::open(&path, context)?;
+        let mut engine = Engine::open(&path, context.clone())?;
         engine.set_semantic_config(config.clone());
         match &shared {
             Some(embedder) => engine.set_shared_embedder(embedder.clone()),
@@ -864,6 +943,31 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             details: locomo.details.is_some().then_some(&mut details),
         };
         asking.ask(&mut engine, conversation, &rows, &mut tallies, None, "")?;
+        if let Some(server) = &postgres {
+            let clock = Instant::now();
+            let copy = EvalDatabase::create(server, &conversation.id)?;
+            migrate(
+                &Endpoint::Sqlite(path.clone()),
+                &Endpoint::Postgres(copy.target()),
+                1000,
+                &mut |_| {},
+            )
+            .map_err(cairn_engine::EngineError::from)?;
+            postgres_copy_secs += clock.elapsed().as_secs_f64();
+            let mut on_postgres = Engine::open_postgres(copy.target(), context)?;
+            on_postgres.set_semantic_config(config.clone());
+            if let Some(embedder) = &shared {
+                on_postgres.set_shared_embedder(embedder.clone());
+            }
+            asking.ask(
+                &mut on_postgres,
+                conversation,
+                &rows,
+                &mut postgres_tallies,
+                None,
+                "@postgres",
+            )?;
+        }
         if locomo.facts.is_some() {
             let clock = Instant::now();
             let dia_of =
@@ -914,6 +1018,11 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             mode_reports.insert(format!("{}+facts", row.label), tally.report());
         }
     }
+    if postgres.is_some() {
+        for (row, tally) in rows.iter().zip(&postgres_tallies) {
+            mode_reports.insert(format!("{}@postgres", row.label), tally.report());
+        }
+    }
     let report = json!({
         "data": locomo.data,
         "conversations": conversations.len(),
@@ -962,6 +1071,10 @@ pub fn run(settings: &Settings, command: &EvalCommand) -> Result<ExitCode> {
             "dropped": facts_tally.report.dropped,
             "reasons": facts_tally.report.reasons,
             "secs": round3(facts_tally.secs),
+        })),
+        "postgres": postgres.as_ref().map(|server| json!({
+            "server": server.shown(),
+            "copy_secs": round3(postgres_copy_secs),
         })),
         "ingest_secs": round3(ingest_secs),
         "embed_secs": round3(embed_secs),

@@ -16,8 +16,8 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "CAIRN_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
     /// Where the brain is stored: a SQLite file's path (like --db, which wins when both are
-    /// given), or a postgres:// URL — which `cairn migrate` can fill but no other command can
-    /// serve yet (docs/postgres.md).
+    /// given), or a postgres:// URL — which `cairn migrate` fills and `cairn recall` reads; no
+    /// other command runs on PostgreSQL yet (docs/postgres.md).
     #[arg(long, global = true, env = "CAIRN_STORE", value_name = "PATH|URL")]
     pub store: Option<String>,
     /// Project key (default: derived from the git root of the working directory).
@@ -61,14 +61,15 @@ pub struct Settings {
     /// the file; `None` when unset or empty.
     pub remote: Option<RemoteSettings>,
     /// `--store` / `CAIRN_STORE` naming PostgreSQL (the URL as given, never printed as is):
-    /// every command but `cairn migrate` refuses it until the PostgreSQL backend exists.
+    /// `cairn migrate` fills it, `cairn recall` (and `cairn eval locomo --store`) read it,
+    /// every other command refuses it until the PostgreSQL backend does more.
     pub store_url: Option<String>,
 }
 
 /// The exit code of a configuration the process cannot run with (as clap's usage errors).
 pub const EXIT_CONFIG: u8 = 2;
 
-/// `--store postgres://…` for a command that needs the backend, which does not exist yet.
+/// `--store postgres://…` for a command that does not run on PostgreSQL yet.
 #[derive(Debug)]
 pub struct PostgresNotServed {
     shown: String,
@@ -88,7 +89,7 @@ impl std::fmt::Display for PostgresNotServed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "`cairn {}` cannot use the PostgreSQL store {} yet: PostgreSQL can hold a brain copied there by `cairn migrate`, but the PostgreSQL backend that serves it is not built yet (docs/postgres.md). Unset CAIRN_STORE / drop --store to use the brain file, or copy the brain back with `cairn migrate --from <url> --to <file>`",
+            "`cairn {}` cannot use the PostgreSQL store {} yet: PostgreSQL can hold a brain copied there by `cairn migrate`, and `cairn recall` reads it, but no other command runs on PostgreSQL yet (docs/postgres.md). Unset CAIRN_STORE / drop --store to use the brain file, or copy the brain back with `cairn migrate --from <url> --to <file>`",
             self.command, self.shown
         )
     }
@@ -194,7 +195,16 @@ impl Settings {
         let mut context = self.context(actor, &cwd);
         // `CAIRN_NOW`: a test setting, so tests order events without sleeping.
         context.now = cairn_engine::test_clock_from_env()?;
-        let mut engine = Engine::open(&self.db, context)?;
+        // Only the commands that run on PostgreSQL get this far with a postgres:// store
+        // (`cli::run` refuses the others): recall.
+        let mut engine = match &self.store_url {
+            Some(url) => {
+                let target =
+                    cairn_store::postgres::PgTarget::parse(url).map_err(EngineError::from)?;
+                Engine::open_postgres(target, context)?
+            }
+            None => Engine::open(&self.db, context)?,
+        };
         engine.set_embedder_loader(crate::embedder::loader(self));
         Ok(engine)
     }

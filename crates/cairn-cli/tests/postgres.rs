@@ -385,7 +385,106 @@ fn a_destination_holding_another_brain_is_refused() {
 }
 
 #[test]
-fn a_postgres_store_is_refused_until_the_backend_exists() {
+fn recall_on_postgres_answers_the_json_of_the_brain_file() {
+    let Some(pg) = TestDb::new() else { return };
+    let brain = Brain::new();
+    let cmd = || {
+        let mut cmd = brain.cmd();
+        cmd.env("CAIRN_NOW", "2026-06-01T00:00:00Z");
+        cmd
+    };
+    for (memory_type, scope, body) in [
+        (
+            "note",
+            "deploy",
+            "rollback the canary release when errors rise",
+        ),
+        (
+            "decision",
+            "deploy",
+            "the canary gets five percent of traffic",
+        ),
+        ("fact", "infra", "the database pool holds 50 connections"),
+        (
+            "note",
+            "deploy:staging",
+            "staging canary waits an hour before promotion",
+        ),
+    ] {
+        let output = cmd()
+            .args([
+                "remember",
+                "--type",
+                memory_type,
+                "--scope",
+                scope,
+                "--body",
+                body,
+            ])
+            .output()
+            .unwrap();
+        common::succeeded(&output);
+    }
+    let src = brain.db.to_str().unwrap().to_string();
+    ok_json(&migrate(&brain, &src, &pg.url, &["--json"]));
+    let url = pg.url_with_password("hunter2-s3cret");
+    for query in [
+        vec!["canary"],
+        vec!["canary", "--scope", "deploy", "--type", "note"],
+        vec!["\"canary* AND NEAR(pool"],
+        vec!["database pool", "--mode", "hybrid"],
+    ] {
+        let on_file = cmd()
+            .args(["--json", "recall", "--no-touch"])
+            .args(&query)
+            .output()
+            .unwrap();
+        let on_flag = cmd()
+            .args(["--json", "--store", &url, "recall", "--no-touch"])
+            .args(&query)
+            .output()
+            .unwrap();
+        let on_env = cmd()
+            .env("CAIRN_STORE", &url)
+            .args(["--json", "recall", "--no-touch"])
+            .args(&query)
+            .output()
+            .unwrap();
+        let expected = ok_json(&on_file);
+        assert_eq!(ok_json(&on_flag), expected, "{query:?}");
+        assert_eq!(ok_json(&on_env), expected, "{query:?}");
+    }
+    let answer = ok_json(
+        &cmd()
+            .args(["--json", "--store", &url, "recall", "canary"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        answer["results"].as_array().map(Vec::len),
+        Some(3),
+        "{answer}"
+    );
+    // A database without a brain: said so, by address, without the password.
+    let empty = TestDb::new().unwrap();
+    let output = cmd()
+        .args([
+            "--store",
+            &empty.url_with_password("hunter2-s3cret"),
+            "recall",
+            "canary",
+        ])
+        .output()
+        .unwrap();
+    let stderr = common::refused(&output, 1, "this database holds no cairn brain");
+    assert!(
+        stderr.contains(&empty.name) && !stderr.contains("s3cret"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_postgres_store_is_refused_by_every_command_but_recall() {
     let brain = fixture_brain();
     let url = "postgres://postgres:hunter2-s3cret@127.0.0.1:5432/cairn";
     let check = |output: std::process::Output| {
@@ -407,7 +506,7 @@ fn a_postgres_store_is_refused_until_the_backend_exists() {
         brain
             .cmd()
             .env("CAIRN_STORE", url)
-            .args(["recall", "x"])
+            .args(["remember", "--type", "note", "--body", "x"])
             .output()
             .unwrap(),
     );

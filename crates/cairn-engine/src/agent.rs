@@ -173,7 +173,7 @@ impl Engine {
     }
 
     pub fn task(&self, id: i64) -> Result<TaskRow> {
-        self.store.reader().task(id)?.ok_or_else(|| {
+        self.store.reader()?.task(id)?.ok_or_else(|| {
             EngineError::Invalid(format!("no task {id}: `cairn task list` shows them"))
         })
     }
@@ -182,7 +182,7 @@ impl Engine {
     pub fn tasks(&self, include_done: bool) -> Result<Vec<TaskRow>> {
         Ok(self
             .store
-            .reader()
+            .reader()?
             .tasks(&self.visible_projects(), include_done)?)
     }
 
@@ -261,7 +261,7 @@ impl Engine {
     pub fn measures(&self, name: Option<&str>) -> Result<Vec<MeasureSummary>> {
         let rows = self
             .store
-            .reader()
+            .reader()?
             .measures(&self.visible_projects(), name)?;
         let mut summaries: Vec<MeasureSummary> = Vec::new();
         for row in rows {
@@ -297,7 +297,7 @@ impl Engine {
     // ---- identity ----------------------------------------------------------------------
 
     pub fn identity(&self) -> Result<Option<IdentityRow>> {
-        Ok(self.store.reader().identity()?)
+        Ok(self.store.reader()?.identity()?)
     }
 
     /// Replaces the identity (who the agent is; under 500 tokens).
@@ -330,7 +330,7 @@ impl Engine {
         let now = format_ts(self.now());
         Ok(self
             .store
-            .reader()
+            .reader()?
             .awareness(&self.visible_projects(), &now)?)
     }
 
@@ -435,7 +435,7 @@ impl Engine {
         actor: Option<&str>,
     ) -> Result<Vec<EventRow>> {
         let projects = self.visible_projects();
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let from = if last_session {
             reader.last_event_id(&projects, "session_start")?
         } else {
@@ -448,7 +448,7 @@ impl Engine {
     /// filter by.
     pub fn activity_actors(&self) -> Result<Vec<String>> {
         let projects = self.visible_projects();
-        Ok(self.store.reader().event_actors(&projects)?)
+        Ok(self.store.reader()?.event_actors(&projects)?)
     }
 
     /// Appends a bookkeeping event (hooks: `session_start`, `session_end`).
@@ -479,14 +479,14 @@ impl Engine {
 
     /// When the record was last surfaced to an agent, `None` when never.
     pub fn surfaced_at(&self, id: i64) -> Result<Option<String>> {
-        Ok(self.store.reader().surfaced(id)?.map(|(at, _)| at))
+        Ok(self.store.reader()?.surfaced(id)?.map(|(at, _)| at))
     }
 
     // ---- inbox and review --------------------------------------------------------------
 
     /// Captured candidates awaiting a decision (all of them with `all`).
     pub fn inbox(&self, all: bool) -> Result<Vec<InboxRow>> {
-        Ok(self.store.reader().inbox(&self.visible_projects(), all)?)
+        Ok(self.store.reader()?.inbox(&self.visible_projects(), all)?)
     }
 
     fn inbox_item(&self, id: i64) -> Result<InboxRow> {
@@ -541,7 +541,7 @@ impl Engine {
     pub fn review(&self) -> Result<ReviewReport> {
         let now = format_ts(self.now());
         let projects = self.visible_projects();
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let due = reader.review_due(&projects, &now)?;
         let mut conflicts = Vec::new();
         for conflict in reader.open_conflicts(None)? {
@@ -573,7 +573,7 @@ impl Engine {
             })
             .map(|t| t.as_str())
             .collect();
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let ids = reader.stale_unverified(
             &self.visible_projects(),
             &types,

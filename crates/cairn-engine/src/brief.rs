@@ -133,7 +133,7 @@ impl Engine {
 
     fn records_of_types(&self, types: &[MemoryType]) -> Result<Vec<Memory>> {
         let projects = self.visible_projects();
-        let mut records = self.store.reader().list(&ListFilter {
+        let mut records = self.store.reader()?.list(&ListFilter {
             projects: Some(&projects),
             types: Some(types),
             status: Some(Status::Active),
@@ -155,7 +155,7 @@ impl Engine {
         tree: Option<&git::WorkingTree>,
         shown_ids: &mut BTreeSet<i64>,
     ) -> Result<Vec<String>> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let projects = self.visible_projects();
         let now = format_ts(self.now());
         let mut items = Vec::new();
@@ -325,7 +325,7 @@ impl Engine {
         // docs/codemap.md); the hook must not lose the whole brief to it.
         let stored = self
             .store
-            .reader()
+            .reader()?
             .codemap_file_count(&self.context.project)?;
         if stored > BRIEF_CODEMAP_MAX_FILES {
             return Ok(vec![format!(
@@ -397,7 +397,7 @@ impl Engine {
             .collect();
         let records: HashMap<i64, Memory> = self
             .store
-            .reader()
+            .reader()?
             .get_many(&ids)?
             .into_iter()
             .filter(|m| m.status == Status::Active)

@@ -136,7 +136,7 @@ impl Engine {
     /// the last one (0 for a transcript not seen yet). A remote hook reads its transcript from
     /// here and sends it to [`Engine::capture_transcript_text`].
     pub fn capture_offset(&self, session_id: &str, transcript: &str) -> Result<u64> {
-        Ok(match self.store.reader().capture_offset(session_id)? {
+        Ok(match self.store.reader()?.capture_offset(session_id)? {
             Some(stored) if stored.transcript_path == transcript => stored.byte_offset,
             _ => 0,
         })
@@ -172,7 +172,7 @@ impl Engine {
         source: Source<'_>,
     ) -> Result<CaptureReport> {
         // Fast path without the write lock: nothing new since the stored offset.
-        if let Some(stored) = self.store.reader().capture_offset(session_id)?
+        if let Some(stored) = self.store.reader()?.capture_offset(session_id)?
             && stored.byte_offset == size
             && stored.transcript_path == path_text
         {

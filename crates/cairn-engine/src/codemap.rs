@@ -223,7 +223,7 @@ impl Engine {
             }
         };
         let project = self.context.project.clone();
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let metas = reader.codemap_file_meta(&project)?;
         let head = reader.codemap_project_head(&project)?;
         let state = reader.codemap_state(&project)?;
@@ -240,7 +240,7 @@ impl Engine {
         };
         let links_synced = head.as_ref().and_then(|h| h.links_seq);
         // 0: an empty edge log (so "synced with an empty log" is not "never synced").
-        let last_seq = self.store.reader().last_edge_seq()?.unwrap_or(0);
+        let last_seq = self.store.reader()?.last_edge_seq()?.unwrap_or(0);
         let touched: Vec<(String, i64, i64)> = scan
             .files
             .iter()
@@ -300,7 +300,7 @@ impl Engine {
         // full index nor the graph is needed for it.
         let links_due = !self.context.read_only && (changed || links_synced != Some(last_seq));
         let mentioned = if links_due {
-            self.store.reader().code_entities_mentioned(&project)?
+            self.store.reader()?.code_entities_mentioned(&project)?
         } else {
             Vec::new()
         };
@@ -357,7 +357,7 @@ impl Engine {
             return Ok(());
         }
         let project = self.context.project.clone();
-        let stored = self.store.reader().codemap_graphs(&project)?;
+        let stored = self.store.reader()?.codemap_graphs(&project)?;
         let mut stored = stored.into_iter().peekable();
         let light = std::mem::take(&mut code.index);
         let skipped = light.skipped_files().to_vec();
@@ -410,7 +410,7 @@ impl Engine {
         let data = self
             .store
             .reader()
-            .codemap_detail(&file.meta.hash, file.meta.lang.as_str())
+            .and_then(|reader| reader.codemap_detail(&file.meta.hash, file.meta.lang.as_str()))
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("the stored parse of {} is missing", file.meta.path))?;
         file.decode_detail(&data)
@@ -451,7 +451,7 @@ impl Engine {
     /// tail: `src/main.rs` matches `crates/x/src/main.rs`), newest memory first.
     fn memory_focus(&self, index: &Index) -> Result<Vec<String>> {
         let projects = vec![Some(self.context.project.clone())];
-        let records = self.store.reader().list(&ListFilter {
+        let records = self.store.reader()?.list(&ListFilter {
             projects: Some(&projects),
             status: Some(Status::Active),
             newest_first: true,
@@ -510,7 +510,7 @@ impl Engine {
             None
         } else {
             self.store
-                .reader()
+                .reader()?
                 .codemap_cached_map(&project, &key)?
                 .and_then(|text| serde_json::from_str(&text).ok())
         };

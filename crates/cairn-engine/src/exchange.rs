@@ -151,7 +151,7 @@ impl Engine {
     /// Writes every record (with history), the declared scopes, the graph, the brain's other
     /// state (`exchange_state`) and every event as JSONL. Returns the number of lines written.
     pub fn export_jsonl(&self, out: &mut dyn Write) -> Result<usize> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let io = |source| EngineError::Io {
             path: "<export>".into(),
             source,
@@ -481,7 +481,7 @@ impl Engine {
             Ok::<_, EngineError>(())
         })?;
         if report.summary.added > 1000 {
-            self.store.optimize()?;
+            self.store.sqlite_mut()?.optimize()?;
         }
         Ok(report)
     }

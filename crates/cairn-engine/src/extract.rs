@@ -139,7 +139,7 @@ impl Engine {
             .to_string(),
             ..ExtractReport::default()
         };
-        let lock_file = lock_path(self.store.path());
+        let lock_file = lock_path(self.store.sqlite()?.path());
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -164,7 +164,7 @@ impl Engine {
         }
         let sessions = match &options.session {
             Some(session) => vec![session.clone()],
-            None => self.store.reader().captured_sessions(MAX_SESSIONS)?,
+            None => self.store.reader()?.captured_sessions(MAX_SESSIONS)?,
         };
         let mut calls_left = options.max_calls;
         for session in &sessions {
@@ -179,11 +179,14 @@ impl Engine {
     pub fn has_turns_to_extract(&self, session: &str) -> Result<bool> {
         let done: i64 = self
             .store
-            .reader()
+            .reader()?
             .meta(&progress_key(session))?
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        Ok(self.store.reader().has_session_turns_after(session, done)?)
+        Ok(self
+            .store
+            .reader()?
+            .has_session_turns_after(session, done)?)
     }
 
     fn extract_session(
@@ -196,7 +199,7 @@ impl Engine {
         let key = progress_key(session);
         let mut done: i64 = self
             .store
-            .reader()
+            .reader()?
             .meta(&key)?
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
@@ -204,7 +207,7 @@ impl Engine {
         loop {
             let turns = self
                 .store
-                .reader()
+                .reader()?
                 .session_turns(session, done, BATCH_TURNS)?;
             if turns.is_empty() {
                 return Ok(());
@@ -266,7 +269,7 @@ impl Engine {
     fn pending_after(&self, session: &str, after: i64) -> Result<usize> {
         Ok(self
             .store
-            .reader()
+            .reader()?
             .session_turns(session, after, usize::MAX >> 1)?
             .len())
     }
@@ -288,7 +291,7 @@ impl Engine {
         let started = Instant::now();
         let turns = self
             .store
-            .reader()
+            .reader()?
             .session_turns(session, 0, usize::MAX >> 1)?;
         let mut report = ExtractReport {
             method: "given".to_string(),
@@ -316,7 +319,7 @@ impl Engine {
     pub fn derived_turns(&self, record: i64) -> Result<Vec<i64>> {
         Ok(self
             .store
-            .reader()
+            .reader()?
             .open_targets(
                 cairn_core::graph::Node::record(record),
                 crate::graph::write::DERIVED_FROM,

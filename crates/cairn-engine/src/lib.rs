@@ -166,7 +166,9 @@ impl EngineError {
                 | StoreError::Sqlite { .. }
                 | StoreError::Malformed { .. }
                 | StoreError::Postgres { .. } => ErrorKind::Other,
-                StoreError::Migration { .. } => ErrorKind::Invalid,
+                StoreError::Migration { .. } | StoreError::NotOnPostgres { .. } => {
+                    ErrorKind::Invalid
+                }
                 StoreError::UnknownColumn { .. } | StoreError::MissingColumn { .. } => {
                     ErrorKind::Invalid
                 }
@@ -241,9 +243,95 @@ pub struct SuppliedGit {
     pub working_tree: Option<git::WorkingTree>,
 }
 
+/// Where an engine's brain is. Recall reads either through the seam
+/// ([`cairn_store::RecallRead`]); every other operation needs the SQLite store, and on a
+/// PostgreSQL brain answers [`StoreError::NotOnPostgres`] instead of reading anything else.
+pub(crate) enum Backend {
+    Sqlite(Store),
+    Postgres(Box<cairn_store::pg_read::PgReader>),
+}
+
+impl Backend {
+    fn not_here(reader: &cairn_store::pg_read::PgReader) -> StoreError {
+        StoreError::NotOnPostgres {
+            url: reader.shown().to_string(),
+        }
+    }
+
+    /// The SQLite store; the typed refusal on PostgreSQL.
+    pub(crate) fn sqlite(&self) -> std::result::Result<&Store, StoreError> {
+        match self {
+            Backend::Sqlite(store) => Ok(store),
+            Backend::Postgres(reader) => Err(Backend::not_here(reader)),
+        }
+    }
+
+    pub(crate) fn sqlite_mut(&mut self) -> std::result::Result<&mut Store, StoreError> {
+        match self {
+            Backend::Sqlite(store) => Ok(store),
+            Backend::Postgres(reader) => Err(Backend::not_here(reader)),
+        }
+    }
+
+    /// Read access to the SQLite store (refused on PostgreSQL).
+    pub(crate) fn reader(&self) -> std::result::Result<cairn_store::Reader<'_>, StoreError> {
+        Ok(self.sqlite()?.reader())
+    }
+
+    /// [`Store::write`] (refused on PostgreSQL: nothing is written there yet).
+    pub(crate) fn write<T, E>(
+        &mut self,
+        work: impl FnOnce(&cairn_store::WriteTx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        self.sqlite_mut().map_err(E::from)?.write(work)
+    }
+
+    /// What recall reads: the SQLite store (its full-text searches answered by `index` when
+    /// given) or the PostgreSQL brain.
+    pub(crate) fn recall_read<'a>(
+        &'a self,
+        index: Option<&'a cairn_store::LexicalIndex>,
+    ) -> RecallSource<'a> {
+        match self {
+            Backend::Sqlite(store) => {
+                RecallSource::Sqlite(cairn_store::SqliteRecall::new(store, index))
+            }
+            Backend::Postgres(reader) => RecallSource::Postgres(reader),
+        }
+    }
+
+    /// Changes whenever the brain may have changed ([`Store::generation`]).
+    pub(crate) fn generation(&self) -> std::result::Result<u64, StoreError> {
+        match self {
+            Backend::Sqlite(store) => store.generation(),
+            Backend::Postgres(reader) => cairn_store::RecallRead::generation(reader.as_ref()),
+        }
+    }
+}
+
+/// Recall's reads on either backend, used as a `dyn RecallRead`.
+pub(crate) enum RecallSource<'a> {
+    Sqlite(cairn_store::SqliteRecall<'a>),
+    Postgres(&'a cairn_store::pg_read::PgReader),
+}
+
+impl<'a> std::ops::Deref for RecallSource<'a> {
+    type Target = dyn cairn_store::RecallRead + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            RecallSource::Sqlite(sqlite) => sqlite,
+            RecallSource::Postgres(reader) => *reader,
+        }
+    }
+}
+
 /// An open brain plus the context calls are made in.
 pub struct Engine {
-    store: Store,
+    store: Backend,
     context: Context,
     git: GitSource,
     /// Link records to the entities their text mentions on write (docs/design.md §7); on by default.
@@ -268,7 +356,26 @@ impl Engine {
         } else {
             Store::open(path)?
         };
-        Ok(Engine {
+        Ok(Engine::with_backend(Backend::Sqlite(store), context))
+    }
+
+    /// Opens the brain `cairn migrate` copied to the PostgreSQL database of `target`, for
+    /// recall: [`Engine::recall`] answers from it as from the brain file (the same records,
+    /// scores and JSON), without recording accesses (nothing is written to PostgreSQL yet, as
+    /// on a read-only brain). Every other operation answers [`StoreError::NotOnPostgres`].
+    pub fn open_postgres(
+        target: cairn_store::postgres::PgTarget,
+        context: Context,
+    ) -> Result<Engine> {
+        let reader = cairn_store::pg_read::PgReader::open(target)?;
+        Ok(Engine::with_backend(
+            Backend::Postgres(Box::new(reader)),
+            context,
+        ))
+    }
+
+    fn with_backend(store: Backend, context: Context) -> Engine {
+        Engine {
             store,
             context,
             git: GitSource::Local,
@@ -277,7 +384,7 @@ impl Engine {
             indexed: std::cell::Cell::new(None),
             accesses: None,
             lexical: None,
-        })
+        }
     }
 
     /// Recall's lexical search (and its term counts) answers from `index`, an in-memory copy
@@ -337,12 +444,18 @@ impl Engine {
         }
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// The SQLite store (refused on a PostgreSQL brain: [`StoreError::NotOnPostgres`]).
+    pub fn store(&self) -> Result<&Store> {
+        Ok(self.store.sqlite()?)
     }
 
-    pub fn store_mut(&mut self) -> &mut Store {
-        &mut self.store
+    pub fn store_mut(&mut self) -> Result<&mut Store> {
+        Ok(self.store.sqlite_mut()?)
+    }
+
+    /// Whether the brain is on PostgreSQL (only recall answers there so far).
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.store, Backend::Postgres(_))
     }
 
     pub fn now(&self) -> DateTime<Utc> {

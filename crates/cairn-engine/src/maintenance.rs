@@ -79,7 +79,7 @@ impl Engine {
         }
         let mut checks = Vec::new();
         let mut repaired = Vec::new();
-        let integrity = self.store.integrity_check()?;
+        let integrity = self.store.sqlite()?.integrity_check()?;
         let integrity_ok = integrity.len() == 1 && integrity[0] == "ok";
         checks.push(Check {
             name: "integrity".into(),
@@ -90,11 +90,11 @@ impl Engine {
                 "copy what can be read into a new file: `sqlite3 BRAIN .recover | sqlite3 NEW.db`, then point --db at NEW.db; the damaged file is left untouched".into()
             }),
         });
-        let gaps = self.store.reader().index_gaps()?;
-        let fts_problem = self.store.fts_integrity_check()?;
+        let gaps = self.store.reader()?.index_gaps()?;
+        let fts_problem = self.store.sqlite()?.fts_integrity_check()?;
         let fts_ok = fts_problem.is_none() && gaps.fts_rows == gaps.records;
         if !fts_ok && repair {
-            self.store.rebuild_fts()?;
+            self.store.sqlite_mut()?.rebuild_fts()?;
             repaired.push("rebuilt the full-text index from the records".to_string());
         }
         checks.push(Check {
@@ -129,8 +129,8 @@ impl Engine {
         self.semantic_checks(repair, &mut checks, &mut repaired)?;
         let ok = checks.iter().all(|c| c.ok) || (repair && integrity_ok);
         Ok(DoctorReport {
-            path: self.store.path().display().to_string(),
-            schema_version: self.store.schema_version()?,
+            path: self.store.sqlite()?.path().display().to_string(),
+            schema_version: self.store.sqlite()?.schema_version()?,
             ok,
             checks,
             repaired,
@@ -142,13 +142,13 @@ impl Engine {
     /// VACUUM writes the whole new file into the log; a reader elsewhere may postpone the
     /// truncate).
     fn compact_now(&mut self) -> Result<()> {
-        self.store.optimize()?;
-        self.store.vacuum()?;
+        self.store.sqlite_mut()?.optimize()?;
+        self.store.sqlite_mut()?.vacuum()?;
         self.store.write(|tx| {
             tx.delete_meta(VACUUM_DUE_KEY)?;
             Ok::<_, EngineError>(())
         })?;
-        self.store.checkpoint_truncate()?;
+        self.store.sqlite_mut()?.checkpoint_truncate()?;
         Ok(())
     }
 
@@ -157,7 +157,7 @@ impl Engine {
     /// stays small without anybody running `doctor --repair`. The accept is already saved; a
     /// compaction that fails (locked, disk full) is reported, not raised.
     pub(crate) fn compact_after_accept(&mut self) -> Option<String> {
-        let before = match self.store.reader().page_stats() {
+        let before = match self.store.reader().and_then(|r| r.page_stats()) {
             Ok(pages) => pages,
             Err(e) => return Some(format!("not compacted: {e}")),
         };
@@ -166,7 +166,7 @@ impl Engine {
         }
         let file = |pages: &cairn_store::PageStats| pages.page_count * pages.page_size;
         Some(match self.compact_now() {
-            Ok(()) => match self.store.reader().page_stats() {
+            Ok(()) => match self.store.reader().and_then(|r| r.page_stats()) {
                 Ok(after) => format!(
                     "compacted the brain: {:.1} → {:.1} MB",
                     file(&before) as f64 / 1_048_576.0,
@@ -190,7 +190,7 @@ impl Engine {
         checks: &mut Vec<Check>,
         repaired: &mut Vec<String>,
     ) -> Result<()> {
-        let orphans = self.store.reader().orphans()?;
+        let orphans = self.store.reader()?.orphans()?;
         if orphans.total() > 0 && repair {
             let dropped = self.store.write(|tx| {
                 let dropped = tx.drop_orphans()?;
@@ -216,7 +216,7 @@ impl Engine {
         });
         // Records merged away before schema v10 are still whole and indexed: stored against
         // their survivors they leave the index and take a few bytes each. Not a defect.
-        let unpacked = self.store.reader().merged_away_unpacked()?;
+        let unpacked = self.store.reader()?.merged_away_unpacked()?;
         if !unpacked.is_empty() && repair {
             let packed = self.store.write(|tx| {
                 let mut packed = 0;
@@ -243,19 +243,19 @@ impl Engine {
             },
             fix: (!unpacked.is_empty() && !repair).then(|| "cairn doctor --repair".into()),
         });
-        let pages = self.store.reader().page_stats()?;
+        let pages = self.store.reader()?.page_stats()?;
         // Free pages are visible to SQLite; space freed inside pages (a migration dropping a
         // column) is not, so whatever frees it sets `vacuum_due` with the reason.
         // It is not a defect (nothing is wrong, the file is only larger than it needs to be),
         // so it does not fail the check; `--repair` acts on it.
-        let vacuum_due = self.store.reader().meta(VACUUM_DUE_KEY)?;
+        let vacuum_due = self.store.reader()?.meta(VACUUM_DUE_KEY)?;
         let bloated = pages.free_ratio() > VACUUM_FREE_RATIO;
         // Space freed inside pages (merged-away records stored as changes) counts from 5 %,
         // the line a dream's accept compacts at.
         let reclaimable = pages.reclaimable_ratio() >= COMPACT_RATIO;
         if (bloated || reclaimable || vacuum_due.is_some()) && repair {
             self.compact_now()?;
-            let after = self.store.reader().page_stats()?;
+            let after = self.store.reader()?.page_stats()?;
             repaired.push(format!(
                 "VACUUM: {} → {} pages ({} free pages and {} KiB freed inside pages released)",
                 pages.page_count,
@@ -290,10 +290,10 @@ impl Engine {
             ),
             fix: (bloated && !repair).then(|| "cairn doctor --repair".into()),
         });
-        let wal = self.store.wal_bytes();
+        let wal = self.store.sqlite()?.wal_bytes();
         let wal_big = wal > WAL_LIMIT_BYTES;
         if wal_big && repair {
-            let (busy, _, _) = self.store.checkpoint_truncate()?;
+            let (busy, _, _) = self.store.sqlite_mut()?.checkpoint_truncate()?;
             repaired.push(if busy == 0 {
                 format!(
                     "checkpointed and truncated the {} MiB WAL",
@@ -326,7 +326,7 @@ impl Engine {
         checks: &mut Vec<Check>,
         repaired: &mut Vec<String>,
     ) -> Result<()> {
-        let orphans = self.store.reader().orphan_vectors()?;
+        let orphans = self.store.reader()?.orphan_vectors()?;
         if orphans > 0 && repair {
             self.store.write(|tx| tx.drop_orphan_vectors())?;
             repaired.push(format!("dropped {orphans} vectors of deleted records"));
@@ -334,7 +334,7 @@ impl Engine {
         // Resolve the loader first: a loader may say "none configured".
         let loaded = self.embedder();
         if matches!(loaded, Ok(None)) {
-            let counts = self.store.reader().vector_counts()?;
+            let counts = self.store.reader()?.vector_counts()?;
             checks.push(Check {
                 name: "semantic index".into(),
                 warning: false,
@@ -459,7 +459,7 @@ impl Engine {
     /// around it, which later captures may change without an embedder at hand: that is lag
     /// (`reindex` catches up), so episodes are checked for their size only.
     fn disagreeing_vectors(&self, dimension: usize) -> Result<Vec<(i64, Disagreement)>> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let rows = reader.vector_rows()?;
         let mut found = Vec::new();
         for chunk in rows.chunks(500) {
@@ -492,13 +492,13 @@ impl Engine {
     }
 
     pub fn stats(&self) -> Result<Stats> {
-        Ok(self.store.reader().stats()?)
+        Ok(self.store.reader()?.stats()?)
     }
 
     /// The file's pages by table and index, measured with SQLite's `dbstat` (the whole brain:
     /// it reads every page of the file, so run it when asked).
     pub fn file_sizes(&self) -> Result<cairn_store::FileSizes> {
-        Ok(self.store.reader().file_sizes()?)
+        Ok(self.store.reader()?.file_sizes()?)
     }
 
     /// Declares a scope of the context's project.
@@ -515,7 +515,7 @@ impl Engine {
     }
 
     pub fn scopes(&self) -> Result<Vec<ScopeRow>> {
-        Ok(self.store.reader().scopes(Some(&self.context.project))?)
+        Ok(self.store.reader()?.scopes(Some(&self.context.project))?)
     }
 
     pub fn scope_map(&self) -> Result<ScopeMap> {

@@ -322,10 +322,12 @@ impl Engine {
         };
         let as_of_text = as_of.map(format_ts);
         let terms = self.searchable_terms(&request.query, request.term_cutoff)?;
-        let expression = query::fts_match_expression(&terms);
+        // Whether the query has anything to search lexically (the backend builds its own
+        // query from the terms: no backend syntax here).
+        let searchable = terms.iter().any(|term| !term.is_empty());
         let candidate_limit = (limit * CANDIDATES_PER_RESULT).max(MIN_CANDIDATES);
         let filter = LexicalQuery {
-            match_expression: expression.as_deref().unwrap_or(""),
+            match_expression: "",
             projects: &projects,
             scopes: scope_chain.as_deref(),
             types: (!request.types.is_empty()).then_some(request.types.as_slice()),
@@ -349,9 +351,9 @@ impl Engine {
                 let text = request.query.as_str();
                 scope.spawn(move || embedder.embed_query(text))
             });
-            let lexical: Result<Vec<Hit>> = match (&expression, request.mode) {
-                (Some(_), Mode::Lexical | Mode::Hybrid) => {
-                    self.lexical_search(&filter).map(|hits| {
+            let lexical: Result<Vec<Hit>> = match (searchable, request.mode) {
+                (true, Mode::Lexical | Mode::Hybrid) => {
+                    self.lexical_search(&terms, &filter).map(|hits| {
                         hits.iter()
                             .map(|h| Hit {
                                 id: h.id,
@@ -410,7 +412,7 @@ impl Engine {
         }
         if answer.degraded.is_some() && request.mode == Mode::Semantic && semantic.is_empty() {
             // Semantic asked for but unavailable: answer lexically rather than with nothing.
-            if expression.is_some() {
+            if searchable {
                 let mut lexical_answer = self.recall(&RecallRequest {
                     mode: Mode::Lexical,
                     ..request.clone()
@@ -422,7 +424,7 @@ impl Engine {
                 return Ok(lexical_answer);
             }
         }
-        if expression.is_none() && semantic.is_empty() {
+        if !searchable && semantic.is_empty() {
             answer.note = Some(query::no_terms_reason(&request.query));
             return Ok(answer);
         }
@@ -533,13 +535,28 @@ impl Engine {
             return Ok(answer);
         }
         let reference = as_of.unwrap_or(now);
-        let memories: HashMap<i64, Memory> = self
-            .store
-            .reader()
+        let source = self.store.recall_read(self.lexical.as_deref());
+        let memories: HashMap<i64, Memory> = source
             .get_many(&fused.iter().map(|f| f.id).collect::<Vec<_>>())?
             .into_iter()
             .map(|m| (m.id, m))
             .collect();
+        // Every successor of a retired match, read in one call, to answer each match with the
+        // head of its chain.
+        let retired: Vec<i64> = memories
+            .values()
+            .filter(|m| m.superseded_by.is_some())
+            .map(|m| m.id)
+            .collect();
+        let successors: HashMap<i64, Memory> = if request.all || retired.is_empty() {
+            HashMap::new()
+        } else {
+            source
+                .successors(&retired)?
+                .into_iter()
+                .map(|m| (m.id, m))
+                .collect()
+        };
         // BM25 strengths are on a ratio scale, cosine similarities are not (score::relevances).
         let relevances = score::relevances(&fused, &[true, false, false]);
         // Each candidate answers as the current head of its supersession chain (unless --all);
@@ -561,7 +578,7 @@ impl Engine {
             let (shown, superseded_from) = if request.all {
                 (matched.clone(), None)
             } else {
-                match self.current_head(matched, as_of_text.as_deref())? {
+                match current_head(matched, &successors, as_of_text.as_deref()) {
                     Some(head) if head.id != matched.id => (head, Some(matched.id)),
                     Some(head) => (head, None),
                     None => continue,
@@ -658,13 +675,23 @@ impl Engine {
         results.truncate(limit);
         let top = results.first().map(|r| r.score).unwrap_or(1.0);
         let mut freshness_cache: HashMap<(String, git::StampedIn), Option<String>> = HashMap::new();
+        // A fact answers with the turns it came from (docs/retrieval.md, issue 18: on
+        // LoCoMo, counting a fact's turns at its rank lifts hybrid recall@10 0.762 → 0.785).
+        let facts: Vec<i64> = results
+            .iter()
+            .filter(|r| r.memory_type != MemoryType::Episode)
+            .map(|r| r.id)
+            .collect();
+        let mut derived = if facts.is_empty() {
+            HashMap::new()
+        } else {
+            source.derived_from(&facts)?
+        };
         for result in &mut results {
             result.score_norm = round(result.score / top);
             result.score = round(result.score);
-            // A fact answers with the turns it came from (docs/retrieval.md, issue 18: on
-            // LoCoMo, counting a fact's turns at its rank lifts hybrid recall@10 0.762 → 0.785).
-            if result.memory_type != MemoryType::Episode {
-                result.derived_from = self.derived_turns(result.id)?;
+            if let Some(turns) = derived.remove(&result.id) {
+                result.derived_from = turns;
             }
         }
         // Freshness verdicts for records stamped with a commit (one git question per commit).
@@ -682,6 +709,8 @@ impl Engine {
         if request.touch
             && as_of.is_none()
             && !self.context.read_only
+            // Nothing is written to a PostgreSQL brain yet (`Engine::open_postgres`).
+            && !self.is_postgres()
             && !results.is_empty()
             && let Err(error) = self.log_recall(&request.query, &ids, now)
         {
@@ -762,7 +791,7 @@ impl Engine {
         let centres: Vec<i64> = fused.iter().take(WINDOW_CENTRES).map(|f| f.id).collect();
         let windows =
             self.episode_windows(&centres, config.window_turns, config.context_window_secs)?;
-        let reader = self.store.reader();
+        let reader = self.store.recall_read(self.lexical.as_deref());
         let mut ranked: Vec<(f64, usize)> = windows
             .iter()
             .enumerate()
@@ -819,7 +848,7 @@ impl Engine {
         turns: usize,
         window_secs: i64,
     ) -> Result<Vec<Vec<i64>>> {
-        let reader = self.store.reader();
+        let reader = self.store.recall_read(self.lexical.as_deref());
         let mut links: HashMap<i64, (Option<i64>, Option<i64>)> = HashMap::new();
         let mut windows: Vec<Vec<i64>> = centres.iter().map(|&id| vec![id]).collect();
         let mut fronts: Vec<(Option<i64>, Option<i64>)> =
@@ -882,7 +911,7 @@ impl Engine {
             .collect();
         let allowed: std::collections::HashSet<i64> = self
             .store
-            .reader()
+            .recall_read(self.lexical.as_deref())
             .filter_ids(&neighbours, filter)?
             .into_iter()
             .collect();
@@ -948,7 +977,7 @@ impl Engine {
         if hits.is_empty() || (before <= 0.0 && after <= 0.0) {
             return Ok(hits);
         }
-        let reader = self.store.reader();
+        let reader = self.store.recall_read(self.lexical.as_deref());
         let ids: Vec<i64> = hits.iter().take(CONTEXT_LENDERS).map(|h| h.id).collect();
         let neighbours = reader.episode_neighbours(&ids, config.context_window_secs)?;
         if neighbours.is_empty() {
@@ -1012,8 +1041,8 @@ impl Engine {
         if docs.is_empty() {
             return Ok(hits);
         }
-        let reader = self.store.reader();
         let records = self.indexed_count()?.max(1);
+        let reader = self.store.recall_read(self.lexical.as_deref());
         let share: HashMap<i64, f64> = docs.iter().copied().collect();
         let ids: Vec<i64> = share.keys().copied().collect();
         let mut weights: BTreeMap<String, f64> = BTreeMap::new();
@@ -1032,11 +1061,10 @@ impl Engine {
                 *weights.entry(term).or_default() += share[&memory.id];
             }
         }
+        let words: Vec<String> = weights.keys().cloned().collect();
+        let counts = reader.term_counts(&words, records)?;
         let mut ranked: Vec<(f64, String)> = Vec::new();
-        for (term, weight) in weights {
-            let expression =
-                query::fts_match_expression(std::slice::from_ref(&term)).unwrap_or_default();
-            let found = self.term_frequency(&expression, records)?;
+        for ((term, weight), found) in weights.into_iter().zip(counts) {
             // A word of one record only finds that record again.
             if found >= 2 {
                 ranked.push((weight * (records as f64 / found as f64).ln(), term));
@@ -1045,13 +1073,10 @@ impl Engine {
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         ranked.truncate(FEEDBACK_TERMS);
         let expansion: Vec<String> = ranked.into_iter().map(|(_, term)| term).collect();
-        let Some(expression) = query::fts_match_expression(&expansion) else {
+        if expansion.is_empty() {
             return Ok(hits);
-        };
-        let expanded = self.lexical_search(&LexicalQuery {
-            match_expression: &expression,
-            ..filter.clone()
-        })?;
+        }
+        let expanded = self.lexical_search(&expansion, filter)?;
         let mut scored: HashMap<i64, f64> = hits.iter().map(|h| (h.id, h.strength)).collect();
         for hit in expanded {
             *scored.entry(hit.id).or_default() += weight * hit.strength;
@@ -1087,21 +1112,25 @@ impl Engine {
         } else {
             share_cap
         };
-        let count = |term: &String, cap: usize| {
-            let expression =
-                query::fts_match_expression(std::slice::from_ref(term)).unwrap_or_default();
-            self.term_frequency(&expression, cap)
-        };
-        let mut counted = Vec::with_capacity(terms.len());
-        for term in terms {
-            counted.push((count(&term, cap)?, term));
-        }
+        let source = self.store.recall_read(self.lexical.as_deref());
+        // Every term counted in one call (one round trip on a networked backend).
+        let mut counted: Vec<(usize, String)> = source
+            .term_counts(&terms, cap)?
+            .into_iter()
+            .zip(terms)
+            .collect();
         // Fewer of the rarest terms under the cap than the cutoff keeps: which of the others are
         // rarer is counted further (up to the share), so the right ones are kept.
         let under = counted.iter().filter(|(f, _)| *f > 0 && *f < cap).count();
         if frequent_matter && cap < share_cap && under < cutoff.keep_rarest {
-            for (frequency, term) in counted.iter_mut().filter(|(f, _)| *f >= cap) {
-                *frequency = count(term, share_cap)?;
+            let over: Vec<String> = counted
+                .iter()
+                .filter(|(f, _)| *f >= cap)
+                .map(|(_, term)| term.clone())
+                .collect();
+            let mut recounted = source.term_counts(&over, share_cap)?.into_iter();
+            for (frequency, _) in counted.iter_mut().filter(|(f, _)| *f >= cap) {
+                *frequency = recounted.next().unwrap_or(*frequency);
             }
         }
         let found: Vec<(usize, String)> = counted.iter().filter(|(f, _)| *f > 0).cloned().collect();
@@ -1122,22 +1151,17 @@ impl Engine {
         Ok(kept.into_iter().map(|(_, term)| term).collect())
     }
 
-    /// The store's lexical search, answered by the shared in-memory index when there is one.
-    fn lexical_search(&self, query: &LexicalQuery<'_>) -> Result<Vec<cairn_store::LexicalHit>> {
-        let reader = self.store.reader();
-        Ok(match &self.lexical {
-            Some(index) => index.search(&reader, query)?,
-            None => reader.lexical_search(query)?,
-        })
-    }
-
-    /// The store's bounded term count, answered by the shared in-memory index when there is one.
-    fn term_frequency(&self, term_expression: &str, cap: usize) -> Result<usize> {
-        let reader = self.store.reader();
-        Ok(match &self.lexical {
-            Some(index) => index.term_frequency(&reader, term_expression, cap)?,
-            None => reader.term_frequency(term_expression, cap)?,
-        })
+    /// The backend's lexical search for `terms` (the shared in-memory index answers on SQLite
+    /// when there is one).
+    fn lexical_search(
+        &self,
+        terms: &[String],
+        filter: &LexicalQuery<'_>,
+    ) -> Result<Vec<cairn_store::LexicalHit>> {
+        Ok(self
+            .store
+            .recall_read(self.lexical.as_deref())
+            .lexical_search(terms, filter)?)
     }
 
     /// Records in the full-text index, counted once per store generation.
@@ -1148,39 +1172,12 @@ impl Engine {
         {
             return Ok(count);
         }
-        let count = self.store.reader().indexed_count()?;
+        let count = self
+            .store
+            .recall_read(self.lexical.as_deref())
+            .indexed_count()?;
         self.indexed.set(Some((generation, count)));
         Ok(count)
-    }
-
-    /// The record a match answers as: itself when current, else its newest successor that
-    /// existed at `as_of`. `None` when the match should not be shown (archived head).
-    fn current_head(&self, matched: &Memory, as_of: Option<&str>) -> Result<Option<Memory>> {
-        let reader = self.store.reader();
-        let mut current = matched.clone();
-        let mut seen = std::collections::BTreeSet::new();
-        while seen.insert(current.id) {
-            let retired_by_then = match (as_of, current.retired_at.as_deref()) {
-                (Some(as_of), Some(retired)) => retired <= as_of,
-                (Some(_), None) => current.status != Status::Active,
-                (None, _) => current.status != Status::Active,
-            };
-            if !retired_by_then {
-                return Ok(Some(current));
-            }
-            let Some(next) = current.superseded_by else {
-                // Archived with no successor: not shown by default.
-                return Ok(None);
-            };
-            let Some(successor) = reader.get(next)? else {
-                return Ok(None);
-            };
-            if as_of.is_some_and(|as_of| successor.created_at.as_str() > as_of) {
-                return Ok(Some(current));
-            }
-            current = successor;
-        }
-        Ok(Some(current))
     }
 
     /// Records a recall's access (each result's use count and last access, one `recall` event):
@@ -1260,6 +1257,35 @@ impl Engine {
             }
         }
     }
+}
+
+/// The record a match answers as: itself when current, else its newest successor (from
+/// `successors`, every record its chain leads to) that existed at `as_of`. `None` when the
+/// match should not be shown (archived head).
+fn current_head(
+    matched: &Memory,
+    successors: &HashMap<i64, Memory>,
+    as_of: Option<&str>,
+) -> Option<Memory> {
+    let mut current = matched;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.insert(current.id) {
+        let retired_by_then = match (as_of, current.retired_at.as_deref()) {
+            (Some(as_of), Some(retired)) => retired <= as_of,
+            (Some(_), None) => current.status != Status::Active,
+            (None, _) => current.status != Status::Active,
+        };
+        if !retired_by_then {
+            return Some(current.clone());
+        }
+        // Archived with no successor (or one gone): not shown by default.
+        let successor = successors.get(&current.superseded_by?)?;
+        if as_of.is_some_and(|as_of| successor.created_at.as_str() > as_of) {
+            return Some(current.clone());
+        }
+        current = successor;
+    }
+    Some(current.clone())
 }
 
 /// Most accesses kept in the buffer while they cannot be written (the brain locked or read-only

@@ -61,14 +61,14 @@ fn cleaned(value: &str) -> Result<(String, Vec<&'static str>)> {
 impl Engine {
     pub fn get(&self, id: i64) -> Result<Memory> {
         self.store
-            .reader()
+            .reader()?
             .get(id)?
             .ok_or(EngineError::NotFound { id })
     }
 
     pub fn history(&self, id: i64) -> Result<Vec<HistoryRow>> {
         self.get(id)?;
-        Ok(self.store.reader().history(id)?)
+        Ok(self.store.reader()?.history(id)?)
     }
 
     /// What `show --json` prints and `GET /v1/records/{id}` answers (docs/cli.md): the record,
@@ -94,7 +94,7 @@ impl Engine {
     /// The record a dream merged `id` into, while it stays merged away (a restore ends it):
     /// the survivor the merge named.
     pub fn merged_into(&self, id: i64) -> Result<Option<i64>> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let Some(base) = reader.merged_base(id)? else {
             return Ok(None);
         };
@@ -103,7 +103,7 @@ impl Engine {
 
     /// Open conflicts involving a record.
     pub fn conflicts_of(&self, id: i64) -> Result<Vec<cairn_store::ConflictRow>> {
-        Ok(self.store.reader().open_conflicts(Some(id))?)
+        Ok(self.store.reader()?.open_conflicts(Some(id))?)
     }
 
     /// Changes fields of a record in place; the previous version goes to history.
@@ -368,7 +368,7 @@ impl Engine {
             ]),
             None => None,
         };
-        Ok(self.store.reader().list(&ListFilter {
+        Ok(self.store.reader()?.list(&ListFilter {
             projects: (!request.all_projects).then_some(projects.as_slice()),
             types: (!request.types.is_empty()).then_some(request.types.as_slice()),
             scopes: scopes.as_deref(),

@@ -666,7 +666,7 @@ impl Engine {
 
     /// `Err(message with the fix)` when the brain's vectors come from another model.
     fn check_space(&self, embedder: &dyn Embedder) -> std::result::Result<(), String> {
-        let reader = self.store.reader();
+        let reader = self.store.recall_read(None);
         let space = reader.vector_space().map_err(|e| e.to_string())?;
         let Some(space) = space else { return Ok(()) };
         if space.model == embedder.model_id() && space.dimension == embedder.dimension() {
@@ -703,7 +703,7 @@ impl Engine {
     /// The state of the semantic index, loading the embedder if configured.
     pub fn semantic_status(&mut self) -> Result<SemanticStatus> {
         let embedder = self.embedder();
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let brain = reader.vector_space()?;
         let counts = reader.vector_counts()?;
         let (model, dimension, problem) = match &embedder {
@@ -737,7 +737,7 @@ impl Engine {
         if memory.memory_type != MemoryType::Episode {
             return Ok((Vec::new(), Vec::new()));
         }
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let mut before =
             reader.preceding_episodes(memory, config.context_turns, config.context_window_secs)?;
         before.reverse(); // oldest first, as the conversation went
@@ -753,7 +753,7 @@ impl Engine {
         if after == 0 || matches!(self.semantic.slot, Slot::Off) {
             return Ok(());
         }
-        let Some(memory) = self.store.reader().get(id)? else {
+        let Some(memory) = self.store.reader()?.get(id)? else {
             return Ok(());
         };
         if memory.memory_type != MemoryType::Episode {
@@ -762,7 +762,7 @@ impl Engine {
         let window = self.semantic.config.context_window_secs;
         let previous = self
             .store
-            .reader()
+            .reader()?
             .preceding_episodes(&memory, after, window)?;
         if previous.is_empty() {
             return Ok(());
@@ -795,7 +795,7 @@ impl Engine {
         };
         self.check_space(embedder.as_ref())
             .map_err(EngineError::Invalid)?;
-        let total_pending = self.store.reader().vector_counts()?.pending() as usize;
+        let total_pending = self.store.reader()?.vector_counts()?.pending() as usize;
         let total = limit.map_or(total_pending, |l| l.min(total_pending));
         let mut report = IndexReport {
             model: Some(embedder.model_id().to_string()),
@@ -806,14 +806,14 @@ impl Engine {
         progress(0, total);
         while done < total {
             let want = INDEX_BATCH.min(total - done);
-            let ids = self.store.reader().pending_vector_ids(after, want)?;
+            let ids = self.store.reader()?.pending_vector_ids(after, want)?;
             let Some(&last) = ids.last() else { break };
             after = last;
             self.index_batch(embedder.as_ref(), &ids, &mut report)?;
             done += ids.len();
             progress(done, total);
         }
-        report.pending = self.store.reader().vector_counts()?.pending();
+        report.pending = self.store.reader()?.vector_counts()?.pending();
         Ok(report)
     }
 
@@ -830,7 +830,7 @@ impl Engine {
         let dimension = embedder.dimension();
         let mut pending = Vec::new();
         for &id in ids {
-            if self.store.reader().vector_of(id, dimension)?.is_none() {
+            if self.store.reader()?.vector_of(id, dimension)?.is_none() {
                 pending.push(id);
             }
         }
@@ -851,14 +851,14 @@ impl Engine {
         report: &mut IndexReport,
     ) -> Result<()> {
         let dimension = embedder.dimension();
-        let memories = self.store.reader().get_many(ids)?;
+        let memories = self.store.reader()?.get_many(ids)?;
         // (id, hash, vector if cached, text)
         let mut work: Vec<(i64, String, Option<Vec<f32>>, String)> = Vec::new();
         for memory in &memories {
             let (before, after) = self.context_of(memory)?;
             let text = embedding_text(memory, &before, &after);
             let hash = text_hash(&text);
-            let cached = self.store.reader().vector_for_text(&hash, dimension)?;
+            let cached = self.store.reader()?.vector_for_text(&hash, dimension)?;
             work.push((memory.id, hash, cached, text));
         }
         let missing: Vec<usize> = (0..work.len()).filter(|&i| work[i].2.is_none()).collect();
@@ -1099,7 +1099,7 @@ impl Engine {
             let ids: Vec<i64> = nearest.iter().map(|n| matrix.ids[n.row]).collect();
             let allowed: std::collections::HashSet<i64> = self
                 .store
-                .reader()
+                .recall_read(None)
                 .filter_ids(&ids, filter)
                 .map_err(|e| e.to_string())?
                 .into_iter()
@@ -1208,7 +1208,7 @@ impl Engine {
 
     fn load_matrix(&self) -> cairn_store::Result<Arc<VectorMatrix>> {
         self.semantic.vector_reads.fetch_add(1, Ordering::Relaxed);
-        let reader = self.store.reader();
+        let reader = self.store.recall_read(None);
         let dimension = reader.vector_space()?.map_or(0, |space| space.dimension);
         Ok(Arc::new(reader.load_vectors(dimension)?))
     }
@@ -1224,8 +1224,8 @@ impl Engine {
             return Ok(cache.matrix.clone());
         }
         // Read before the vectors: a change after this point shows up as a newer version.
-        let version = self.store.reader().vectors_version()?;
-        let space = self.store.reader().vector_space()?;
+        let version = self.store.recall_read(None).vectors_version()?;
+        let space = self.store.recall_read(None).vector_space()?;
         if let Some(mut previous) = self.semantic.cache.take()
             && previous.space == space
         {
@@ -1256,7 +1256,7 @@ impl Engine {
         mut previous: MatrixCache,
         generation: u64,
     ) -> cairn_store::Result<Option<MatrixCache>> {
-        let reader = self.store.reader();
+        let reader = self.store.recall_read(None);
         self.semantic.vector_reads.fetch_add(1, Ordering::Relaxed);
         let current = reader.vector_fingerprints()?;
         let old = previous.matrix.clone();
@@ -1270,7 +1270,7 @@ impl Engine {
             return Ok(Some(previous));
         }
         drop(old);
-        if refresh_in_place(&mut previous, &current, &reader)? {
+        if refresh_in_place(&mut previous, &current, &*reader)? {
             previous.generation = generation;
             return Ok(Some(previous));
         }
@@ -1335,7 +1335,7 @@ impl Engine {
     /// Keeps a matrix loaded alongside the model (see `semantic_candidates`).
     fn remember_matrix(&mut self, matrix: Arc<VectorMatrix>) {
         let generation = self.store_generation();
-        let space = self.store.reader().vector_space().ok().flatten();
+        let space = self.store.recall_read(None).vector_space().ok().flatten();
         self.semantic.cache = Some(MatrixCache::new(generation, space, matrix));
     }
 }
@@ -1403,7 +1403,7 @@ fn absorb_write(cache: &mut MatrixCache, write: &VectorWrite) -> bool {
 fn refresh_in_place(
     cache: &mut MatrixCache,
     current: &[(i64, u64)],
-    reader: &cairn_store::Reader<'_>,
+    reader: &dyn cairn_store::RecallRead,
 ) -> cairn_store::Result<bool> {
     let old_rows = cache.matrix.ids.len();
     if current.len() < old_rows

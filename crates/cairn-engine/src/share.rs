@@ -133,7 +133,7 @@ impl Engine {
             recall.touch = false;
             recall.zone = Some(zone);
             let ids: Vec<i64> = self.recall(&recall)?.results.iter().map(|r| r.id).collect();
-            self.store.reader().get_many(&ids)?
+            self.store.reader()?.get_many(&ids)?
         } else if !request.ids.is_empty() {
             let mut found = Vec::new();
             for id in &request.ids {
@@ -142,7 +142,7 @@ impl Engine {
             found
         } else {
             let projects = self.visible_projects();
-            self.store.reader().list(&cairn_store::ListFilter {
+            self.store.reader()?.list(&cairn_store::ListFilter {
                 projects: Some(&projects),
                 status: Some(Status::Active),
                 ..cairn_store::ListFilter::default()

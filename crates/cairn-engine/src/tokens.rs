@@ -223,7 +223,7 @@ impl Engine {
     pub fn token_list(&self) -> Result<Vec<TokenInfo>> {
         let now = self.now();
         self.store
-            .reader()
+            .reader()?
             .tokens()?
             .iter()
             .map(|row| info(row, now))
@@ -252,7 +252,7 @@ impl Engine {
             return Err(EngineError::Unauthorized);
         }
         let secret_hash = hash(secret);
-        let Some(row) = self.store.reader().token_by_hash(&secret_hash)? else {
+        let Some(row) = self.store.reader()?.token_by_hash(&secret_hash)? else {
             return Err(EngineError::Unauthorized);
         };
         if !constant_time_eq(&row.secret_hash, &secret_hash) {

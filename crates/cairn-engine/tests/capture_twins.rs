@@ -217,6 +217,7 @@ fn twins_are_found_when_every_word_is_in_over_a_thousand_records() {
     let words = "alpha beta gamma delta epsilon zeta";
     engine
         .store_mut()
+        .unwrap()
         .write(|tx| {
             for index in 0..1_100 {
                 let request =

@@ -43,6 +43,7 @@ fn dream(dir: &Path, at: DateTime<Utc>, accept: bool, keep: u32) -> DreamOutcome
 fn proposal_rows(dir: &Path, id: &str) -> usize {
     engine_at(dir, start())
         .store()
+        .unwrap()
         .reader()
         .dream_proposals(id)
         .unwrap()

@@ -30,6 +30,7 @@ fn turn(engine: &mut Engine, session: &str, n: usize) -> i64 {
 fn newest_id(engine: &Engine) -> i64 {
     engine
         .store()
+        .unwrap()
         .reader()
         .session_turns("a", 0, usize::MAX >> 1)
         .unwrap()
@@ -37,6 +38,7 @@ fn newest_id(engine: &Engine) -> i64 {
         .chain(
             engine
                 .store()
+                .unwrap()
                 .reader()
                 .session_turns("b", 0, usize::MAX >> 1)
                 .unwrap(),
@@ -59,7 +61,7 @@ fn extract(engine: &mut Engine, session: &str) {
 
 /// The answer read the slow way: the session's first turn after its progress mark.
 fn next_turn_exists(engine: &Engine, session: &str) -> bool {
-    let reader = engine.store().reader();
+    let reader = engine.store().unwrap().reader();
     let done: i64 = reader
         .meta(&format!("extract.done.{session}"))
         .unwrap()
@@ -83,7 +85,7 @@ fn check(engine: &Engine, expect: &[(&str, bool)]) {
             "slow read of {session}"
         );
     }
-    let reader = engine.store().reader();
+    let reader = engine.store().unwrap().reader();
     // past the newest turn, and past the three notes a brain with no turn holds
     let top = newest_id(engine).max(3) + 1;
     for (session, _) in expect {

@@ -29,11 +29,11 @@ fn store(engine: &mut Engine, body: &str, title: Option<&str>) -> i64 {
 
 fn assert_consistent(engine: &mut Engine, step: &str) {
     assert_eq!(
-        engine.store().fts_integrity_check().unwrap(),
+        engine.store().unwrap().fts_integrity_check().unwrap(),
         None,
         "FTS5 integrity after {step}"
     );
-    let gaps = engine.store().reader().index_gaps().unwrap();
+    let gaps = engine.store().unwrap().reader().index_gaps().unwrap();
     assert_eq!(
         gaps.records, gaps.fts_rows,
         "one FTS row per record after {step}"

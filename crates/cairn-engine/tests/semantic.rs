@@ -165,16 +165,34 @@ fn an_edit_drops_the_stale_vector_and_the_write_path_embeds_it_again() {
         None,
         "the cache lives in redis",
     );
-    let before = engine.store().reader().vector_of(id, 64).unwrap().unwrap();
+    let before = engine
+        .store()
+        .unwrap()
+        .reader()
+        .vector_of(id, 64)
+        .unwrap()
+        .unwrap();
     let request = cairn_engine::UpdateRequest {
         body: Some("the cache lives in postgres now".into()),
         ..Default::default()
     };
     engine.update(id, &request).unwrap();
-    let after = engine.store().reader().vector_of(id, 64).unwrap().unwrap();
+    let after = engine
+        .store()
+        .unwrap()
+        .reader()
+        .vector_of(id, 64)
+        .unwrap()
+        .unwrap();
     assert_ne!(before, after);
     assert_eq!(
-        engine.store().reader().vector_counts().unwrap().pending(),
+        engine
+            .store()
+            .unwrap()
+            .reader()
+            .vector_counts()
+            .unwrap()
+            .pending(),
         0
     );
 }

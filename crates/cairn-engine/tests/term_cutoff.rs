@@ -17,6 +17,7 @@ fn brain() -> (tempfile::TempDir, Engine) {
     let mut engine = engine_at(dir.path(), now);
     engine
         .store_mut()
+        .unwrap()
         .write(|tx| {
             for index in 0..2_100 {
                 let body = match index {

@@ -554,6 +554,7 @@ fn compare_final_state(model: &Model, engine: &mut Engine) -> Result<(), String>
     for id in 1..=model.last_id + 1 {
         let versions = engine
             .store()
+            .unwrap()
             .reader()
             .history(id)
             .map_err(|e| format!("history of #{id} failed: {e}"))?

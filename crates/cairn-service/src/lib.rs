@@ -621,7 +621,7 @@ fn run_on<T>(
     let context = context_for(request, options);
     if slot.is_none() {
         let mut engine = Engine::open(&options.db, context.clone())?;
-        engine.store().map_memory(options.mmap_bytes)?;
+        engine.store()?.map_memory(options.mmap_bytes)?;
         if options.buffer_accesses && !options.read_only {
             engine.buffer_accesses();
         }
@@ -1264,7 +1264,7 @@ mod tests {
         };
         let engine = Engine::open(db, context).unwrap();
         let uses = engine.get(id).unwrap().use_count;
-        let events = engine.store().reader().events(None, 0).unwrap();
+        let events = engine.store().unwrap().reader().events(None, 0).unwrap();
         (uses, events.iter().filter(|e| e.op == "recall").count())
     }
 
@@ -1342,6 +1342,7 @@ mod tests {
         // nor loses the access.
         writer
             .store_mut()
+            .unwrap()
             .write(|_| {
                 let answer = recall(&service, "deploy staging key");
                 assert_eq!(answer.results[0].id, id);

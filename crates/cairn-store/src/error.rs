@@ -69,6 +69,12 @@ pub enum StoreError {
     /// value that cannot be carried losslessly, an unsupported URL option).
     #[error("{detail}")]
     Migration { detail: String },
+    /// An engine opened on a PostgreSQL brain was asked for something only the SQLite backend
+    /// does so far (everything but recall). `url` is the address without its password.
+    #[error(
+        "not available on a PostgreSQL store yet: only recall reads the brain at {url} so far; nothing was read or changed — use the brain file for this (`cairn migrate --from <url> --to brain.db` copies it back)"
+    )]
+    NotOnPostgres { url: String },
 }
 
 impl StoreError {

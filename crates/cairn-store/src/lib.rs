@@ -15,11 +15,13 @@ mod history;
 mod lexical;
 mod lifecycle;
 pub mod migrate;
+pub mod pg_read;
 pub mod pg_search;
 #[cfg(test)]
 #[path = "../../cairn-cli/tests/pg_support.rs"]
 mod pg_support;
 pub mod postgres;
+mod recall_read;
 mod records;
 mod schema;
 mod search;
@@ -46,6 +48,7 @@ pub use lexical::LexicalIndex;
 pub use lifecycle::{
     DreamRunRow, LifecycleRow, Orphans, PageStats, ProposalRow, PrunedSet, RecoveredTable,
 };
+pub use recall_read::{DERIVED_FROM, RecallRead, SqliteRecall};
 pub use records::{
     ConflictRow, EventRow, HistoryRow, IndexGaps, ListFilter, NewEvent, ScopeRow, Stats,
 };

@@ -281,18 +281,18 @@ impl PostingBatch<'_> {
 
 /// Statement parameters, numbered as they are pushed.
 #[derive(Default)]
-struct Params {
+pub(crate) struct Params {
     values: Vec<Box<dyn ToSql + Sync>>,
 }
 
 impl Params {
     /// Adds `value`; answers its placeholder (`$n`).
-    fn mark(&mut self, value: impl ToSql + Sync + 'static) -> String {
+    pub(crate) fn mark(&mut self, value: impl ToSql + Sync + 'static) -> String {
         self.values.push(Box::new(value));
         format!("${}", self.values.len())
     }
 
-    fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
+    pub(crate) fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
         self.values.iter().map(|v| v.as_ref()).collect()
     }
 }
@@ -300,7 +300,7 @@ impl Params {
 /// Appends the candidate filters of `query` to `sql` as ` AND …` clauses over the alias `m`:
 /// the clauses of SQLite's `push_filters` (search.rs), clause for clause. Text dates compare
 /// byte-wise (`COLLATE "C"`), as SQLite compares them.
-fn push_filters(query: &LexicalQuery<'_>, sql: &mut String, params: &mut Params) {
+pub(crate) fn push_filters(query: &LexicalQuery<'_>, sql: &mut String, params: &mut Params) {
     let projects: Vec<String> = query
         .projects
         .iter()
@@ -382,19 +382,7 @@ pub fn lexical_search(
     terms: &[String],
     query: &LexicalQuery<'_>,
 ) -> Result<Vec<LexicalHit>> {
-    let phrases: Vec<Vec<Vec<u8>>> = with_tokenizer(|tokenizer| {
-        terms
-            .iter()
-            .filter(|term| !term.is_empty())
-            .map(|term| lexical::phrase_tokens(tokenizer, term))
-            .collect()
-    })?;
-    // A phrase of no tokens matches nothing and adds nothing to a score.
-    let phrases: Vec<(usize, Vec<Vec<u8>>)> = phrases
-        .into_iter()
-        .enumerate()
-        .filter(|(_, tokens)| !tokens.is_empty())
-        .collect();
+    let phrases = phrases_of(terms)?;
     if phrases.is_empty() {
         return Ok(Vec::new());
     }
@@ -416,6 +404,55 @@ pub fn lexical_search(
         }
     }
     Ok(lexical_pass(target, client, &phrases, query, None)?.0)
+}
+
+/// The phrases of `terms` (each a query term: one phrase), each with its place among the
+/// non-empty terms and its FTS5 tokens; a phrase of no tokens (it matches nothing and adds
+/// nothing to a score) is left out.
+fn phrases_of(terms: &[String]) -> Result<Vec<(usize, Vec<Vec<u8>>)>> {
+    let phrases: Vec<Vec<Vec<u8>>> = with_tokenizer(|tokenizer| {
+        terms
+            .iter()
+            .filter(|term| !term.is_empty())
+            .map(|term| lexical::phrase_tokens(tokenizer, term))
+            .collect()
+    })?;
+    Ok(phrases
+        .into_iter()
+        .enumerate()
+        .filter(|(_, tokens)| !tokens.is_empty())
+        .collect())
+}
+
+/// For each of `terms`, in order, how many records contain it (as FTS5 matches the quoted
+/// term), counting no further than `cap`: one statement for every term.
+pub fn term_counts(
+    target: &PgTarget,
+    client: &mut impl GenericClient,
+    terms: &[String],
+    cap: usize,
+) -> Result<Vec<usize>> {
+    let mut counts = vec![0; terms.len()];
+    // `phrases_of` numbers the non-empty terms; map those numbers back to places in `terms`.
+    let places: Vec<usize> = (0..terms.len()).filter(|&n| !terms[n].is_empty()).collect();
+    let phrases = phrases_of(terms)?;
+    if phrases.is_empty() {
+        return Ok(counts);
+    }
+    let mut params = Params::default();
+    let sql = format!(
+        "SELECT phrase, count(*) FROM ({}) x GROUP BY phrase",
+        matches_sql(&phrases, &mut params)
+    );
+    let rows = client
+        .query(&sql, &params.refs())
+        .map_err(|e| target.error("cannot count the records of the query terms", &e))?;
+    for row in rows {
+        let phrase: i32 = row.get(0);
+        let found: i64 = row.get(1);
+        counts[places[phrase as usize]] = (found.max(0) as usize).min(cap);
+    }
+    Ok(counts)
 }
 
 /// One pass of [`lexical_search`]: the filtered best matches among the best `window` (all when
@@ -444,14 +481,10 @@ fn lexical_pass(
     Ok((hits, rows.len()))
 }
 
-/// [`lexical_search`]'s statement for `phrases` (each its number in the query and its tokens;
-/// none empty) and its parameters.
-fn lexical_statement(
-    phrases: &[(usize, Vec<Vec<u8>>)],
-    query: &LexicalQuery<'_>,
-    window: Option<usize>,
-) -> (String, Params) {
-    let mut params = Params::default();
+/// The matches of `phrases` (each its number in the query and its tokens; none empty) as one
+/// `UNION ALL` of `(phrase, memory_id, freq, length)` rows, one per phrase and record holding
+/// it, its values pushed to `params`.
+fn matches_sql(phrases: &[(usize, Vec<Vec<u8>>)], params: &mut Params) -> String {
     let mut matches: Vec<String> = Vec::with_capacity(phrases.len());
     for (phrase, tokens) in phrases {
         if let [token] = tokens.as_slice() {
@@ -484,6 +517,18 @@ fn lexical_statement(
         ));
         matches.push(sql);
     }
+    matches.join(" UNION ALL ")
+}
+
+/// [`lexical_search`]'s statement for `phrases` (each its number in the query and its tokens;
+/// none empty) and its parameters.
+fn lexical_statement(
+    phrases: &[(usize, Vec<Vec<u8>>)],
+    query: &LexicalQuery<'_>,
+    window: Option<usize>,
+) -> (String, Params) {
+    let mut params = Params::default();
+    let matches = matches_sql(phrases, &mut params);
     // fts5Bm25Function: per phrase idf = ln((N − n + 0.5) / (n + 0.5)), 1e-6 when not above
     // 0; the row's score adds, phrase by phrase in query order, idf · (f · (k1 + 1)) /
     // (f + k1 · (1 − b + b · D / avgdl)). Each operation below is FTS5's, in its order.
@@ -506,7 +551,7 @@ fn lexical_statement(
                    (SELECT tokens::float8 / nullif(records, 0)::float8 FROM cairn_fts_totals)))) AS part \
                    FROM matches h JOIN idfs i ON i.phrase = h.phrase), \
          scored AS (SELECT memory_id AS id, 0::float8{} AS strength FROM parts GROUP BY memory_id) ",
-        matches.join(" UNION ALL "),
+        matches,
         sum.join("")
     );
     match window {
@@ -1083,6 +1128,40 @@ mod tests {
             both.store.reader().indexed_count().unwrap()
         );
         check_random(&mut both, &mut rng, 40);
+    }
+
+    /// The counts of many terms, read in one statement, are FTS5's for each term (phrases,
+    /// stems, absent and tokenless terms included), bounded by the cap.
+    #[test]
+    fn term_counts_are_fts5s_term_by_term() {
+        let Some(mut both) = migrated(|store| {
+            insert_random(store, &mut Rng(0x7e57), 600);
+        }) else {
+            return;
+        };
+        let mut terms: Vec<String> = WORDS.iter().map(|w| w.to_string()).collect();
+        terms.extend(["nowhere", "db pool", "", "amber birch", "-"].map(String::from));
+        for cap in [1, 7, 100_000] {
+            let got = term_counts(&both.target, &mut both.client, &terms, cap).unwrap();
+            let want: Vec<usize> = terms
+                .iter()
+                .map(
+                    |term| match fts_match_expression(std::slice::from_ref(term)) {
+                        Some(expression) => both
+                            .store
+                            .reader()
+                            .term_frequency(&expression, cap)
+                            .unwrap(),
+                        None => 0,
+                    },
+                )
+                .collect();
+            assert_eq!(got, want, "cap {cap}");
+        }
+        assert_eq!(
+            term_counts(&both.target, &mut both.client, &[], 5).unwrap(),
+            Vec::<usize>::new()
+        );
     }
 
     /// An empty brain, and a query whose terms have no tokens, answer nothing.

@@ -334,7 +334,7 @@ fn measure_in_process(
 /// the candidates. Also the search on every term (what the `sqlite3` comparison runs).
 fn measure_breakdown(brain: &Path, work: &Path, measured: &[Query]) -> Result<Value> {
     let engine = Engine::open(brain, context(work))?;
-    let reader = engine.store().reader();
+    let reader = engine.store()?.reader();
     let projects = vec![Some(PROJECT.to_string()), None];
     let mut count_ms = Vec::new();
     let mut probes_ms = Vec::new();

@@ -382,7 +382,8 @@ pub fn run(args: &GraphArgs) -> Result<()> {
         args.memories
     ));
     // (entities, log entries, intervals, quarantined) over the whole brain, every project.
-    let (entities, _, extracted_intervals, _) = engine.store().reader().graph_counts().unwrap();
+    let (entities, _, extracted_intervals, _) =
+        engine.store().unwrap().reader().graph_counts().unwrap();
     let (entities, extracted_intervals) = (entities as usize, extracted_intervals as usize);
 
     // Explicit edges up to the target, in batches of 10,000 per transaction, across all
@@ -465,7 +466,7 @@ pub fn run(args: &GraphArgs) -> Result<()> {
             "entities": entities,
             "intervals_from_extraction": extracted_intervals,
             "explicit_edges": explicit,
-            "intervals_total": engine_at(&path, "proj-0").store().reader().graph_counts().unwrap().2,
+            "intervals_total": engine_at(&path, "proj-0").store().unwrap().reader().graph_counts().unwrap().2,
             "build_import_per_s": import_full.round(),
             "relate_many_per_s": relate_rate.round(),
             "file_mb": (file_mb * 10.0).round() / 10.0,

@@ -419,7 +419,7 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
     let import_secs = clock.elapsed().as_secs_f64();
     let dimension = embedder.dimension();
     let clock = Instant::now();
-    engine.store_mut().write(|tx| {
+    engine.store_mut()?.write(|tx| {
         tx.set_vector_space(&cairn_store::VectorSpace {
             model: embedder.model_id().to_string(),
             dimension,
@@ -450,7 +450,7 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
         .take(100)
         .map(|q| embedder.embed_query(q))
         .collect::<std::result::Result<_, _>>()?;
-    let matrix = engine.store().reader().load_vectors(dimension)?;
+    let matrix = engine.store()?.reader().load_vectors(dimension)?;
     let mut scans = Vec::new();
     for query in query_vectors.iter().take(50) {
         let clock = Instant::now();
@@ -459,7 +459,7 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
         assert!(!found.is_empty());
     }
     let load_clock = Instant::now();
-    let _ = engine.store().reader().load_vectors(dimension)?;
+    let _ = engine.store()?.reader().load_vectors(dimension)?;
     let load_vectors_ms = load_clock.elapsed().as_secs_f64() * 1000.0;
 
     // The IVF index against the exact scan: on the brain's vectors at growing sizes, and on

@@ -56,7 +56,7 @@ pub fn run(settings: &Settings, command: &MaintenanceCommand) -> Result<ExitCode
             let stats = engine.stats()?;
             print_stats(
                 settings,
-                &engine.store().path().display().to_string(),
+                &engine.store()?.path().display().to_string(),
                 &stats,
             );
             Ok(ExitCode::SUCCESS)

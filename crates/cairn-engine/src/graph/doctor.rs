@@ -10,7 +10,7 @@ impl Engine {
     /// Compares the derived intervals with a fresh fold of the log; with `repair`, replaces
     /// them. Returns the finding and, when it repaired, what it did.
     pub(crate) fn graph_check(&mut self, repair: bool) -> Result<(Check, Option<String>)> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let log = reader.edge_log()?;
         let mut entries = Vec::with_capacity(log.len());
         let mut malformed = 0usize;

@@ -270,12 +270,12 @@ impl Engine {
     }
 
     fn resolve_visible(&self, text: &str) -> Result<Node> {
-        resolve_endpoint(&self.store.reader(), text, Some(&self.context.project))?
+        resolve_endpoint(&self.store.reader()?, text, Some(&self.context.project))?
             .ok_or_else(|| unresolved(text))
     }
 
     fn note_before_history(&self, at: &str) -> Result<Option<String>> {
-        Ok(match self.store.reader().first_valid_from()? {
+        Ok(match self.store.reader()?.first_valid_from()? {
             None => Some("the graph is empty: nothing has been related yet".to_string()),
             Some(first) if at < first.as_str() => Some(format!(
                 "nothing was valid at {at}: the earliest edge is valid from {first}"
@@ -292,7 +292,7 @@ impl Engine {
 
     fn neighbors_of(&self, origin: Node, request: &NeighborsRequest) -> Result<NeighborsAnswer> {
         let at = self.graph_time(request.as_of.as_deref())?;
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let weights = relation_weights(&reader)?;
         let project = self.context.project.clone();
         let mut visibility: HashMap<i64, bool> = HashMap::new();
@@ -458,7 +458,7 @@ impl Engine {
     /// The graph as it was at `as_of` (default now): counts, and the first edges listed.
     pub fn graph(&self, request: &GraphRequest) -> Result<GraphAnswer> {
         let at = self.graph_time(request.as_of.as_deref())?;
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let relation = request
             .relation
             .as_deref()
@@ -565,7 +565,7 @@ impl Engine {
     pub fn edges(&self, node: &str, history: bool, as_of: Option<&str>) -> Result<EdgesAnswer> {
         let origin = self.resolve_visible(node)?;
         let at = self.graph_time(as_of)?;
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let project = self.context.project.clone();
         let visible = |key: &EdgeKey| {
             [key.src, key.dst].iter().all(|n| {
@@ -631,7 +631,7 @@ impl Engine {
 
     /// Entities, most mentioned first (then by name).
     pub fn entities(&self, request: &EntitiesRequest) -> Result<Vec<EntityView>> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let entity_type = request
             .entity_type
             .as_deref()
@@ -666,7 +666,7 @@ impl Engine {
     /// Deterministic label-propagation clusters of this project's active records (and personal
     /// ones), generated records excluded (docs/design.md §7).
     pub fn clusters(&self, request: &ClustersRequest) -> Result<ClustersAnswer> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let at = format_ts(self.now());
         let nodes = reader.cluster_candidates(&self.context.project)?;
         let members: HashSet<i64> = nodes.iter().map(|(id, _)| *id).collect();
@@ -750,7 +750,7 @@ impl Engine {
         as_of: Option<&str>,
         per_path: usize,
     ) -> Result<Vec<PathNeighbourhood>> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let known = reader.entity_keys_of_type("path")?;
         let as_of_text = self.graph_time(as_of)?;
         let mut answer = Vec::new();

@@ -1006,13 +1006,13 @@ impl Engine {
         })?;
         Ok(self
             .store
-            .reader()
+            .reader()?
             .relation_type(&name)?
             .expect("just declared"))
     }
 
     pub fn relation_types(&self) -> Result<Vec<cairn_store::RelationTypeRow>> {
-        Ok(self.store.reader().relation_types()?)
+        Ok(self.store.reader()?.relation_types()?)
     }
 
     /// Re-extracts the entities of every record in the brain (every project) and brings its
@@ -1026,7 +1026,7 @@ impl Engine {
         let mut after = None;
         let (mut records, mut written) = (0usize, 0usize);
         loop {
-            let page = self.store.reader().list(&cairn_store::ListFilter {
+            let page = self.store.reader()?.list(&cairn_store::ListFilter {
                 after_id: after,
                 limit: 1000,
                 ..cairn_store::ListFilter::default()

@@ -145,7 +145,7 @@ impl Engine {
         let known = setting(key)?;
         let (value, from) = if let Some(v) = env(known.env).filter(|v| !v.trim().is_empty()) {
             (Some(v), "env")
-        } else if let Some(v) = self.store.reader().meta(&meta_key(key))? {
+        } else if let Some(v) = self.store.reader()?.meta(&meta_key(key))? {
             (Some(v), "brain")
         } else if let Some(v) = known.default {
             (Some(v.to_string()), "default")

@@ -186,7 +186,7 @@ impl Engine {
     /// What decay would do to every active record at `now`, from light rows.
     pub(crate) fn decay_plan(&self) -> Result<(DecayReport, Vec<(LifecycleRow, DecayVerdict)>)> {
         let now = self.now();
-        let rows = self.store.reader().lifecycle_rows(false)?;
+        let rows = self.store.reader()?.lifecycle_rows(false)?;
         let mut report = DecayReport {
             dry_run: true,
             examined: rows.len(),
@@ -276,7 +276,7 @@ impl Engine {
         let memory = self.get(id)?;
         let events: Vec<EventRow> = self
             .store
-            .reader()
+            .reader()?
             .events(Some(id), 0)?
             .into_iter()
             .filter(|e| {
@@ -297,7 +297,7 @@ impl Engine {
                 None,
             )
         } else {
-            let surfaced = self.store.reader().surfaced(id)?.map(|(at, _)| at);
+            let surfaced = self.store.reader()?.surfaced(id)?.map(|(at, _)| at);
             match input_of(&memory).map(|mut input| {
                 input.last_accessed_at =
                     later(input.last_accessed_at, surfaced.as_deref().and_then(parse));

@@ -549,7 +549,7 @@ impl Engine {
         let started = Instant::now();
         let now = self.now();
         let now_text = format_ts(now);
-        let brain = self.store.path().to_path_buf();
+        let brain = self.store.sqlite()?.path().to_path_buf();
         let cleaned = clean_orphaned_snapshots(&brain);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -561,7 +561,7 @@ impl Engine {
             std::process::id()
         ));
         let guard = SnapshotFile(snapshot_path.clone());
-        self.store.backup_to(&snapshot_path)?;
+        self.store.sqlite()?.backup_to(&snapshot_path)?;
         let snapshot = Engine::open(
             &snapshot_path,
             Context {
@@ -582,7 +582,7 @@ impl Engine {
         }
         let project = self.context.project.clone();
         let id = set_id(&project, &findings.fingerprint, &findings.proposals);
-        let existing = self.store.reader().dream_run(&id)?;
+        let existing = self.store.reader()?.dream_run(&id)?;
         let new = existing.is_none();
         // Decided sets past `dream.keep_decided_days` lose their proposal rows, in the same
         // write as the new set (what they applied is in the event log).
@@ -648,8 +648,8 @@ impl Engine {
         };
         // The daily maintenance leaves the log folded back into the brain. A reader holding
         // the log postpones it to a later write (`checkpoint_if_large`); nothing is lost.
-        if self.store.wal_bytes() > 0 {
-            let _ = self.store.checkpoint_truncate();
+        if self.store.sqlite()?.wal_bytes() > 0 {
+            let _ = self.store.sqlite_mut()?.checkpoint_truncate();
         }
         let dream = self.dream_show(&id)?;
         let count = dream.proposals.len();
@@ -695,7 +695,7 @@ impl Engine {
 
     /// The phases, run on the snapshot engine.
     fn dream_phases(&self, options: &DreamOptions) -> Result<Findings> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let rows = reader.lifecycle_rows(true)?;
         let inbound = reader.inbound_link_counts()?;
         let fingerprint = format!(
@@ -926,7 +926,7 @@ impl Engine {
         let topic = match &row.title {
             Some(title) => title.clone(),
             None => {
-                let Some(memory) = self.store.reader().get(row.id)? else {
+                let Some(memory) = self.store.reader()?.get(row.id)? else {
                     return Ok(None);
                 };
                 memory
@@ -942,7 +942,7 @@ impl Engine {
             return Ok(None);
         };
         let projects = vec![row.project.clone()];
-        let hits = self.store.reader().lexical_search(&LexicalQuery {
+        let hits = self.store.reader()?.lexical_search(&LexicalQuery {
             match_expression: &expression,
             projects: &projects,
             limit: PROBE_DEPTH + 1,
@@ -966,7 +966,7 @@ impl Engine {
         by_id: &HashMap<i64, &LifecycleRow>,
         max_calls: usize,
     ) -> Result<(Vec<Proposal>, usize, Vec<String>, Vec<String>)> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let mut proposals = Vec::new();
         let mut calls = 0;
         let mut errors = Vec::new();
@@ -1040,7 +1040,7 @@ impl Engine {
 
     /// One proposal set with its proposals.
     pub fn dream_show(&self, id: &str) -> Result<DreamView> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let run = reader.dream_run(id)?.ok_or_else(|| {
             EngineError::Invalid(format!(
                 "no dream {id:?} in this brain; `cairn dream list` shows the proposal sets"
@@ -1069,7 +1069,7 @@ impl Engine {
     pub fn dream_list(&self, limit: usize) -> Result<Vec<DreamView>> {
         Ok(self
             .store
-            .reader()
+            .reader()?
             .dream_runs(limit)?
             .into_iter()
             .map(|run| view(run, Vec::new()))
@@ -1193,7 +1193,7 @@ impl Engine {
         }
         if let Some(newer) = self
             .store
-            .reader()
+            .reader()?
             .dream_runs(0)?
             .into_iter()
             .find(|run| run.id != id && run.created_at > current.created_at)

@@ -152,7 +152,7 @@ impl Engine {
     pub fn maintenance_last(&self, step: &str) -> Result<Option<StepRun>> {
         Ok(self
             .store
-            .reader()
+            .reader()?
             .meta(&state_key(step))?
             .and_then(|json| serde_json::from_str(&json).ok()))
     }
@@ -186,7 +186,7 @@ impl Engine {
                 _ => {}
             }
         }
-        if options.embed == EmbedStep::Here && self.store.reader().vector_counts()?.pending() > 0 {
+        if options.embed == EmbedStep::Here && self.store.reader()?.vector_counts()?.pending() > 0 {
             return Ok(true);
         }
         for (step, every) in [
@@ -247,7 +247,7 @@ impl Engine {
     ) -> Result<MaintainReport> {
         self.ensure_writable("maintain")?;
         let started = Instant::now();
-        let lock_file = lock_path(self.store.path());
+        let lock_file = lock_path(self.store.sqlite()?.path());
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -402,7 +402,7 @@ impl Engine {
             }
             EmbedStep::Here => {}
         }
-        let pending = self.store.reader().vector_counts()?.pending();
+        let pending = self.store.reader()?.vector_counts()?.pending();
         if pending == 0 {
             return Ok(Self::skipped(
                 "embed",

@@ -334,7 +334,7 @@ impl Engine {
         let old = Manifest::load(&safe);
         let visible = self.visible_projects();
         let projects = (!options.all_projects).then_some(visible.as_slice());
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let skeletons = reader.skeletons(projects)?;
         let inputs: Vec<NameInput<'_>> = skeletons
             .iter()

@@ -315,7 +315,7 @@ impl Engine {
         }
         let known: HashMap<i64, String> = self
             .store
-            .reader()
+            .reader()?
             .skeletons(None)?
             .into_iter()
             .map(|s| (s.id, manifest::version(&s.updated_at, s.history_versions)))
