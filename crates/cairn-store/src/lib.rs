@@ -485,7 +485,7 @@ mod tests {
         let note = cairn_core::record::MemoryType::Note;
         let (one, two, three) = store
             .write(|tx| {
-                let mut insert = |body| {
+                let insert = |body| {
                     tx.insert_memory(&crate::testing::memory("p", note, body, "active"), None)
                 };
                 Ok::<_, StoreError>((insert("one")?, insert("two")?, insert("three")?))

@@ -128,7 +128,7 @@ impl Engine {
         sources: GraphSources,
         limit: usize,
     ) -> Result<Vec<Hit>> {
-        let reader = self.store.reader();
+        let reader = self.store.reader()?;
         let mut seeds: Vec<Seed> = Vec::new();
         let mut named: HashSet<i64> = HashSet::new();
         for key in question_keys(question) {
