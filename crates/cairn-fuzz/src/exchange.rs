@@ -164,7 +164,7 @@ pub fn mcp_tools(data: &[u8]) {
     };
     TOOLS.with(|tools| {
         let spec = &tools[usize::from(selector) % tools.len()];
-        let reply = with_engine(|engine| (spec.call)(engine, arguments.clone()));
+        let reply = with_engine(|engine| spec.call_on(engine, arguments.clone()));
         assert!(
             reply.structured.is_object(),
             "`{}` answered a non-object",

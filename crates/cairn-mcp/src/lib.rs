@@ -159,12 +159,19 @@ impl CairnServer {
                 serde_json::json!({"status": "refused", "error": "read-only"}),
             );
         }
-        match self.service.call(request, spec.name, |engine| {
-            Ok((spec.call)(engine, arguments))
-        }) {
-            Ok(reply) => reply,
-            Err(error) => render::engine_error(&error),
-        }
+        let answer = match &spec.call {
+            tools::Call::Engine(handler) => self
+                .service
+                .call(request, spec.name, |engine| Ok(handler(engine, arguments))),
+            tools::Call::Remember(build) => match build(arguments) {
+                Ok(remember) => self
+                    .service
+                    .remember(request, remember)
+                    .map(|outcome| render::remembered(&outcome)),
+                Err(reply) => Ok(reply),
+            },
+        };
+        answer.unwrap_or_else(|error| render::engine_error(&error))
     }
 }
 
@@ -284,4 +291,74 @@ pub fn serve(options: ServerOptions, embedder: Option<EmbedderLoader>) -> Result
             .map_err(|e| format!("the MCP session ended with an error: {e}"))?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> (tempfile::TempDir, CairnServer) {
+        let dir = tempfile::tempdir().unwrap();
+        let context = Context {
+            project: "alpha".into(),
+            cwd: dir.path().to_path_buf(),
+            actor: "mcp-test".into(),
+            read_only: false,
+            now: None,
+        };
+        let server = CairnServer::new(ServerOptions::new(dir.path().join("brain.db"), context));
+        (dir, server)
+    }
+
+    fn call(server: &CairnServer, tool: &str, arguments: serde_json::Value) -> Reply {
+        let spec = server.tools.iter().find(|t| t.name == tool).unwrap();
+        let serde_json::Value::Object(arguments) = arguments else {
+            panic!("arguments are an object")
+        };
+        server.call(spec, arguments)
+    }
+
+    /// The `remember` tool goes through the service's group commit (`Service::remember`), with
+    /// the write path's answers (stored, then a near duplicate refused); bad arguments are a
+    /// tool error and queue nothing.
+    #[test]
+    fn the_remember_tool_is_stored_through_the_group_commit() {
+        let (_dir, server) = server();
+        let body = "the billing worker retries failed charges three times before paging";
+        let stored = call(
+            &server,
+            "remember",
+            serde_json::json!({"type": "gotcha", "body": body}),
+        );
+        assert!(!stored.is_error, "{}", stored.text);
+        assert_eq!(
+            stored.structured["status"], "added",
+            "{}",
+            stored.structured
+        );
+        assert_eq!(server.service.remember_groups(), (1, 1));
+
+        let again = call(
+            &server,
+            "remember",
+            serde_json::json!({"type": "gotcha", "body": body}),
+        );
+        assert_ne!(again.structured["status"], "added", "{}", again.structured);
+        assert_eq!(server.service.remember_groups(), (2, 2));
+
+        let bad = call(
+            &server,
+            "remember",
+            serde_json::json!({"type": "no-such-type", "body": "anything"}),
+        );
+        assert!(bad.is_error, "{}", bad.text);
+        let missing = call(&server, "remember", serde_json::json!({"type": "note"}));
+        assert!(missing.is_error, "{}", missing.text);
+        assert!(
+            missing.text.contains("invalid arguments for `remember`"),
+            "{}",
+            missing.text
+        );
+        assert_eq!(server.service.remember_groups(), (2, 2), "nothing queued");
+    }
 }

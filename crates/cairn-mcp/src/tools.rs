@@ -56,13 +56,40 @@ const CHANGES: Hints = Hints {
 
 pub type Handler = Box<dyn Fn(&mut Engine, JsonObject) -> Reply + Send + Sync>;
 
+/// How a tool runs.
+pub enum Call {
+    /// On an engine of the service ([`cairn_service::Service::call`]).
+    Engine(Handler),
+    /// One remember built from the arguments alone, stored through the service's group commit
+    /// ([`cairn_service::Service::remember`]: remembers that arrive while the writer is busy
+    /// share one transaction); `Err` is the tool's reply (bad arguments).
+    Remember(Box<dyn Fn(JsonObject) -> Result<RememberRequest, Reply> + Send + Sync>),
+}
+
 pub struct ToolSpec {
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
     pub hints: Hints,
     pub input_schema: Arc<JsonObject>,
-    pub call: Handler,
+    pub call: Call,
+}
+
+impl ToolSpec {
+    /// Runs the tool on `engine` alone, without a service (a remember is stored by the
+    /// engine's own write path, not queued): what the fuzz targets call.
+    pub fn call_on(&self, engine: &mut Engine, arguments: JsonObject) -> Reply {
+        match &self.call {
+            Call::Engine(handler) => handler(engine, arguments),
+            Call::Remember(build) => match build(arguments) {
+                Ok(request) => engine
+                    .remember(&request)
+                    .map(|outcome| render::remembered(&outcome))
+                    .unwrap_or_else(|e| render::engine_error(&e)),
+                Err(reply) => reply,
+            },
+        }
+    }
 }
 
 /// Builds a spec whose handler deserializes `A` (unknown or missing fields are a tool error
@@ -83,16 +110,46 @@ where
         description,
         hints,
         input_schema: rmcp::handler::server::common::schema_for_type::<A>(),
-        call: Box::new(move |engine, arguments| {
-            match serde_json::from_value::<A>(serde_json::Value::Object(arguments)) {
+        call: Call::Engine(Box::new(move |engine, arguments| {
+            match parse_arguments::<A>(name, arguments) {
                 Ok(args) => handler(engine, args).unwrap_or_else(|e| render::engine_error(&e)),
-                Err(error) => render::error(
-                    format!("invalid arguments for `{name}`: {error}; see the tool's input schema"),
-                    json!({"status": "error", "error": format!("invalid arguments: {error}")}),
-                ),
+                Err(reply) => reply,
             }
-        }),
+        })),
     }
+}
+
+/// A tool that stores one remember built from its arguments ([`Call::Remember`]).
+fn remember_tool<A>(
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    hints: Hints,
+    build: fn(A) -> Result<RememberRequest, EngineError>,
+) -> ToolSpec
+where
+    A: DeserializeOwned + JsonSchema + 'static,
+{
+    ToolSpec {
+        name,
+        title,
+        description,
+        hints,
+        input_schema: rmcp::handler::server::common::schema_for_type::<A>(),
+        call: Call::Remember(Box::new(move |arguments| {
+            build(parse_arguments::<A>(name, arguments)?).map_err(|e| render::engine_error(&e))
+        })),
+    }
+}
+
+/// The arguments of tool `name`, or the tool error naming what is wrong with them.
+fn parse_arguments<A: DeserializeOwned>(name: &str, arguments: JsonObject) -> Result<A, Reply> {
+    serde_json::from_value::<A>(serde_json::Value::Object(arguments)).map_err(|error| {
+        render::error(
+            format!("invalid arguments for `{name}`: {error}; see the tool's input schema"),
+            json!({"status": "error", "error": format!("invalid arguments: {error}")}),
+        )
+    })
 }
 
 /// Every tool, in the order `tools/list` returns them (deterministic).
@@ -193,12 +250,12 @@ struct RememberArgs {
 }
 
 fn remember() -> ToolSpec {
-    tool(
+    remember_tool(
         "remember",
         "Remember",
         "Store one durable memory (a decision, gotcha, preference, fact, procedure …) in the local brain. A near duplicate of an existing record is refused with the ways out (supersede it, update it, or allow_duplicate); a contradiction is stored and flagged. Secrets are redacted before storage.",
         ADDS_IDEMPOTENT,
-        |engine, args: RememberArgs| {
+        |args: RememberArgs| {
             let mut request = RememberRequest::new(parse_type(&args.memory_type)?, args.body);
             request.title = args.title;
             request.summary = args.summary;
@@ -215,7 +272,7 @@ fn remember() -> ToolSpec {
             request.personal = args.personal;
             request.allow_duplicate = args.allow_duplicate;
             request.expires_at = args.expires_at;
-            Ok(render::remembered(&engine.remember(&request)?))
+            Ok(request)
         },
     )
 }
