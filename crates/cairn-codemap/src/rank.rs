@@ -503,6 +503,15 @@ mod tests {
     }
 
     /// A xorshift generator from `seed`: each call gives a number below its argument.
+    /// [`index`] of generated `(path, text)` pairs.
+    fn index_owned(sources: &[(String, String)]) -> Index {
+        let refs: Vec<(&str, &str)> = sources
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        index(&refs)
+    }
+
     fn below(mut seed: u64) -> impl FnMut(u64) -> u64 {
         move |m: u64| {
             seed ^= seed << 13;
@@ -598,11 +607,7 @@ mod tests {
                 (format!("d{}/f{i:02}.rs", i % 4), text)
             })
             .collect();
-        let refs: Vec<(&str, &str)> = sources
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let index = index(&refs);
+        let index = index_owned(&sources);
         let paths: Vec<&str> = index.files().iter().map(|f| f.meta.path.as_str()).collect();
         for reverse_weight in [0.0, 1.0, 2.0] {
             let options = RankOptions {
@@ -642,11 +647,7 @@ mod tests {
                 (format!("d{}/f{i:03}.rs", i % 7), text)
             })
             .collect();
-        let refs: Vec<(&str, &str)> = sources
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let index = index(&refs);
+        let index = index_owned(&sources);
         let paths: Vec<&str> = index.files().iter().map(|f| f.meta.path.as_str()).collect();
         for reverse_weight in [0.0, 2.0] {
             let options = RankOptions {
@@ -728,11 +729,7 @@ mod tests {
                 (format!("f{i:02}.rs"), text)
             })
             .collect();
-        let refs: Vec<(&str, &str)> = sources
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let index = index(&refs);
+        let index = index_owned(&sources);
         let files = index.files();
         for max_definers in [1, 3, 12] {
             let options = RankOptions {

@@ -349,15 +349,10 @@ impl RecallRead for PgReader {
     }
 
     fn vector_space(&self) -> Result<Option<VectorSpace>> {
-        let model = self.meta(META_EMBED_MODEL)?;
-        let dimension = self.meta(META_EMBED_DIM)?;
-        Ok(match (model, dimension) {
-            (Some(model), Some(dimension)) => dimension
-                .parse::<usize>()
-                .ok()
-                .map(|dimension| VectorSpace { model, dimension }),
-            _ => None,
-        })
+        Ok(VectorSpace::from_meta(
+            self.meta(META_EMBED_MODEL)?,
+            self.meta(META_EMBED_DIM)?,
+        ))
     }
 
     fn vector_counts(&self) -> Result<VectorCounts> {

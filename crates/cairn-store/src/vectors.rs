@@ -18,6 +18,16 @@ pub struct VectorSpace {
     pub dimension: usize,
 }
 
+impl VectorSpace {
+    /// The space the brain's meta rows name (its model and dimension); `None` before anything
+    /// was embedded, or when the dimension is not a number.
+    pub(crate) fn from_meta(model: Option<String>, dimension: Option<String>) -> Option<Self> {
+        let (model, dimension) = (model?, dimension?);
+        let dimension = dimension.parse::<usize>().ok()?;
+        Some(VectorSpace { model, dimension })
+    }
+}
+
 /// How complete the semantic index is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct VectorCounts {
@@ -125,15 +135,10 @@ impl WriteTx<'_> {
 impl Reader<'_> {
     /// The model the brain's vectors come from; `None` before anything was embedded.
     pub fn vector_space(&self) -> Result<Option<VectorSpace>> {
-        let model = self.meta(META_EMBED_MODEL)?;
-        let dimension = self.meta(META_EMBED_DIM)?;
-        Ok(match (model, dimension) {
-            (Some(model), Some(dimension)) => dimension
-                .parse::<usize>()
-                .ok()
-                .map(|dimension| VectorSpace { model, dimension }),
-            _ => None,
-        })
+        Ok(VectorSpace::from_meta(
+            self.meta(META_EMBED_MODEL)?,
+            self.meta(META_EMBED_DIM)?,
+        ))
     }
 
     pub fn vector_counts(&self) -> Result<VectorCounts> {
