@@ -30,6 +30,7 @@
 //! Requests and answers are the engine's plain structs: nothing here knows SQL or a wire format.
 
 pub mod errors;
+pub mod memory;
 
 use cairn_embed::Embedder;
 use cairn_engine::{
@@ -99,6 +100,9 @@ pub struct ServiceOptions {
     /// How much of the brain's file each engine's connection reads through a memory map
     /// ([`cairn_store::Store::map_memory`]; `0`: plain reads). [`MMAP_BYTES`] by default.
     pub mmap_bytes: u64,
+    /// Each engine's page cache ([`cairn_store::Store::limit_page_cache`]; `None`: the
+    /// store's default, 16 MB per connection).
+    pub page_cache_bytes: Option<u64>,
 }
 
 /// The memory map of each engine's connection by default: 1 GiB, more than a brain of a
@@ -131,6 +135,7 @@ impl ServiceOptions {
             indexer_yield: INDEXER_YIELD,
             embedder_setup: None,
             mmap_bytes: MMAP_BYTES,
+            page_cache_bytes: None,
         }
     }
 }
@@ -269,6 +274,7 @@ impl Drop for Inner {
 impl Service {
     /// A lexical-only service until [`Service::start_embedder`] is called.
     pub fn new(options: ServiceOptions) -> Service {
+        memory::limit_arenas();
         let buffer = options.buffer_accesses && !options.read_only;
         let readers = options.readers.max(1);
         let service = Service {
@@ -358,6 +364,8 @@ impl Service {
                         "{who}: the full-text index was not built in memory, FTS5 answers: {error}"
                     );
                 }
+                // The build read every record; what it freed goes back to the kernel.
+                memory::release_freed();
             });
         if let Err(error) = spawned {
             eprintln!("{who}: the full-text index is built by the first search instead: {error}");
@@ -622,6 +630,9 @@ fn run_on<T>(
     if slot.is_none() {
         let mut engine = Engine::open(&options.db, context.clone())?;
         engine.store()?.map_memory(options.mmap_bytes)?;
+        if let Some(bytes) = options.page_cache_bytes {
+            engine.store()?.limit_page_cache(bytes)?;
+        }
         if options.buffer_accesses && !options.read_only {
             engine.buffer_accesses();
         }
@@ -733,12 +744,17 @@ fn background_pass(inner: Weak<Inner>, embedder: Arc<dyn Embedder>, who: &'stati
             return;
         };
         let written = std::mem::take(&mut lock(&strong.signals.0).unembedded);
+        // Whether this pass embedded or read the vectors (then what it freed is trimmed before
+        // the thread sleeps; an idle sweep every `index_interval` trims nothing, so requests
+        // never share the allocator's locks with a trim for nothing).
+        let mut worked = first;
         if !strong.options.read_only {
             if !written.is_empty() {
                 index_written(&strong, &mut indexer, &embedder, who, &written);
+                worked = true;
             }
             if swept.is_none_or(|at| at.elapsed() >= strong.options.index_interval) {
-                index_pending(&strong, &mut indexer, &embedder, who);
+                worked |= index_pending(&strong, &mut indexer, &embedder, who);
                 swept = Some(std::time::Instant::now());
             }
         }
@@ -752,6 +768,9 @@ fn background_pass(inner: Weak<Inner>, embedder: Arc<dyn Embedder>, who: &'stati
                 eprintln!("{who}: the vectors are read on the first recall instead: {error}");
             }
             first = false;
+        }
+        if worked {
+            memory::release_freed();
         }
         let (signals, wake) = &strong.signals;
         let waiting = lock(signals);
@@ -791,7 +810,13 @@ fn indexer_engine<'a>(
             read_only: false,
             now: inner.options.now,
         };
-        match Engine::open(&inner.options.db, context) {
+        let opened = Engine::open(&inner.options.db, context).and_then(|engine| {
+            if let Some(bytes) = inner.options.page_cache_bytes {
+                engine.store()?.limit_page_cache(bytes)?;
+            }
+            Ok(engine)
+        });
+        match opened {
             Ok(mut engine) => {
                 engine.set_git_source(GitSource::Supplied(SuppliedGit::default()));
                 engine.set_shared_embedder(Arc::clone(embedder));
@@ -873,20 +898,25 @@ fn index_written(
 }
 
 /// Embeds every pending record, a batch at a time, on the indexer's own engine (opened on
-/// first use; after an error it is opened again next time).
+/// first use; after an error it is opened again next time). Returns whether it embedded or
+/// took over any vector.
 fn index_pending(
     inner: &Inner,
     indexer: &mut Option<Engine>,
     embedder: &Arc<dyn Embedder>,
     who: &str,
-) {
+) -> bool {
+    let mut worked = false;
     loop {
         let Some(engine) = indexer_engine(inner, indexer, embedder, who) else {
-            return;
+            return worked;
         };
         yield_to_calls(inner);
         let indexed = engine.index_pending(Some(cairn_engine::BACKGROUND_BATCH), &mut |_, _| {});
         hand_over(inner, indexer);
+        if let Ok(report) = &indexed {
+            worked |= report.embedded + report.reused > 0;
+        }
         match indexed {
             Ok(report)
                 if report.failed == 0
@@ -900,7 +930,7 @@ fn index_pending(
                 if report.embedded + report.reused > 0 {
                     inner.embedding_fails.store(false, Ordering::Relaxed);
                 }
-                return;
+                return worked;
             }
             Ok(report) => {
                 eprintln!(
@@ -909,13 +939,13 @@ fn index_pending(
                     report.errors.join("; ")
                 );
                 inner.embedding_fails.store(true, Ordering::Relaxed);
-                return;
+                return worked;
             }
             Err(error) => {
                 eprintln!("{who}: embedding pending records stopped: {error}");
                 inner.embedding_fails.store(true, Ordering::Relaxed);
                 *indexer = None;
-                return;
+                return worked;
             }
         }
     }
@@ -929,6 +959,17 @@ mod tests {
 
     fn request(project: &str, actor: &str) -> RequestContext {
         RequestContext::remote(project.into(), actor.into(), SuppliedGit::default())
+    }
+
+    /// A read-only context in project `alpha` for an engine of its own beside the service's.
+    fn check_context() -> Context {
+        Context {
+            project: "alpha".into(),
+            cwd: PathBuf::new(),
+            actor: "check".into(),
+            read_only: true,
+            now: None,
+        }
     }
 
     fn service() -> (tempfile::TempDir, Service) {
@@ -1016,14 +1057,7 @@ mod tests {
         remember(&service, "the cache port moved to 7001 for the staging box");
         assert!(!service.lexical_index_built(), "writes do not build it");
         // FTS5's answer, from an engine without the shared index.
-        let context = Context {
-            project: "alpha".into(),
-            cwd: PathBuf::new(),
-            actor: "check".into(),
-            read_only: true,
-            now: None,
-        };
-        let before = Engine::open(&dir.path().join("brain.db"), context)
+        let before = Engine::open(&dir.path().join("brain.db"), check_context())
             .unwrap()
             .recall(&cairn_engine::RecallRequest::new("cache port"))
             .unwrap();
@@ -1217,14 +1251,7 @@ mod tests {
                 .collect();
             assert_eq!(stored.len(), 1, "pair {n}: {answers:#?}");
         }
-        let context = Context {
-            project: "alpha".into(),
-            cwd: PathBuf::new(),
-            actor: "check".into(),
-            read_only: true,
-            now: None,
-        };
-        let engine = Engine::open(&dir.path().join("brain.db"), context).unwrap();
+        let engine = Engine::open(&dir.path().join("brain.db"), check_context()).unwrap();
         assert_eq!(engine.stats().unwrap().records, pairs.len() as i64);
     }
 
@@ -1255,14 +1282,7 @@ mod tests {
 
     /// `(use_count, recall events)` of `id`, read on a connection of its own.
     fn accesses_on_disk(db: &std::path::Path, id: i64) -> (u32, usize) {
-        let context = Context {
-            project: "alpha".into(),
-            cwd: PathBuf::new(),
-            actor: "check".into(),
-            read_only: true,
-            now: None,
-        };
-        let engine = Engine::open(db, context).unwrap();
+        let engine = Engine::open(db, check_context()).unwrap();
         let uses = engine.get(id).unwrap().use_count;
         let events = engine.store().unwrap().reader().events(None, 0).unwrap();
         (uses, events.iter().filter(|e| e.op == "recall").count())

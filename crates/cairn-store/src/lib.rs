@@ -185,6 +185,17 @@ impl Store {
         Ok(u64::try_from(size).unwrap_or(0))
     }
 
+    /// Caps this connection's page cache at `bytes` (`PRAGMA cache_size`; 16 MB by default).
+    /// A long-lived process with several connections and no memory map (the local daemon)
+    /// keeps each one's cache small: the kernel's page cache holds the file anyway, and every
+    /// connection's own cache is resident memory of the process.
+    pub fn limit_page_cache(&self, bytes: u64) -> Result<()> {
+        let kib = (bytes / 1024).max(1);
+        self.conn
+            .execute_batch(&format!("PRAGMA cache_size = -{kib}"))
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -44,6 +44,9 @@ pub struct DaemonArgs {
     /// Keep the work directory (brain, daemon log) for a look afterwards.
     #[arg(long)]
     keep: bool,
+    /// One more argument for `cairn serve --local` (repeatable), e.g. `--daemon-arg=--mmap-mib=0`.
+    #[arg(long = "daemon-arg", value_name = "ARG", allow_hyphen_values = true)]
+    daemon_args: Vec<String>,
 }
 
 /// The targets (whole process, daemon warm).
@@ -69,8 +72,24 @@ fn cairn(cairn: &Path, db: &Path, cwd: &Path) -> Command {
     command
 }
 
-/// The daemon's `VmRSS` and `VmHWM` (peak), MB.
-fn daemon_rss(pid: u32) -> (Option<f64>, Option<f64>) {
+/// The daemon's resident memory from `/proc/PID/status`, MB: `VmRSS`, `VmHWM` (peak), and the
+/// split of `VmRSS` into anonymous memory (the heap: model, vectors, indexes) and file pages
+/// (the binary and the brain read through the memory map, which the kernel can drop).
+#[derive(Debug, Clone, Copy, Default)]
+struct Rss {
+    now: Option<f64>,
+    peak: Option<f64>,
+    anon: Option<f64>,
+    file: Option<f64>,
+}
+
+impl Rss {
+    fn json(&self) -> Value {
+        json!({"rss": self.now, "peak": self.peak, "anon": self.anon, "file": self.file})
+    }
+}
+
+fn daemon_rss(pid: u32) -> Rss {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {
         status
@@ -80,7 +99,12 @@ fn daemon_rss(pid: u32) -> (Option<f64>, Option<f64>) {
             .and_then(|kb| kb.parse::<f64>().ok())
             .map(|kb| round3(kb / 1024.0))
     };
-    (field("VmRSS:"), field("VmHWM:"))
+    Rss {
+        now: field("VmRSS:"),
+        peak: field("VmHWM:"),
+        anon: field("RssAnon:"),
+        file: field("RssFile:"),
+    }
 }
 
 /// The daemon's CPU time so far (user + system), clock ticks, from `/proc/PID/stat`.
@@ -223,6 +247,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
     let clock = Instant::now();
     let mut child = cairn(&binary, &db, &dir)
         .args(["serve", "--local"])
+        .args(&args.daemon_args)
         .stdout(Stdio::null())
         .spawn()
         .context("start cairn serve --local")?;
@@ -256,7 +281,29 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         "daemon warm (model loaded, vectors read) {:.1} s after start",
         clock.elapsed().as_secs_f64()
     ));
-    let (rss_warm, _) = daemon_rss(daemon.child.id());
+    let warm = daemon_rss(daemon.child.id());
+    let rss_warm = warm.now;
+    // Settled: the int8 copy of the vectors and the full-text index are built on threads of
+    // their own after the first hybrid recall can be answered; wait until the daemon's RSS
+    // has not moved by more than 1 MB for 2 s (at most 60 s).
+    let clock = Instant::now();
+    let mut readings: Vec<f64> = Vec::new();
+    let settled = loop {
+        let now = daemon_rss(daemon.child.id());
+        readings.push(now.now.unwrap_or(0.0));
+        let last = &readings[readings.len().saturating_sub(5)..];
+        let spread = last.iter().copied().fold(f64::MIN, f64::max)
+            - last.iter().copied().fold(f64::MAX, f64::min);
+        if (last.len() == 5 && spread <= 1.0) || clock.elapsed() > Duration::from_secs(60) {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    run.say(&format!(
+        "daemon RSS settled at {:?} MB {:.1} s after warm",
+        settled.now,
+        clock.elapsed().as_secs_f64()
+    ));
 
     let mut rows = Vec::new();
     let runs = args.runs;
@@ -310,6 +357,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         .iter()
         .copied()
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let after_remember = daemon_rss(pid);
 
     run.phase("recall");
     let mut samples = Vec::new();
@@ -367,7 +415,8 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         cpu,
         daemon_cpu_ticks(pid).saturating_sub(daemon_before),
     ));
-    let (rss_now, rss_peak) = daemon_rss(daemon.child.id());
+    let end = daemon_rss(daemon.child.id());
+    let (rss_now, rss_peak) = (end.now, end.peak);
     let hook_errors = std::fs::read_to_string(dir.join("hook-errors.log")).unwrap_or_default();
     drop(daemon);
 
@@ -383,6 +432,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         "seed": format!("{:#x}", args.seed),
         "project": PROJECT,
         "binary": binary.display().to_string(),
+        "daemon_args": args.daemon_args,
         "model": model_id,
     });
     let results = json!({
@@ -393,6 +443,7 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         "cli_remember_peak_rss_target": format!("≤ {REMEMBER_RSS_MB} MB"),
         "cli_remember_peak_rss_met": remember_rss_met,
         "daemon_rss_mb": {"warm": rss_warm, "end": rss_now, "peak": rss_peak},
+        "daemon_memory_mb": {"warm": warm.json(), "settled": settled.json(), "after_remember": after_remember.json(), "end": end.json()},
         "daemon_rss_target": format!("≤ {DAEMON_RSS_MB} MB"),
         "daemon_rss_met": daemon_rss_met,
         "injected": injected,
@@ -428,6 +479,18 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         rss_warm.map_or("–".into(), |v| format!("{v:.1}")),
         rss_now.map_or("–".into(), |v| format!("{v:.1}")),
         rss_peak.map_or("–".into(), |v| format!("{v:.1}")),
+    ));
+    let mb = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
+    md.push_str(&format!(
+        "Of the daemon's RSS, anonymous (heap) / file pages (binary, memory-mapped brain): warm {} / {} MB, settled (the int8 copy and the full-text index built) {} / {} MB, after the remembers (and their embedding) {} / {} MB, at the end {} / {} MB.\n",
+        mb(warm.anon),
+        mb(warm.file),
+        mb(settled.anon),
+        mb(settled.file),
+        mb(after_remember.anon),
+        mb(after_remember.file),
+        mb(end.anon),
+        mb(end.file),
     ));
     run.finish(&args.out, parameters, results, &md)?;
     work_dir.finish();

@@ -42,8 +42,11 @@ pub struct ServeArgs {
     #[arg(long, hide = true, conflicts_with = "no_buffer_accesses")]
     buffer_accesses: bool,
     /// MiB of the brain's file each connection reads through a memory map (0: plain reads).
-    #[arg(long, value_name = "MIB", default_value_t = cairn_service::MMAP_BYTES >> 20)]
-    mmap_mib: u64,
+    /// Default: 1024 for the HTTP server (a few % more throughput under many clients), 0 for
+    /// the warm local daemon (--local), whose mapped pages would count in its resident memory
+    /// (docs/service.md).
+    #[arg(long, value_name = "MIB")]
+    mmap_mib: Option<u64>,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
     #[arg(
         long,
@@ -102,6 +105,17 @@ pub struct UiArgs {
     port: u16,
 }
 
+/// The local daemon reads the brain with plain reads: a memory map's pages count in a
+/// process's RSS (at 100,000 records about 150–300 MB of them, `cairn-bench daemon`), and one
+/// user's calls gain nothing measurable from it (bench/results/daemon-2026-12-06T0224Z and
+/// T0227Z: hybrid recall and the prompt hook at the same p50 and p95 either way).
+const LOCAL_MMAP_MIB: u64 = 0;
+
+/// The local daemon's page cache per connection (the store's default is 16 MB; the daemon has
+/// four or five connections, and without the map the file's pages are in the kernel's cache
+/// anyway).
+const LOCAL_PAGE_CACHE_BYTES: u64 = 4 << 20;
+
 /// The service over the brain, opened now (a brain that cannot be opened is said at start, not
 /// at the first request), with the model loading in the background.
 fn open_service(
@@ -109,9 +123,11 @@ fn open_service(
     who: &'static str,
     buffer_accesses: bool,
     mmap_mib: u64,
+    page_cache_bytes: Option<u64>,
 ) -> Result<cairn_service::Service> {
     let mut options = cairn_service::ServiceOptions::new(settings.db.clone());
     options.mmap_bytes = mmap_mib.saturating_mul(1 << 20);
+    options.page_cache_bytes = page_cache_bytes;
     options.read_only = settings.read_only;
     options.now = cairn_engine::test_clock_from_env()?;
     options.buffer_accesses = buffer_accesses;
@@ -149,7 +165,19 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     };
     // Buffered access records unless --no-buffer-accesses (`--buffer-accesses` is the default).
     let buffer_accesses = args.buffer_accesses || !args.no_buffer_accesses;
-    let service = open_service(settings, "cairn serve", buffer_accesses, args.mmap_mib)?;
+    let mmap_mib = args.mmap_mib.unwrap_or(if daemon.is_some() {
+        LOCAL_MMAP_MIB
+    } else {
+        cairn_service::MMAP_BYTES >> 20
+    });
+    let page_cache = daemon.as_ref().map(|_| LOCAL_PAGE_CACHE_BYTES);
+    let service = open_service(
+        settings,
+        "cairn serve",
+        buffer_accesses,
+        mmap_mib,
+        page_cache,
+    )?;
     if args.max_body == 0 {
         bail!("--max-body 0 would refuse every body; give a size in bytes (default 1048576)");
     }
@@ -201,7 +229,13 @@ pub fn run_serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
 /// `cairn ui`: a loopback server on this brain whose one-time link signs one browser in as the
 /// local owner (admin, every project, this directory's project first).
 pub fn run_ui(settings: &Settings, args: &UiArgs) -> Result<ExitCode> {
-    let service = open_service(settings, "cairn ui", false, cairn_service::MMAP_BYTES >> 20)?;
+    let service = open_service(
+        settings,
+        "cairn ui",
+        false,
+        cairn_service::MMAP_BYTES >> 20,
+        None,
+    )?;
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let context = settings.context("ui", &cwd);
     let owner = cairn_http::ui::Identity::Owner {
