@@ -104,19 +104,15 @@ fn tool<A>(
 where
     A: DeserializeOwned + JsonSchema + 'static,
 {
-    ToolSpec {
-        name,
-        title,
-        description,
-        hints,
-        input_schema: rmcp::handler::server::common::schema_for_type::<A>(),
-        call: Call::Engine(Box::new(move |engine, arguments| {
+    spec::<A>(
+        (name, title, description, hints),
+        Call::Engine(Box::new(move |engine, arguments| {
             match parse_arguments::<A>(name, arguments) {
                 Ok(args) => handler(engine, args).unwrap_or_else(|e| render::engine_error(&e)),
                 Err(reply) => reply,
             }
         })),
-    }
+    )
 }
 
 /// A tool that stores one remember built from its arguments ([`Call::Remember`]).
@@ -130,15 +126,26 @@ fn remember_tool<A>(
 where
     A: DeserializeOwned + JsonSchema + 'static,
 {
+    spec::<A>(
+        (name, title, description, hints),
+        Call::Remember(Box::new(move |arguments| {
+            build(parse_arguments::<A>(name, arguments)?).map_err(|e| render::engine_error(&e))
+        })),
+    )
+}
+
+/// The spec of a tool named `name` whose arguments are an `A`, run by `call`.
+fn spec<A: JsonSchema + 'static>(
+    (name, title, description, hints): (&'static str, &'static str, &'static str, Hints),
+    call: Call,
+) -> ToolSpec {
     ToolSpec {
         name,
         title,
         description,
         hints,
         input_schema: rmcp::handler::server::common::schema_for_type::<A>(),
-        call: Call::Remember(Box::new(move |arguments| {
-            build(parse_arguments::<A>(name, arguments)?).map_err(|e| render::engine_error(&e))
-        })),
+        call,
     }
 }
 
