@@ -913,28 +913,11 @@ mod tests {
     /// Scopes of the random records: `global` for most, the rest spread over small ones.
     const SCOPES: [&str; 4] = ["global", "session-a", "session-b", "repo/src"];
 
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 = self
-                .0
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) as usize % n
-        }
-        /// Zipf-like: early words far more often.
-        fn word(&mut self) -> &'static str {
-            let a = self.below(WORDS.len());
-            let b = self.below(WORDS.len());
-            WORDS[a.min(b)]
-        }
-        fn text(&mut self, most: usize) -> String {
-            let n = 1 + self.below(most);
-            (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
-        }
-        fn maybe_text(&mut self, most: usize) -> Option<String> {
-            (self.below(3) > 0).then(|| self.text(most))
-        }
+    type Rng = crate::testing::WordRng;
+
+    /// The tests' generator over this module's words.
+    fn seeded(seed: u64) -> Rng {
+        Rng::new(seed, WORDS)
     }
 
     fn insert_random(store: &mut Store, rng: &mut Rng, count: usize) {
@@ -1127,7 +1110,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("brain.db");
             let mut store = Store::open(&path).unwrap();
-            let mut rng = Rng(seed);
+            let mut rng = seeded(seed);
             let index = LexicalIndex::new();
             insert_random(&mut store, &mut rng, 450);
             roads = add(roads, assert_same(&store, &index, &mut rng, 60));
@@ -1151,7 +1134,7 @@ mod tests {
     fn strengths_are_fts5s_to_the_bit() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
-        let mut rng = Rng(7);
+        let mut rng = seeded(7);
         insert_random(&mut store, &mut rng, 300);
         let index = LexicalIndex::new();
         let reader = store.reader();
@@ -1182,7 +1165,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("brain.db");
         let mut store = Store::open(&path).unwrap();
-        let mut rng = Rng(5);
+        let mut rng = seeded(5);
         insert_random(&mut store, &mut rng, 200);
         let index = LexicalIndex::new();
         let projects = [Some("p".to_string()), Some("q".to_string())];
@@ -1228,7 +1211,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("brain.db");
         let mut store = Store::open(&path).unwrap();
-        let mut rng = Rng(11);
+        let mut rng = seeded(11);
         insert_random(&mut store, &mut rng, 100);
         let index = LexicalIndex::new();
         let projects = [Some("p".to_string()), Some("q".to_string())];

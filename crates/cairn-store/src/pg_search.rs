@@ -730,38 +730,11 @@ mod tests {
         "quartz",
     ];
 
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 = self
-                .0
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) as usize % n
-        }
-        /// Zipf-like: early words far more often.
-        fn word(&mut self) -> &'static str {
-            let a = self.below(WORDS.len());
-            let b = self.below(WORDS.len());
-            WORDS[a.min(b)]
-        }
-        fn text(&mut self, most: usize) -> String {
-            let n = 1 + self.below(most);
-            (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
-        }
-        fn maybe_text(&mut self, most: usize) -> Option<String> {
-            (self.below(3) > 0).then(|| self.text(most))
-        }
-        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-            from[self.below(from.len())]
-        }
-        fn unit_vector(&mut self, dimension: usize) -> Vec<f32> {
-            let raw: Vec<f32> = (0..dimension)
-                .map(|_| self.below(2_000_001) as f32 / 1_000_000.0 - 1.0)
-                .collect();
-            let norm = raw.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-            raw.iter().map(|x| x / norm).collect()
-        }
+    type Rng = crate::testing::WordRng;
+
+    /// The tests' generator over this module's words.
+    fn seeded(seed: u64) -> Rng {
+        Rng::new(seed, WORDS)
     }
 
     const PROJECTS: &[&str] = &["p", "q", ""];
@@ -1059,9 +1032,9 @@ mod tests {
 
     #[test]
     fn bm25_on_postgres_answers_as_fts5_through_writes_of_every_kind() {
-        let mut rng = Rng(0x0b25);
+        let mut rng = seeded(0x0b25);
         let Some(mut both) = migrated(|store| {
-            insert_random(store, &mut Rng(0x5eed), 900);
+            insert_random(store, &mut seeded(0x5eed), 900);
         }) else {
             return;
         };
@@ -1135,7 +1108,7 @@ mod tests {
     #[test]
     fn term_counts_are_fts5s_term_by_term() {
         let Some(mut both) = migrated(|store| {
-            insert_random(store, &mut Rng(0x7e57), 600);
+            insert_random(store, &mut seeded(0x7e57), 600);
         }) else {
             return;
         };
@@ -1199,7 +1172,7 @@ mod tests {
     fn hnsw_top_10_finds_what_the_exact_scan_finds_within_the_filters() {
         let dimension = 24;
         let Some(mut both) = migrated(|store| {
-            let mut rng = Rng(77);
+            let mut rng = seeded(77);
             let ids = insert_random(store, &mut rng, 3000);
             store
                 .write(|tx| {
@@ -1227,7 +1200,7 @@ mod tests {
                 projects: &all,
                 ..LexicalQuery::default()
             };
-            let vector = Rng(5).unit_vector(dimension);
+            let vector = seeded(5).unit_vector(dimension);
             let (settings, sql, params) =
                 vector_statement(&vector, &query, 10, VectorMode::Hnsw { ef_search: 100 });
             let mut tx = both.client.transaction().unwrap();
@@ -1246,7 +1219,7 @@ mod tests {
         }
         let matrix = both.store.reader().load_vectors(dimension).unwrap();
         assert_eq!(matrix.ids.len(), 3000);
-        let mut rng = Rng(99);
+        let mut rng = seeded(99);
         let (mut found, mut wanted) = (0usize, 0usize);
         for round in 0..80 {
             let filters = if round % 2 == 0 {
