@@ -106,7 +106,7 @@ pub struct UiArgs {
 }
 
 /// The local daemon reads the brain with plain reads: a memory map's pages count in a
-/// process's RSS (at 100,000 records about 150–300 MB of them, `cairn-bench daemon`), and one
+/// process's RSS (at 100,000 records 166–331 MB of them, `cairn-bench daemon`), and one
 /// user's calls gain nothing measurable from it (bench/results/daemon-2026-12-06T0224Z and
 /// T0227Z: hybrid recall and the prompt hook at the same p50 and p95 either way).
 const LOCAL_MMAP_MIB: u64 = 0;
