@@ -113,9 +113,15 @@ struct Daemon {
 impl Daemon {
     /// `cairn serve --local`, waiting for its "listening" line.
     fn start(brain: &Brain, env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_with(brain, &[], env)
+    }
+
+    /// `cairn serve --local ARGS…`, waiting for its "listening" line.
+    fn start_with(brain: &Brain, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut command = Command::new(assert_cmd::cargo::cargo_bin("cairn"));
         command
             .args(["serve", "--local"])
+            .args(args)
             .current_dir(brain.dir.path())
             .env("CAIRN_DB", &brain.db)
             .env_remove("CAIRN_PROJECT")
@@ -255,6 +261,49 @@ fn serve_local_listens_beside_the_brain_mode_0600_without_a_token() {
     );
     daemon.stop();
     assert!(!socket.exists(), "the socket goes with the daemon");
+}
+
+/// The local daemon reads the brain with plain reads unless given `--mmap-mib` (a map's pages
+/// count in its RSS): after a recall, no mapping of the brain file is in its address space; with
+/// `--mmap-mib 64` there is one.
+#[test]
+fn the_local_daemon_maps_the_brain_only_when_told() {
+    let brain = Brain::new();
+    for n in 0..20 {
+        cmd(&brain)
+            .env("CAIRN_DAEMON", "off")
+            .args(["remember", "--type", "note", "--body"])
+            .arg(format!("mapped pages note {n} about the ledger service"))
+            .assert()
+            .success();
+    }
+    // Every page in the brain file itself, none left in the write-ahead log only.
+    let checkpoint = Command::new("sqlite3")
+        .arg(&brain.db)
+        .arg("PRAGMA wal_checkpoint(TRUNCATE);")
+        .output()
+        .expect("sqlite3 runs (scripts/setup.sh installs it)");
+    assert!(checkpoint.status.success(), "{checkpoint:?}");
+    let cwd = format!("cairn-cwd: {}", brain.dir.path().display());
+    let mapped = |args: &[&str]| {
+        let daemon = Daemon::start_with(&brain, args, &[]);
+        let (status, found) = curl(
+            &socket_of(&brain),
+            "POST",
+            "/v1/recall",
+            Some(r#"{"query":"ledger service"}"#),
+            &[&cwd, "cairn-project: test-project"],
+        );
+        assert_eq!(status, 200, "{found}");
+        assert!(!found["results"].as_array().unwrap().is_empty(), "{found}");
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", daemon.pid)).unwrap();
+        let brain_file = brain.db.display().to_string();
+        let mapped = maps.lines().any(|line| line.ends_with(&brain_file));
+        daemon.stop();
+        mapped
+    };
+    assert!(!mapped(&[]), "the local daemon maps the brain by default");
+    assert!(mapped(&["--mmap-mib", "64"]), "--mmap-mib 64 maps nothing");
 }
 
 #[test]
