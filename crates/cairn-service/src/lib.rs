@@ -628,11 +628,7 @@ fn run_on<T>(
 ) -> Result<T, EngineError> {
     let context = context_for(request, options);
     if slot.is_none() {
-        let mut engine = Engine::open(&options.db, context.clone())?;
-        engine.store()?.map_memory(options.mmap_bytes)?;
-        if let Some(bytes) = options.page_cache_bytes {
-            engine.store()?.limit_page_cache(bytes)?;
-        }
+        let mut engine = open_engine(options, context.clone())?;
         if options.buffer_accesses && !options.read_only {
             engine.buffer_accesses();
         }
@@ -795,6 +791,17 @@ fn background_pass(inner: Weak<Inner>, embedder: Arc<dyn Embedder>, who: &'stati
     }
 }
 
+/// An engine of the service on a connection of its own, read as the options say (memory map,
+/// page cache): the writer's, the readers' and the indexer's alike.
+fn open_engine(options: &ServiceOptions, context: Context) -> Result<Engine, EngineError> {
+    let engine = Engine::open(&options.db, context)?;
+    engine.store()?.map_memory(options.mmap_bytes)?;
+    if let Some(bytes) = options.page_cache_bytes {
+        engine.store()?.limit_page_cache(bytes)?;
+    }
+    Ok(engine)
+}
+
 /// The indexer's engine (opened on first use; after an error it is opened again next time).
 fn indexer_engine<'a>(
     inner: &Inner,
@@ -810,13 +817,7 @@ fn indexer_engine<'a>(
             read_only: false,
             now: inner.options.now,
         };
-        let opened = Engine::open(&inner.options.db, context).and_then(|engine| {
-            if let Some(bytes) = inner.options.page_cache_bytes {
-                engine.store()?.limit_page_cache(bytes)?;
-            }
-            Ok(engine)
-        });
-        match opened {
+        match open_engine(&inner.options, context) {
             Ok(mut engine) => {
                 engine.set_git_source(GitSource::Supplied(SuppliedGit::default()));
                 engine.set_shared_embedder(Arc::clone(embedder));

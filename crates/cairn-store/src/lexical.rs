@@ -500,8 +500,9 @@ impl State {
     }
 
     /// Gives back what the lists grew beyond their lengths while a build filled them (a list
-    /// doubles when full: about a quarter of the postings' bytes at 100,000 records), so a
-    /// long-lived process holds what the index holds (issue 14: the daemon's RSS).
+    /// doubles when full, so up to half of its bytes are spare), so a long-lived process holds
+    /// what the index holds (issue 14: the daemon's RSS; no change beyond run-to-run noise was
+    /// seen at 100,000 records, `cairn-bench daemon`).
     fn shrink(&mut self) {
         for list in &mut self.postings {
             list.shrink_to_fit();
