@@ -473,14 +473,14 @@ pub fn run(args: &DaemonArgs) -> Result<()> {
         "\nThe background indexer had embedded the last of the {runs} remembers {:.0} ms after it was acknowledged.\n",
         drained.as_secs_f64() * 1000.0
     ));
+    let mb = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
     md.push_str(&format!(
         "\nCLI `remember` peak RSS: {} MB (target ≤ {REMEMBER_RSS_MB} MB). Daemon RSS: warm {} MB, at the end {} MB, peak {} MB (target ≤ {DAEMON_RSS_MB} MB).\n",
-        remember_rss.map_or("–".into(), |v| format!("{v:.1}")),
-        rss_warm.map_or("–".into(), |v| format!("{v:.1}")),
-        rss_now.map_or("–".into(), |v| format!("{v:.1}")),
-        rss_peak.map_or("–".into(), |v| format!("{v:.1}")),
+        mb(remember_rss),
+        mb(rss_warm),
+        mb(rss_now),
+        mb(rss_peak),
     ));
-    let mb = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
     md.push_str(&format!(
         "Of the daemon's RSS, anonymous (heap) / file pages (binary, memory-mapped brain): warm {} / {} MB, settled (the int8 copy and the full-text index built) {} / {} MB, after the remembers (and their embedding) {} / {} MB, at the end {} / {} MB.\n",
         mb(warm.anon),
