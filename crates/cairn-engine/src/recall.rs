@@ -731,17 +731,11 @@ impl Engine {
             return;
         };
         let pool = results.len().min(DIVERSITY_POOL);
-        let dimension = matrix.dimension;
-        let vectors: Vec<Option<&[f32]>> = results[..pool]
+        let owned: Vec<Option<Vec<f32>>> = results[..pool]
             .iter()
-            .map(|result| {
-                matrix
-                    .ids
-                    .binary_search(&result.id)
-                    .ok()
-                    .map(|row| &matrix.data[row * dimension..(row + 1) * dimension])
-            })
+            .map(|result| matrix.vector(result.id))
             .collect();
+        let vectors: Vec<Option<&[f32]>> = owned.iter().map(Option::as_deref).collect();
         let scores: Vec<f64> = results[..pool].iter().map(|r| r.score).collect();
         let order = score::diversify(&scores, &vectors, lambda, places);
         let head: Vec<RecallResult> = order.iter().map(|&i| results[i].clone()).collect();
@@ -915,21 +909,14 @@ impl Engine {
             .filter_ids(&neighbours, filter)?
             .into_iter()
             .collect();
-        let dimension = matrix.dimension;
-        let row_of = |id: i64| {
-            matrix
-                .ids
-                .binary_search(&id)
-                .ok()
-                .map(|row| &matrix.data[row * dimension..(row + 1) * dimension])
-        };
+        let row_of = |id: i64| matrix.vector(id);
         let mut rescored: Vec<(usize, Hit)> = hits
             .iter()
             .take(depth)
             .zip(&windows)
             .enumerate()
             .map(|(place, (hit, window))| {
-                let members: Vec<&[f32]> = std::iter::once(hit.id)
+                let owned: Vec<Vec<f32>> = std::iter::once(hit.id)
                     .chain(
                         window[1..]
                             .iter()
@@ -938,6 +925,7 @@ impl Engine {
                     )
                     .filter_map(row_of)
                     .collect();
+                let members: Vec<&[f32]> = owned.iter().map(Vec::as_slice).collect();
                 let strength = match score::mean_cosine(query_vector, &members) {
                     Some(window_cosine) if members.len() > 1 => hit.strength.max(window_cosine),
                     _ => hit.strength,

@@ -18,7 +18,7 @@ use cairn_core::memory::Memory;
 use cairn_core::record::MemoryType;
 use cairn_core::score::Hit;
 use cairn_core::vector;
-use cairn_core::vector::{IvfIndex, IvfParams, Nearest, QuantizedRows};
+use cairn_core::vector::{Bf16, IvfIndex, IvfParams, Nearest, QuantizedRows};
 use cairn_embed::{EmbedError, Embedder};
 use cairn_store::{LexicalQuery, VectorCounts, VectorMatrix, VectorSpace};
 use serde::Serialize;
@@ -1306,7 +1306,7 @@ impl Engine {
                     .data
                     .extend_from_slice(&old.data[row * dimension..(row + 1) * dimension]),
                 None => match reader.vector_of(id, dimension)? {
-                    Some(vector) => matrix.data.extend_from_slice(&vector),
+                    Some(vector) => vector::extend_bf16(&mut matrix.data, &vector),
                     None => {
                         matrix.skipped += 1;
                         continue;
@@ -1367,7 +1367,12 @@ fn absorb_write(cache: &mut MatrixCache, write: &VectorWrite) -> bool {
     let Some(matrix) = Arc::get_mut(&mut cache.matrix) else {
         return false;
     };
-    for (&row, (id, print, vector)) in targets.iter().zip(&write.rows) {
+    let encoded: Vec<Vec<Bf16>> = write
+        .rows
+        .iter()
+        .map(|(_, _, vector)| vector::to_bf16(vector))
+        .collect();
+    for ((&row, (id, print, _)), vector) in targets.iter().zip(&write.rows).zip(&encoded) {
         if row < old_rows {
             matrix.data[row * dimension..(row + 1) * dimension].copy_from_slice(vector);
             matrix.fingerprints[row] = *print;
@@ -1380,7 +1385,7 @@ fn absorb_write(cache: &mut MatrixCache, write: &VectorWrite) -> bool {
     let quantizing = cache.quantized.started;
     match cache.quantized.get_mut() {
         Some(codes) if codes.rows() == old_rows => {
-            for (&row, (_, _, vector)) in targets.iter().zip(&write.rows) {
+            for (&row, vector) in targets.iter().zip(&encoded) {
                 if row < old_rows {
                     codes.set_row(row, vector);
                 } else {
@@ -1416,13 +1421,13 @@ fn refresh_in_place(
     }
     let dimension = cache.matrix.dimension;
     // Read every changed vector first: a damaged one sends the caller down the copying path.
-    let mut edits: Vec<(usize, u64, Vec<f32>)> = Vec::new();
+    let mut edits: Vec<(usize, u64, Vec<Bf16>)> = Vec::new();
     for (row, &(id, print)) in current.iter().enumerate() {
         if row < old_rows && cache.matrix.fingerprints[row] == print {
             continue;
         }
         match reader.vector_of(id, dimension)? {
-            Some(vector) => edits.push((row, print, vector)),
+            Some(vector) => edits.push((row, print, vector::to_bf16(&vector))),
             None => return Ok(false),
         }
     }

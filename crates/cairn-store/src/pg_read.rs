@@ -432,7 +432,7 @@ impl RecallRead for PgReader {
             }
             matrix.ids.push(row.get(0));
             matrix.fingerprints.push(text_fingerprint(row.get(2)));
-            matrix.data.extend_from_slice(values);
+            cairn_core::vector::extend_bf16(&mut matrix.data, values);
         }
         Ok(matrix)
     }

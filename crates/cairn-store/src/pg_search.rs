@@ -1219,6 +1219,18 @@ mod tests {
         }
         let matrix = both.store.reader().load_vectors(dimension).unwrap();
         assert_eq!(matrix.ids.len(), 3000);
+        // The brain's own f32 vectors (the matrix rounds them to bfloat16).
+        let stored: Vec<Vec<f32>> = matrix
+            .ids
+            .iter()
+            .map(|&id| {
+                both.store
+                    .reader()
+                    .vector_of(id, dimension)
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect();
         let mut rng = seeded(99);
         let (mut found, mut wanted) = (0usize, 0usize);
         for round in 0..80 {
@@ -1269,8 +1281,7 @@ mod tests {
                 .enumerate()
                 .filter(|(_, id)| allowed.contains(id))
                 .map(|(row, id)| {
-                    let stored = &matrix.data[row * dimension..(row + 1) * dimension];
-                    let dot: f64 = stored
+                    let dot: f64 = stored[row]
                         .iter()
                         .zip(&vector)
                         .map(|(a, b)| f64::from(*a) * f64::from(*b))

@@ -3,6 +3,7 @@
 
 use crate::{Reader, Result, StoreError, WriteTx};
 use cairn_core::memory::Memory;
+use cairn_core::vector::{Bf16, from_bf16};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
@@ -43,17 +44,32 @@ impl VectorCounts {
     }
 }
 
-/// Every stored vector in one contiguous row-major matrix, ids in the same order.
+/// Every stored vector in one contiguous row-major matrix, ids in the same order. The brain
+/// keeps `f32`; the matrix keeps bfloat16, half the memory (`cairn_core::vector`, "Rows in
+/// memory").
 #[derive(Debug, Clone, Default)]
 pub struct VectorMatrix {
     pub dimension: usize,
     pub ids: Vec<i64>,
-    pub data: Vec<f32>,
+    pub data: Vec<Bf16>,
     /// Per row, the [`text_fingerprint`] of the text its vector was made from: what a reader
     /// compares to learn which rows changed since it loaded them.
     pub fingerprints: Vec<u64>,
     /// Rows skipped because their blob did not hold `dimension` floats (damage).
     pub skipped: usize,
+}
+
+impl VectorMatrix {
+    /// Row `row`'s values.
+    pub fn row(&self, row: usize) -> &[Bf16] {
+        &self.data[row * self.dimension..(row + 1) * self.dimension]
+    }
+
+    /// The vector of record `id` (as `f32`), if the matrix holds one.
+    pub fn vector(&self, id: i64) -> Option<Vec<f32>> {
+        let row = self.ids.binary_search(&id).ok()?;
+        Some(from_bf16(self.row(row)))
+    }
 }
 
 /// A 64-bit fingerprint of a vector's `text_hash` (FNV-1a): two rows with the same
@@ -377,7 +393,7 @@ impl Reader<'_> {
             ));
             matrix.data.extend(
                 blob.chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    .map(|b| Bf16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
             );
         }
         Ok(matrix)

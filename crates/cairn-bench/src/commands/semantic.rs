@@ -451,6 +451,16 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
         .map(|q| embedder.embed_query(q))
         .collect::<std::result::Result<_, _>>()?;
     let matrix = engine.store()?.reader().load_vectors(dimension)?;
+    // The matrix keeps bfloat16 rows: what that rounding does to the exact answer, against the
+    // brain's own f32 vectors.
+    let mut stored = Vec::with_capacity(matrix.data.len());
+    for &id in &matrix.ids {
+        let reader = engine.store()?.reader();
+        stored.extend(reader.vector_of(id, dimension)?.unwrap_or_default());
+    }
+    let rounding = measure_rounding(&stored, dimension, &query_vectors);
+    eprintln!("bfloat16 rows against f32: {rounding}");
+    drop(stored);
     let mut scans = Vec::new();
     for query in query_vectors.iter().take(50) {
         let clock = Instant::now();
@@ -468,7 +478,7 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
     let random: Vec<f32> = (0..args.records * dimension)
         .map(|_| rng.signed_f32())
         .collect();
-    let random = normalized_rows(random, dimension);
+    let random = cairn_core::vector::to_bf16(&normalized_rows(random, dimension));
     let mut sizes: Vec<usize> = [10_000, 20_000, 50_000]
         .into_iter()
         .filter(|&n| n < args.records)
@@ -654,6 +664,7 @@ pub fn run(args: &SemanticArgs) -> Result<()> {
             "load_vectors_ms": round1(load_vectors_ms),
         },
         "exact_scan_k250": ms_json(&scans),
+        "bf16_rows_against_f32": rounding,
         "ann": {
             "index": "IVF-flat (cairn_core::vector::IvfIndex, default parameters: lists = sqrt(rows)/2, 6 k-means rounds on 40 rows per list, 2 build threads)",
             "queries": query_vectors.len(),
@@ -758,6 +769,14 @@ fn markdown(r: &Value) -> String {
     s.push_str(&format!(
         "\nPeak RSS of the benchmark process {} MB; hybrid answers differing from the exact scan's: {}.\n",
         r["in_process_peak_rss_mb"], r["hybrid_answers_differing_from_exact"]
+    ));
+    let rounding = &r["bf16_rows_against_f32"];
+    s.push_str(&format!(
+        "\nRows kept as bfloat16 against the brain's f32 vectors (exact scans, {} queries): recall@10 {}, recall@200 {}, largest similarity change {}.\n",
+        rounding["queries"],
+        rounding["recall_at_10"],
+        rounding["recall_at_200"],
+        rounding["max_similarity_change"]
     ));
     s.push_str("\n## Vector search (top 200) against the exact scan\n\n| data | rows | exact scan | int8 pass (recall@200) | IVF lists | IVF probe: recall@10, p50 |\n|---|---:|---|---|---:|---|\n");
     for run in r["ann"]["results"].as_array().into_iter().flatten() {
@@ -879,9 +898,53 @@ fn normalized_rows(mut data: Vec<f32>, dimension: usize) -> Vec<f32> {
     data
 }
 
+/// The exact top 200 over `rows` as bfloat16 (what the engine keeps) against the exact top 200
+/// over the same rows in f32: recall@10, recall@200 and the largest change of a similarity.
+fn measure_rounding(rows: &[f32], dimension: usize, queries: &[Vec<f32>]) -> Value {
+    use cairn_core::vector::{Nearest, dot, recall_at, to_bf16, top_k};
+    let rounded = to_bf16(rows);
+    let (mut r10, mut r200, mut largest) = (0.0, 0.0, 0.0f32);
+    for query in queries {
+        let mut exact: Vec<Nearest> = rows
+            .chunks_exact(dimension)
+            .enumerate()
+            .map(|(row, vector)| Nearest {
+                row,
+                similarity: dot(vector, query),
+            })
+            .collect();
+        exact.sort_by(|a, b| {
+            b.similarity
+                .total_cmp(&a.similarity)
+                .then(a.row.cmp(&b.row))
+        });
+        exact.truncate(200);
+        let found = top_k(&rounded, query, 200);
+        for hit in &found {
+            let vector = &rows[hit.row * dimension..(hit.row + 1) * dimension];
+            largest = largest.max((dot(vector, query) - hit.similarity).abs());
+        }
+        r10 += recall_at(&exact[..10.min(exact.len())], &found[..10.min(found.len())]);
+        r200 += recall_at(&exact, &found);
+    }
+    let n = queries.len().max(1) as f64;
+    json!({
+        "queries": queries.len(),
+        "rows": rows.len() / dimension.max(1),
+        "recall_at_10": (r10 / n * 1000.0).round() / 1000.0,
+        "recall_at_200": (r200 / n * 1000.0).round() / 1000.0,
+        "max_similarity_change": (f64::from(largest) * 1e6).round() / 1e6,
+    })
+}
+
 /// Build time, and for several probe counts the latency (k = 200, what recall asks for) and
 /// recall@10 / recall@200 against the exact scan.
-fn measure_ann(matrix: &[f32], dimension: usize, queries: &[Vec<f32>], data: &str) -> Value {
+fn measure_ann(
+    matrix: &[cairn_core::vector::Bf16],
+    dimension: usize,
+    queries: &[Vec<f32>],
+    data: &str,
+) -> Value {
     use cairn_core::vector::{IvfIndex, IvfParams, QuantizedRows, recall_at, top_k};
     let rows = matrix.len() / dimension;
     let clock = Instant::now();
