@@ -909,7 +909,6 @@ impl Engine {
             .filter_ids(&neighbours, filter)?
             .into_iter()
             .collect();
-        let row_of = |id: i64| matrix.vector(id);
         let mut rescored: Vec<(usize, Hit)> = hits
             .iter()
             .take(depth)
@@ -923,7 +922,7 @@ impl Engine {
                             .copied()
                             .filter(|id| allowed.contains(id)),
                     )
-                    .filter_map(row_of)
+                    .filter_map(|id| matrix.vector(id))
                     .collect();
                 let members: Vec<&[f32]> = owned.iter().map(Vec::as_slice).collect();
                 let strength = match score::mean_cosine(query_vector, &members) {

@@ -1302,9 +1302,7 @@ impl Engine {
         let mut kept_sources = Vec::with_capacity(current.len());
         for (&(id, print), source) in current.iter().zip(&sources) {
             match source {
-                Some(row) => matrix
-                    .data
-                    .extend_from_slice(&old.data[row * dimension..(row + 1) * dimension]),
+                Some(row) => matrix.data.extend_from_slice(old.row(*row)),
                 None => match reader.vector_of(id, dimension)? {
                     Some(vector) => vector::extend_bf16(&mut matrix.data, &vector),
                     None => {
