@@ -252,32 +252,50 @@ mod x86 {
     /// the temporaries well inside AVX-512's 32.
     const ROWS: usize = 8;
 
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub(super) fn outputs(x: &Q8Rows, scales: &[f32], nibbles: &[u8], out: &mut [f32]) {
+    /// Each output's column of `out` (`x.rows` values) in blocks of `per_block` rows, handed
+    /// to `block` with the first row, the output's weight scales and nibbles (the last block
+    /// of a column holds the rows left over).
+    #[inline]
+    fn for_each_block(
+        x: &Q8Rows,
+        scales: &[f32],
+        nibbles: &[u8],
+        out: &mut [f32],
+        per_block: usize,
+        mut block: impl FnMut(usize, &[f32], &[u8], &mut [f32]),
+    ) {
         let (rows, groups) = (x.rows, x.groups);
         for ((column, scales), nibbles) in out
             .chunks_exact_mut(rows)
             .zip(scales.chunks_exact(groups * 4))
             .zip(nibbles.chunks_exact(groups * GROUP / 2))
         {
-            let mut blocks = column.chunks_exact_mut(ROWS);
-            let mut first = 0;
-            for block in &mut blocks {
-                rows_block::<ROWS>(x, first, scales, nibbles, block);
-                first += ROWS;
-            }
-            let rest = blocks.into_remainder();
-            match rest.len() {
-                1 => rows_block::<1>(x, first, scales, nibbles, rest),
-                2 => rows_block::<2>(x, first, scales, nibbles, rest),
-                3 => rows_block::<3>(x, first, scales, nibbles, rest),
-                4 => rows_block::<4>(x, first, scales, nibbles, rest),
-                5 => rows_block::<5>(x, first, scales, nibbles, rest),
-                6 => rows_block::<6>(x, first, scales, nibbles, rest),
-                7 => rows_block::<7>(x, first, scales, nibbles, rest),
-                _ => {}
+            for (at, rows) in column.chunks_mut(per_block).enumerate() {
+                block(at * per_block, scales, nibbles, rows);
             }
         }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) fn outputs(x: &Q8Rows, scales: &[f32], nibbles: &[u8], out: &mut [f32]) {
+        for_each_block(
+            x,
+            scales,
+            nibbles,
+            out,
+            ROWS,
+            |first, scales, nibbles, rows| match rows.len() {
+                ROWS => rows_block::<ROWS>(x, first, scales, nibbles, rows),
+                1 => rows_block::<1>(x, first, scales, nibbles, rows),
+                2 => rows_block::<2>(x, first, scales, nibbles, rows),
+                3 => rows_block::<3>(x, first, scales, nibbles, rows),
+                4 => rows_block::<4>(x, first, scales, nibbles, rows),
+                5 => rows_block::<5>(x, first, scales, nibbles, rows),
+                6 => rows_block::<6>(x, first, scales, nibbles, rows),
+                7 => rows_block::<7>(x, first, scales, nibbles, rows),
+                _ => unreachable!("blocks hold at most {ROWS} rows"),
+            },
+        );
     }
 
     /// Rows `first..first + R` of `x` dotted with one output's weight row.
@@ -332,26 +350,20 @@ mod x86 {
     /// [`outputs`] on AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn outputs_avx2(x: &Q8Rows, scales: &[f32], nibbles: &[u8], out: &mut [f32]) {
-        let (rows, groups) = (x.rows, x.groups);
-        for ((column, scales), nibbles) in out
-            .chunks_exact_mut(rows)
-            .zip(scales.chunks_exact(groups * 4))
-            .zip(nibbles.chunks_exact(groups * GROUP / 2))
-        {
-            let mut blocks = column.chunks_exact_mut(ROWS_AVX2);
-            let mut first = 0;
-            for block in &mut blocks {
-                rows_block_avx2::<ROWS_AVX2>(x, first, scales, nibbles, block);
-                first += ROWS_AVX2;
-            }
-            let rest = blocks.into_remainder();
-            match rest.len() {
-                1 => rows_block_avx2::<1>(x, first, scales, nibbles, rest),
-                2 => rows_block_avx2::<2>(x, first, scales, nibbles, rest),
-                3 => rows_block_avx2::<3>(x, first, scales, nibbles, rest),
-                _ => {}
-            }
-        }
+        for_each_block(
+            x,
+            scales,
+            nibbles,
+            out,
+            ROWS_AVX2,
+            |first, scales, nibbles, rows| match rows.len() {
+                ROWS_AVX2 => rows_block_avx2::<ROWS_AVX2>(x, first, scales, nibbles, rows),
+                1 => rows_block_avx2::<1>(x, first, scales, nibbles, rows),
+                2 => rows_block_avx2::<2>(x, first, scales, nibbles, rows),
+                3 => rows_block_avx2::<3>(x, first, scales, nibbles, rows),
+                _ => unreachable!("blocks hold at most {ROWS_AVX2} rows"),
+            },
+        );
     }
 
     /// Rows `first..first + R` of `x` dotted with one output's weight row, on AVX2: each
