@@ -286,6 +286,25 @@ const SEMANTIC: usize = 1;
 
 impl Engine {
     pub fn recall(&mut self, request: &RecallRequest) -> Result<RecallAnswer> {
+        self.recall_embedded(request, None)
+    }
+
+    /// [`Engine::recall`] with the query's vector already made by this engine's embedder (a
+    /// service embeds it before taking its one engine with the vectors, so concurrent recalls
+    /// embed side by side instead of one at a time). Lexical recalls ignore it.
+    pub fn recall_with_query_vector(
+        &mut self,
+        request: &RecallRequest,
+        query_vector: Vec<f32>,
+    ) -> Result<RecallAnswer> {
+        self.recall_embedded(request, Some(query_vector))
+    }
+
+    fn recall_embedded(
+        &mut self,
+        request: &RecallRequest,
+        embedded: Option<Vec<f32>>,
+    ) -> Result<RecallAnswer> {
         let now = self.now();
         let as_of = request
             .as_of
@@ -341,11 +360,12 @@ impl Engine {
         let floor = request.floor.unwrap_or(DEFAULT_FLOOR);
         // With the model already loaded, the query is embedded on a second thread while
         // SQLite runs the lexical search (two cores: the two slowest steps overlap).
-        let resident = if request.mode == Mode::Lexical {
+        let resident = if request.mode == Mode::Lexical || embedded.is_some() {
             None
         } else {
             self.resident_embedder()
         };
+        let embedded = embedded.filter(|_| request.mode != Mode::Lexical);
         let (lexical, query_vector) = std::thread::scope(|scope| {
             let embedding = resident.map(|embedder| {
                 let text = request.query.as_str();
@@ -372,7 +392,7 @@ impl Engine {
                     })
                 })
             });
-            (lexical, query_vector)
+            (lexical, query_vector.or(embedded.map(Ok)))
         });
         let lexical = lexical?;
         let config = self.semantic_config().clone();

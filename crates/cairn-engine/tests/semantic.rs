@@ -572,3 +572,50 @@ fn a_write_embeds_older_pending_records_unless_a_background_indexer_takes_them()
     remember(&mut cli, MemoryType::Note, None, "the clay dries slowly");
     assert_eq!(pending(dir.path()), 0);
 }
+
+/// A service embeds the query before it takes the engine with the vectors
+/// (`Engine::recall_with_query_vector`): with the vector the engine's own model makes, the
+/// answer is the one `recall` gives; the vector is what the semantic leg ranks by (another
+/// query's vector gives that query's answer); a lexical recall ignores it.
+#[test]
+fn a_query_vector_made_before_the_recall_is_the_one_ranked_by() {
+    use cairn_embed::Embedder;
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = topical_brain(dir.path());
+    let model = HashEmbedder::new(48);
+    let ranked = |answer: cairn_engine::RecallAnswer| -> Vec<(i64, String)> {
+        answer
+            .results
+            .iter()
+            .map(|r| (r.id, format!("{:.6}", r.score)))
+            .collect()
+    };
+    for mode in [Mode::Semantic, Mode::Hybrid] {
+        for query in TOPICAL_QUERIES {
+            let mut request = RecallRequest::new(query);
+            request.mode = mode;
+            request.touch = false;
+            let plain = ranked(engine.recall(&request).unwrap());
+            let vector = model.embed_query(query).unwrap();
+            let given = ranked(engine.recall_with_query_vector(&request, vector).unwrap());
+            assert!(!plain.is_empty(), "{query}");
+            assert_eq!(plain, given, "{mode:?} {query}");
+        }
+    }
+    let mut request = RecallRequest::new("canary rollback");
+    request.mode = Mode::Semantic;
+    request.touch = false;
+    let other = model.embed_query("consumer lag").unwrap();
+    let steered = ranked(engine.recall_with_query_vector(&request, other).unwrap());
+    let mut lag = RecallRequest::new("consumer lag");
+    lag.mode = Mode::Semantic;
+    lag.touch = false;
+    assert_eq!(steered, ranked(engine.recall(&lag).unwrap()));
+    request.mode = Mode::Lexical;
+    let lexical = ranked(engine.recall(&request).unwrap());
+    let ignored = model.embed_query("consumer lag").unwrap();
+    assert_eq!(
+        lexical,
+        ranked(engine.recall_with_query_vector(&request, ignored).unwrap())
+    );
+}

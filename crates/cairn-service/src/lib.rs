@@ -603,10 +603,22 @@ impl Service {
     ) -> Result<RecallAnswer, EngineError> {
         let lexical = recall.mode == Mode::Lexical || self.embedder_state() != Some(true);
         if lexical {
-            self.read(request, "recall", |engine| engine.recall(recall))
-        } else {
-            self.call(request, "recall", |engine| engine.recall(recall))
+            return self.read(request, "recall", |engine| engine.recall(recall));
         }
+        // The query is embedded before the engine with the vectors is taken: that engine is
+        // one, behind a mutex, and with the embedding inside it concurrent hybrid recalls ran
+        // one at a time on one core (README, `cairn serve`, 2026-12-07). A failed embedding
+        // leaves it to the engine, which says why in its answer.
+        let embedded = self
+            .inner
+            .embedder
+            .get()
+            .and_then(Option::as_ref)
+            .and_then(|embedder| embedder.embed_query(&recall.query).ok());
+        self.call(request, "recall", |engine| match embedded {
+            Some(vector) => engine.recall_with_query_vector(recall, vector),
+            None => engine.recall(recall),
+        })
     }
 
     /// Every engine slot (the writer's first, then the readers').
