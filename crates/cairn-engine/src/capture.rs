@@ -318,7 +318,7 @@ fn store_turn(
     now: DateTime<Utc>,
     actor: &str,
     report: &mut CaptureReport,
-    counts: &mut TermCounts,
+    counts: &mut TermCounts<'_>,
 ) -> Result<()> {
     report.turns += 1;
     if let Salience::Skip(reason) = salience {

@@ -484,7 +484,7 @@ fn store_record(
     actor: &str,
     project: &str,
     extract_entities: bool,
-    counts: &mut TermCounts,
+    counts: &mut TermCounts<'_>,
     tally: &mut ExtractReport,
 ) -> Result<()> {
     let mut request = RememberRequest::new(fact.memory_type, fact.body.clone());

@@ -11,7 +11,7 @@ use cairn_core::record::{
 use cairn_core::scope::Scope;
 use cairn_core::time::{format_ts, parse_time, parse_time_ahead};
 use cairn_core::{polarity, query, receipt, secrets, text};
-use cairn_store::{LexicalQuery, NewEvent, WriteTx};
+use cairn_store::{LexicalIndex, LexicalQuery, NewEvent, WriteTx};
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -374,9 +374,18 @@ impl Engine {
         let (prepared, now) = self.prepare_remember(request)?;
         let actor = self.context.actor.clone();
         let extract = self.extract_entities;
-        let mut outcome = self
-            .store
-            .write(|tx| remember_whole(tx, request, prepared, now, &actor, extract))?;
+        let lexical = self.lexical_for_write();
+        let mut outcome = self.store.write(|tx| {
+            remember_whole(
+                tx,
+                request,
+                prepared,
+                now,
+                &actor,
+                extract,
+                lexical.as_deref(),
+            )
+        })?;
         self.after_remembered(&mut outcome);
         Ok(outcome)
     }
@@ -406,6 +415,7 @@ impl Engine {
             return answers.into_iter().flatten().collect();
         }
         let extract = self.extract_entities;
+        let lexical = self.lexical_for_write();
         let stored = self.store.write(|tx| {
             let mut outcomes = Vec::with_capacity(ready.len());
             for (index, prepared, now) in ready {
@@ -418,6 +428,7 @@ impl Engine {
                         now,
                         &item.context.actor,
                         extract,
+                        lexical.as_deref(),
                     )
                 })?;
                 outcomes.push((index, outcome));
@@ -446,6 +457,21 @@ impl Engine {
             .into_iter()
             .map(|answer| answer.expect("every remember of the group is answered"))
             .collect()
+    }
+
+    /// The shared full-text index for a write's near-duplicate search
+    /// ([`LexicalIndex::search_in_write`]), brought up to date with the brain first (the change
+    /// log's head and the records changed since), so that the write's transaction finds it
+    /// current; `None` without one or while its first build runs (not waited for: FTS5
+    /// answers).
+    fn lexical_for_write(&self) -> Option<std::sync::Arc<LexicalIndex>> {
+        let index = self.lexical.as_ref().filter(|index| index.is_built())?;
+        // Not brought up to date (an error reading the log): the write's searches find it
+        // behind and go to FTS5.
+        if let Ok(reader) = self.store.reader() {
+            let _ = index.prepare(&reader);
+        }
+        Some(std::sync::Arc::clone(index))
     }
 
     /// Checks and cleans `request` in this engine's context, before its transaction: the
@@ -499,7 +525,9 @@ pub struct GroupedRemember {
     pub request: RememberRequest,
 }
 
-/// The store-side steps of one remember and the graph's, inside its transaction.
+/// The store-side steps of one remember and the graph's, inside its transaction; its
+/// near-duplicate search answered by `index` while the transaction has not changed the
+/// full-text index ([`LexicalIndex::search_in_write`]).
 fn remember_whole(
     tx: &WriteTx<'_>,
     request: &RememberRequest,
@@ -507,8 +535,13 @@ fn remember_whole(
     now: DateTime<Utc>,
     actor: &str,
     extract: bool,
+    index: Option<&LexicalIndex>,
 ) -> Result<RememberOutcome> {
-    let outcome = remember_in(tx, request, prepared, now, actor)?;
+    let mut counts = TermCounts {
+        index,
+        ..TermCounts::default()
+    };
+    let outcome = remember_in_batch(tx, request, prepared, now, actor, &mut counts)?;
     crate::graph::write::after_remember(tx, request, &outcome, now, actor, extract)?;
     Ok(outcome)
 }
@@ -535,9 +568,14 @@ pub(crate) fn remember_in(
 /// (a capture stores a session's new turns together, and their words repeat): how many records
 /// hold a word (for explicit writes), which records do (for captures), and the captures stored
 /// so far with their words. The counts and lists are read once per word, so they miss what the
-/// same transaction wrote after that: those records are the `written` ones.
+/// same transaction wrote after that: those records are the `written` ones. With `index` (a
+/// long-lived process's full-text index in memory), explicit writes count words and search for
+/// near duplicates there while the transaction has not changed the full-text rows, FTS5's
+/// answer without its BM25 over every match (issue 14: most of a remember's CPU in the
+/// daemon).
 #[derive(Debug, Default)]
-pub(crate) struct TermCounts {
+pub(crate) struct TermCounts<'a> {
+    index: Option<&'a LexicalIndex>,
     counted: HashMap<String, usize>,
     postings: HashMap<String, Postings>,
     written: Vec<(i64, HashSet<String>)>,
@@ -551,16 +589,20 @@ struct Postings {
     complete: bool,
 }
 
-impl TermCounts {
+impl TermCounts<'_> {
     /// Records holding `term`, counted no further than `SIMILAR_TERM_COUNT_CAP`.
     fn count(&mut self, tx: &WriteTx<'_>, term: &str) -> Result<usize> {
         if let Some(count) = self.counted.get(term) {
             return Ok(*count);
         }
         let single = query::fts_match_expression(&[term.to_string()]).unwrap_or_default();
-        let count = tx
-            .reader()
-            .term_frequency(&single, SIMILAR_TERM_COUNT_CAP)?;
+        let reader = tx.reader();
+        let count = match self.index {
+            Some(index) => {
+                index.term_frequency_in_write(&reader, &single, SIMILAR_TERM_COUNT_CAP)?
+            }
+            None => reader.term_frequency(&single, SIMILAR_TERM_COUNT_CAP)?,
+        };
         self.counted.insert(term.to_string(), count);
         Ok(count)
     }
@@ -594,7 +636,7 @@ pub(crate) fn remember_in_batch(
     prepared: Prepared,
     now: DateTime<Utc>,
     actor: &str,
-    counts: &mut TermCounts,
+    counts: &mut TermCounts<'_>,
 ) -> Result<RememberOutcome> {
     let Prepared {
         mut memory,
@@ -1041,7 +1083,7 @@ fn claim_text(memory: &Memory) -> String {
 const SIMILAR_TERMS: usize = 8;
 const SIMILAR_TERM_COUNT_CAP: usize = 1_000;
 
-fn similar_ids(tx: &WriteTx<'_>, memory: &Memory, counts: &mut TermCounts) -> Result<Vec<i64>> {
+fn similar_ids(tx: &WriteTx<'_>, memory: &Memory, counts: &mut TermCounts<'_>) -> Result<Vec<i64>> {
     let terms = query::query_terms(&claim_text(memory));
     // A near duplicate shares nearly every word, so its rarest words find it; searching only
     // those keeps BM25 from scoring every record that shares a common word (at 100k records
@@ -1061,13 +1103,18 @@ fn similar_ids(tx: &WriteTx<'_>, memory: &Memory, counts: &mut TermCounts) -> Re
     };
     let projects = [memory.project.clone()];
     let scopes = [memory.scope.clone()];
-    let hits = tx.reader().lexical_search(&LexicalQuery {
+    let query = LexicalQuery {
         match_expression: &expression,
         projects: &projects,
         scopes: Some(&scopes),
         limit: 20,
         ..LexicalQuery::default()
-    })?;
+    };
+    let reader = tx.reader();
+    let hits = match counts.index {
+        Some(index) => index.search_in_write(&reader, &query)?,
+        None => reader.lexical_search(&query)?,
+    };
     Ok(hits.iter().map(|h| h.id).collect())
 }
 
@@ -1096,7 +1143,7 @@ const CAPTURE_CANDIDATES: usize = 20;
 fn capture_twin_ids(
     tx: &WriteTx<'_>,
     memory: &Memory,
-    counts: &mut TermCounts,
+    counts: &mut TermCounts<'_>,
 ) -> Result<Vec<i64>> {
     let mut terms = query::query_terms(&claim_text(memory));
     terms.sort_by_cached_key(|term| (sample_order(term), term.clone()));

@@ -107,6 +107,14 @@ struct Posting {
     freq: u32,
 }
 
+/// Whether a search may bring the index up to date from its reader first: not from a reader
+/// inside a write transaction, which sees rows the transaction may still roll back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CatchUp {
+    Yes,
+    No,
+}
+
 /// Highest record id kept (the length table is indexed by id): past it, FTS5 answers.
 const MAX_ID: i64 = 1 << 27;
 
@@ -124,7 +132,23 @@ impl LexicalIndex {
     /// The answer of [`Reader::lexical_search`] for `query`, from memory when it can be given
     /// exactly (see the module documentation), else from FTS5 through `reader`.
     pub fn search(&self, reader: &Reader<'_>, query: &LexicalQuery<'_>) -> Result<Vec<LexicalHit>> {
-        match self.search_in_memory(reader, query)? {
+        match self.search_in_memory(reader, query, CatchUp::Yes)? {
+            Some(hits) => Ok(hits),
+            None => reader.lexical_search(query),
+        }
+    }
+
+    /// [`LexicalIndex::search`] for a `reader` inside a write transaction (the write path's
+    /// near-duplicate search): from memory only when the index holds exactly what the
+    /// transaction sees — nothing written since the index was last brought up to date, by the
+    /// transaction or by anyone — else from FTS5. It never brings the index up to date from
+    /// such a reader: that would take in rows the transaction may still roll back.
+    pub fn search_in_write(
+        &self,
+        reader: &Reader<'_>,
+        query: &LexicalQuery<'_>,
+    ) -> Result<Vec<LexicalHit>> {
+        match self.search_in_memory(reader, query, CatchUp::No)? {
             Some(hits) => Ok(hits),
             None => reader.lexical_search(query),
         }
@@ -135,8 +159,9 @@ impl LexicalIndex {
         &self,
         reader: &Reader<'_>,
         query: &LexicalQuery<'_>,
+        catch_up: CatchUp,
     ) -> Result<Option<Vec<LexicalHit>>> {
-        self.search_in_memory_bounded(reader, query, NARROW_FILTER_MATCHES)
+        self.search_in_memory_bounded(reader, query, NARROW_FILTER_MATCHES, catch_up)
     }
 
     /// [`LexicalIndex::search_in_memory`] with the narrow-filter bound as a parameter. A
@@ -148,6 +173,7 @@ impl LexicalIndex {
         reader: &Reader<'_>,
         query: &LexicalQuery<'_>,
         narrow_bound: usize,
+        catch_up: CatchUp,
     ) -> Result<Option<Vec<LexicalHit>>> {
         if reader.narrow_filter(query, narrow_bound)? {
             return Ok(None);
@@ -155,7 +181,7 @@ impl LexicalIndex {
         let Some(tokens) = self.query_tokens(query.match_expression) else {
             return Ok(None);
         };
-        let Some(ranked) = self.rank(reader, &tokens)? else {
+        let Some(ranked) = self.with_current(reader, catch_up, |state| state.rank(&tokens))? else {
             return Ok(None);
         };
         filter_ranked(reader, query, ranked).map(Some)
@@ -169,11 +195,33 @@ impl LexicalIndex {
         term_expression: &str,
         cap: usize,
     ) -> Result<usize> {
+        self.term_frequency_caught_up(reader, term_expression, cap, CatchUp::Yes)
+    }
+
+    /// [`LexicalIndex::term_frequency`] for a `reader` inside a write transaction, under the
+    /// rule of [`LexicalIndex::search_in_write`]: from memory only when nothing changed since
+    /// the index was brought up to date, else from FTS5.
+    pub fn term_frequency_in_write(
+        &self,
+        reader: &Reader<'_>,
+        term_expression: &str,
+        cap: usize,
+    ) -> Result<usize> {
+        self.term_frequency_caught_up(reader, term_expression, cap, CatchUp::No)
+    }
+
+    fn term_frequency_caught_up(
+        &self,
+        reader: &Reader<'_>,
+        term_expression: &str,
+        cap: usize,
+        catch_up: CatchUp,
+    ) -> Result<usize> {
         let single = self
             .query_tokens(term_expression)
             .filter(|tokens| tokens.len() == 1);
         if let Some(tokens) = single
-            && let Some(found) = self.with_current(reader, |state| {
+            && let Some(found) = self.with_current(reader, catch_up, |state| {
                 state
                     .terms
                     .get(tokens[0].as_slice())
@@ -191,7 +239,7 @@ impl LexicalIndex {
     /// whether the index is now kept in memory (false: this brain is left to FTS5, or another
     /// thread is building it).
     pub fn prepare(&self, reader: &Reader<'_>) -> Result<bool> {
-        Ok(self.with_current(reader, |_| ())?.is_some())
+        Ok(self.with_current(reader, CatchUp::Yes, |_| ())?.is_some())
     }
 
     /// Whether the index has been built and answers from memory.
@@ -201,7 +249,7 @@ impl LexicalIndex {
 
     /// Rows in the index (FTS5's count), from memory when it is kept.
     pub fn indexed_count(&self, reader: &Reader<'_>) -> Result<usize> {
-        match self.with_current(reader, |state| state.rows as usize)? {
+        match self.with_current(reader, CatchUp::Yes, |state| state.rows as usize)? {
             Some(rows) => Ok(rows),
             None => reader.indexed_count(),
         }
@@ -232,17 +280,13 @@ impl LexicalIndex {
         Some(out)
     }
 
-    /// Every record matching any of `tokens`, with its strength (FTS5's `-bm25()`), in no
-    /// particular order; `None` when the index cannot answer.
-    fn rank(&self, reader: &Reader<'_>, tokens: &[Vec<u8>]) -> Result<Option<Vec<(f64, u32)>>> {
-        self.with_current(reader, |state| state.rank(tokens))
-    }
-
     /// Runs `work` on the index brought up to date with the brain as `reader` sees it;
-    /// `None` when this brain is not kept in memory.
+    /// `None` when this brain is not kept in memory, or (with [`CatchUp::No`]) when the index
+    /// is not exactly at what `reader` sees.
     fn with_current<T>(
         &self,
         reader: &Reader<'_>,
+        may_catch_up: CatchUp,
         work: impl FnOnce(&State) -> T,
     ) -> Result<Option<T>> {
         let head = log_head(reader)?;
@@ -265,6 +309,9 @@ impl LexicalIndex {
             if state.built && head.is_some_and(|(_, last)| last == state.seq) {
                 return Ok(Some(work(&state)));
             }
+        }
+        if may_catch_up == CatchUp::No {
+            return Ok(None);
         }
         {
             let mut state = match self.state.try_write() {
@@ -1063,7 +1110,7 @@ mod tests {
                 roads[usize::from(!narrow)] += 1;
             }
             let got = index
-                .search_in_memory_bounded(&reader, &query, bound)
+                .search_in_memory_bounded(&reader, &query, bound, CatchUp::Yes)
                 .unwrap();
             let single_tokens = terms.iter().all(|t| !t.contains(['-', '.', '\'']));
             let Some(got) = got else {
@@ -1153,7 +1200,10 @@ mod tests {
                 ..LexicalQuery::default()
             };
             let want = reader.lexical_search(&query).unwrap();
-            let got = index.search_in_memory(&reader, &query).unwrap().unwrap();
+            let got = index
+                .search_in_memory(&reader, &query, CatchUp::Yes)
+                .unwrap()
+                .unwrap();
             assert!(!want.is_empty());
             assert_eq!(got, want, "{expression}");
         }
@@ -1199,10 +1249,92 @@ mod tests {
         assert!(index.prepare(&store.reader()).unwrap());
         assert!(index.is_built());
         let got = index
-            .search_in_memory(&store.reader(), &query)
+            .search_in_memory(&store.reader(), &query, CatchUp::Yes)
             .unwrap()
             .unwrap();
         assert_eq!(got, want);
+    }
+
+    /// Inside a write transaction the index answers only while the transaction has changed no
+    /// full-text row: after a write, FTS5 answers (with the new row), and the index never takes
+    /// in what the transaction wrote, so a rollback leaves it exact.
+    #[test]
+    fn a_search_inside_a_write_answers_what_the_transaction_sees() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("brain.db");
+        let mut store = Store::open(&path).unwrap();
+        let mut rng = seeded(12);
+        insert_random(&mut store, &mut rng, 200);
+        let index = LexicalIndex::new();
+        assert!(index.prepare(&store.reader()).unwrap());
+        let projects = [Some("p".to_string())];
+        let word = "cedar".to_string();
+        let expression = fts_match_expression(&[word.clone(), "zebra".to_string()]).unwrap();
+        let single = fts_match_expression(std::slice::from_ref(&word)).unwrap();
+        let query = LexicalQuery {
+            match_expression: &expression,
+            projects: &projects,
+            limit: 20,
+            ..LexicalQuery::default()
+        };
+        let before = store.reader().lexical_search(&query).unwrap();
+        let frequency = store.reader().term_frequency(&single, 1_000).unwrap();
+        let outcome = store.write(|tx| {
+            let reader = tx.reader();
+            // Nothing written yet: answered from memory, FTS5's answer.
+            assert!(
+                index
+                    .search_in_memory(&reader, &query, CatchUp::No)
+                    .unwrap()
+                    .is_some()
+            );
+            assert_eq!(index.search_in_write(&reader, &query).unwrap(), before);
+            assert_eq!(
+                index
+                    .term_frequency_in_write(&reader, &single, 1_000)
+                    .unwrap(),
+                frequency
+            );
+            let mut m = memory(
+                "p",
+                MemoryType::Note,
+                &format!("zebra {word} zebra"),
+                "active",
+            );
+            m.title = Some(format!("zebra {word}"));
+            let id = tx.insert_memory(&m, None)?;
+            // Written: left to FTS5, which sees the new row; the index did not take it in.
+            assert!(
+                index
+                    .search_in_memory(&reader, &query, CatchUp::No)
+                    .unwrap()
+                    .is_none()
+            );
+            let inside = index.search_in_write(&reader, &query).unwrap();
+            assert_eq!(inside, reader.lexical_search(&query).unwrap());
+            assert_eq!(inside.first().map(|hit| hit.id), Some(id));
+            assert_eq!(
+                index
+                    .term_frequency_in_write(&reader, &single, 1_000)
+                    .unwrap(),
+                frequency + 1
+            );
+            Err::<(), _>(StoreError::Migration {
+                detail: "rolled back by the test".to_string(),
+            })
+        });
+        assert!(outcome.is_err(), "rolled back");
+        // The index still answers from memory, exactly as FTS5 after the rollback.
+        let reader = store.reader();
+        let after = index
+            .search_in_memory(&reader, &query, CatchUp::No)
+            .unwrap()
+            .expect("the rollback left the index at the brain's head");
+        assert_eq!(after, before);
+        assert_eq!(
+            index.term_frequency(&reader, &single, 1_000).unwrap(),
+            frequency
+        );
     }
 
     /// A log that no longer reaches back to what the index holds makes it rebuild, and a
@@ -1226,7 +1358,7 @@ mod tests {
         let reader = store.reader();
         assert!(
             index
-                .search_in_memory(&reader, &query("\"zebra\""))
+                .search_in_memory(&reader, &query("\"zebra\""), CatchUp::Yes)
                 .unwrap()
                 .is_some()
         );
@@ -1239,7 +1371,7 @@ mod tests {
             .unwrap();
         for expression in ["\"zebra\"", "\"quartz\" OR \"zebra\""] {
             let got = index
-                .search_in_memory(&reader, &query(expression))
+                .search_in_memory(&reader, &query(expression), CatchUp::Yes)
                 .unwrap()
                 .unwrap();
             assert_eq!(got, reader.lexical_search(&query(expression)).unwrap());
@@ -1253,7 +1385,7 @@ mod tests {
         ] {
             assert!(
                 index
-                    .search_in_memory(&reader, &query(expression))
+                    .search_in_memory(&reader, &query(expression), CatchUp::Yes)
                     .unwrap()
                     .is_none(),
                 "{expression}"
@@ -1264,7 +1396,12 @@ mod tests {
             scopes: Some(&scopes),
             ..query("\"zebra\"")
         };
-        assert!(index.search_in_memory(&reader, &narrow).unwrap().is_none());
+        assert!(
+            index
+                .search_in_memory(&reader, &narrow, CatchUp::Yes)
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(
             index.search(&reader, &narrow).unwrap(),
             reader.lexical_search(&narrow).unwrap()
@@ -1272,7 +1409,7 @@ mod tests {
         // The same filter over more records than the bound is broad: answered from memory.
         assert_eq!(
             index
-                .search_in_memory_bounded(&reader, &narrow, 10)
+                .search_in_memory_bounded(&reader, &narrow, 10, CatchUp::Yes)
                 .unwrap()
                 .expect("a broad filter is answered from memory"),
             reader.lexical_search(&narrow).unwrap()
