@@ -84,6 +84,9 @@ pub enum Progress<'a> {
     Start { total: u64, done: u64 },
     /// `rows` more rows of `table` are in the destination.
     Rows { table: &'a str, rows: u64 },
+    /// Every row is in; the destination's full-text index is being built from them (the last
+    /// step, tens of seconds at 100,000 records).
+    Indexing,
 }
 
 /// Copies the brain at `from` into `to`, `batch` rows per committed transaction.
@@ -287,6 +290,7 @@ pub fn migrate(
     }
     // The full-text index is derived: built from the records now all there (before `finish`,
     // so a run killed while it builds builds it again when resumed).
+    progress(Progress::Indexing);
     if let Side::Pg { target, client } = &mut dest {
         crate::pg_search::rebuild_lexical(target, client)?;
     }
@@ -660,6 +664,8 @@ impl Side {
                     .map(|n| quote(&n))
                     .collect();
                 let marks: Vec<String> = (1..=pg_names.len()).map(|i| format!("${i}")).collect();
+                // Prepared only for the columns' types as the server has them (pgvector's
+                // `vector` included): the rows go in by one binary COPY, not a statement each.
                 let insert = tx
                     .prepare(&format!(
                         "INSERT INTO {} ({}) VALUES ({})",
@@ -668,12 +674,22 @@ impl Side {
                         marks.join(", ")
                     ))
                     .map_err(fail)?;
+                let sink = tx
+                    .copy_in(&format!(
+                        "COPY {} ({}) FROM STDIN (FORMAT binary)",
+                        quote(&table.pg_name),
+                        pg_names.join(", ")
+                    ))
+                    .map_err(fail)?;
+                let mut copy =
+                    ::postgres::binary_copy::BinaryCopyInWriter::new(sink, insert.params());
                 for row in rows {
                     let params = pg_params(table, row)?;
                     let refs: Vec<&(dyn ::postgres::types::ToSql + Sync)> =
                         params.iter().map(|p| p.as_ref()).collect();
-                    tx.execute(&insert, &refs).map_err(fail)?;
+                    copy.write(&refs).map_err(fail)?;
                 }
+                copy.finish().map_err(fail)?;
                 tx.execute(
                     &format!(
                         "INSERT INTO {PROGRESS_TABLE} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value"

@@ -6,6 +6,7 @@ use crate::settings::Settings;
 use anyhow::Result;
 use cairn_store::migrate::{self, Endpoint, Progress};
 use clap::Args;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
@@ -36,6 +37,14 @@ pub fn run(settings: &Settings, args: &MigrateArgs) -> Result<ExitCode> {
         Progress::Rows { rows, .. } => {
             done += rows as usize;
             bar(done, total);
+        }
+        Progress::Indexing => {
+            if std::io::stderr().is_terminal() {
+                eprintln!(
+                    "building the full-text index of {} from its records",
+                    to.shown()
+                );
+            }
         }
     })?;
     if settings.json {
