@@ -321,6 +321,82 @@ fn bad_files_are_skipped_or_mapped_partially_never_fatal() {
     assert_eq!(map["refresh"]["skipped"], 2);
 }
 
+/// The mapped files' paths, one per line in path order.
+fn mapped(brain: &Brain) -> String {
+    brain.sql("SELECT path FROM codemap_files ORDER BY path")
+}
+
+/// `repo`'s working tree copied to `to` without its `.git` (symlinks kept as links).
+fn copy_without_git(repo: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(repo)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::remove_dir_all(to.join(".git")).unwrap();
+}
+
+#[test]
+fn a_work_tree_is_listed_from_git_as_the_walk_finds_it() {
+    // Inside git the files come from git's lists (the index's paths and the untracked entries
+    // of `git status`), not from reading every directory; the same tree copied outside git is
+    // walked. Both keep the same files — but a tracked file a `.gitignore` pattern matches,
+    // which git maps (it tracks it) and the walk cannot know.
+    let brain = Brain::new();
+    let repo = project(&brain);
+    write(&repo, ".gitignore", "*.gen.rs\nignored_dir/\n");
+    write(&repo, "vendor/dep.rs", "pub fn vendored_fn() {}\n");
+    write(&repo, ".hidden/h.rs", "pub fn hidden_fn() {}\n");
+    write(&repo, "src/gone.rs", "pub fn gone_fn() {}\n");
+    write(&repo, "src/forced.gen.rs", "pub fn forced_fn() {}\n");
+    std::os::unix::fs::symlink("config.rs", repo.join("src/link.rs")).unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["add", "-f", "src/forced.gen.rs"]);
+    git(&repo, &["commit", "-q", "-m", "more"]);
+    std::fs::remove_file(repo.join("src/gone.rs")).unwrap();
+    write(&repo, "src/new_file.rs", "pub fn new_fn() {}\n");
+    write(&repo, "src/extra/e.rs", "pub fn extra_fn() {}\n");
+    write(&repo, "newdir/a.rs", "pub fn a_fn() {}\n");
+    write(&repo, "newdir/b.gen.rs", "pub fn b_fn() {}\n");
+    write(&repo, "newdir/.h.rs", "pub fn h_fn() {}\n");
+    write(&repo, "newdir/build/out.rs", "pub fn out_fn() {}\n");
+    write(&repo, "ignored_dir/x.rs", "pub fn x_fn() {}\n");
+    let (map, _) = codemap(&brain, &repo, &[], 0);
+    assert_eq!(map["stale"], false);
+    let expected = [
+        "newdir/a.rs",
+        "src/config.rs",
+        "src/extra/e.rs",
+        "src/forced.gen.rs",
+        "src/main.rs",
+        "src/new_file.rs",
+        "src/store.rs",
+        "tools/util.py",
+    ];
+    assert_eq!(mapped(&brain), expected.join("\n"));
+    let copy = brain.dir.path().join("copy");
+    copy_without_git(&repo, &copy);
+    let walked = Brain::new();
+    codemap(&walked, &copy, &[], 0);
+    let without_forced: Vec<&str> = expected
+        .iter()
+        .copied()
+        .filter(|p| *p != "src/forced.gen.rs")
+        .collect();
+    assert_eq!(mapped(&walked), without_forced.join("\n"));
+    // A change to an untracked file inside an untracked directory is seen.
+    write(
+        &repo,
+        "newdir/a.rs",
+        "pub fn a_fn() {}\npub fn a_more() {}\n",
+    );
+    let (map, _) = codemap(&brain, &repo, &["--focus", "newdir/a.rs"], 0);
+    assert_eq!(map["refresh"]["parsed"], 1);
+    assert!(map["text"].as_str().unwrap().contains("a_more"));
+}
+
 #[test]
 fn no_supported_language_and_an_empty_repository_give_an_empty_map() {
     let brain = Brain::new();
@@ -684,5 +760,21 @@ fn a_brain_refreshed_after_each_random_edit_answers_what_a_fresh_brain_answers()
             stored_parts(&fresh),
             "step {step}: the stored parts"
         );
+        // Git listed the files (tracked, untracked files and directories, deleted ones); the
+        // same tree walked outside git holds the same files and parts.
+        let copy = fresh.dir.path().join("copy");
+        copy_without_git(&repo, &copy);
+        let walked = Brain::new();
+        codemap(&walked, &copy, &[], 0);
+        assert_eq!(
+            stored_parts(&walked),
+            stored_parts(&fresh),
+            "step {step}: the walked copy's parts"
+        );
+        // Now and then the changes are committed: tracked edits and deletions, a new HEAD.
+        if step % 3 == 1 {
+            git(&repo, &["add", "-A"]);
+            git(&repo, &["commit", "-q", "-m", &format!("step {step}")]);
+        }
     }
 }

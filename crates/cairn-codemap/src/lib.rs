@@ -22,7 +22,7 @@ pub use index::{
 pub use parse::{Def, FileParse, Kind, Lang, parse_source};
 pub use rank::RankOptions;
 pub use render::{CHARS_PER_TOKEN, Cut, MapFile, MapSymbol, RankedFile, Rendered, render};
-pub use walk::{MAX_FILE_BYTES, SkipReason, SourceFile, Walk, walk};
+pub use walk::{MAX_FILE_BYTES, SkipReason, SourceFile, Walk, walk, walk_listed};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -100,7 +100,11 @@ pub fn content_hash(text: &str) -> String {
 /// parsed in parallel; a file not started before `deadline` keeps its previous parse and
 /// counts as `deferred`.
 pub fn scan(root: &Path, previous: &Index, deadline: Option<Instant>) -> Scan {
-    let walked = walk(root);
+    scan_walked(walk(root), previous, deadline)
+}
+
+/// [`scan`] of the files another walk found ([`walk::walk_listed`]: git's own lists).
+pub fn scan_walked(walked: Walk, previous: &Index, deadline: Option<Instant>) -> Scan {
     let work: Vec<Work> = walked
         .files
         .par_iter()

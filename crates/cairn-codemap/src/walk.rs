@@ -96,12 +96,70 @@ pub struct Walk {
 /// followed (so a symlink loop is never entered). The result is sorted by path.
 pub fn walk(root: &Path) -> Walk {
     let mut out = Walk::default();
-    let walker = WalkBuilder::new(root)
+    walk_into(root, root, false, &mut out);
+    out.finish()
+}
+
+/// The files of a git work tree from git's own lists, without reading its directories:
+/// `tracked` (`git ls-files`: the index's paths, relative to `root`, some possibly deleted from
+/// the working tree or not regular files there) and `untracked` (`git status`'s `??` entries: a
+/// file, or a directory ending in `/`, walked as [`walk`] walks, its parents' `.gitignore`
+/// read). The same rules as [`walk`] for what is kept: hidden paths and `SKIPPED_DIRS` are left
+/// out, a symlink or a submodule is not a file, a deleted file is simply absent. A tracked file
+/// is mapped even when a `.gitignore` pattern matches it (git tracks it). Sorted by path.
+pub fn walk_listed(root: &Path, tracked: &[String], untracked: &[String]) -> Walk {
+    let mut out = Walk::default();
+    let mut seen: Option<&str> = None;
+    for path in tracked {
+        // A file in conflict is listed once per stage.
+        if seen == Some(path.as_str()) {
+            continue;
+        }
+        seen = Some(path.as_str());
+        consider_listed(root, path, &mut out);
+    }
+    for path in untracked {
+        match path.strip_suffix('/') {
+            Some(dir) if listed_path_kept(dir) => walk_into(root, &root.join(dir), true, &mut out),
+            Some(_) => {}
+            None => consider_listed(root, path, &mut out),
+        }
+    }
+    out.finish()
+}
+
+/// Whether a listed path can be in a map: no hidden component, no skipped directory.
+fn listed_path_kept(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    let Some((_, dirs)) = parts.split_last() else {
+        return false;
+    };
+    !parts.iter().any(|p| p.is_empty() || p.starts_with('.'))
+        && !dirs.iter().any(|d| SKIPPED_DIRS.contains(d))
+}
+
+fn consider_listed(root: &Path, path: &str, out: &mut Walk) {
+    if !listed_path_kept(path) {
+        return;
+    }
+    let abs = root.join(path);
+    match std::fs::symlink_metadata(&abs) {
+        Ok(meta) if meta.is_file() => out.add(path.to_string(), abs, Ok(meta)),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => out.add(path.to_string(), abs, Err(e)),
+    }
+}
+
+/// Walks `dir` (`root` itself or a directory under it) into `out` with [`walk`]'s rules; with
+/// `parents`, the `.gitignore` files of the directories above `dir` are read too.
+fn walk_into(root: &Path, dir: &Path, parents: bool, out: &mut Walk) {
+    let walker = WalkBuilder::new(dir)
         .follow_links(false)
         .require_git(false)
         .git_global(false)
         .hidden(true)
-        .parents(false)
+        .parents(parents)
         .filter_entry(|entry| {
             !(entry.file_type().is_some_and(|t| t.is_dir())
                 && entry
@@ -120,34 +178,48 @@ pub fn walk(root: &Path) -> Walk {
         let Some(path) = rel_string(rel) else {
             continue;
         };
+        let meta = entry.metadata().map_err(std::io::Error::other);
+        out.add(path, entry.path().to_path_buf(), meta);
+    }
+}
+
+impl Walk {
+    /// One file found (its metadata, or why there is none): kept, skipped by size or unreadable,
+    /// or counted as unsupported.
+    fn add(&mut self, path: String, abs: PathBuf, meta: std::io::Result<std::fs::Metadata>) {
         let Some(lang) = Lang::from_path(&path) else {
-            out.unsupported += 1;
-            continue;
+            self.unsupported += 1;
+            return;
         };
-        let Ok(meta) = entry.metadata() else {
-            out.skipped.push((path, SkipReason::Unreadable));
-            continue;
+        let Ok(meta) = meta else {
+            self.skipped.push((path, SkipReason::Unreadable));
+            return;
         };
         if meta.len() > MAX_FILE_BYTES {
-            out.skipped.push((path, SkipReason::TooLarge));
-            continue;
+            self.skipped.push((path, SkipReason::TooLarge));
+            return;
         }
         let mtime_ns = meta
             .modified()
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        out.files.push(SourceFile {
+        self.files.push(SourceFile {
             path,
-            abs: entry.path().to_path_buf(),
+            abs,
             lang,
             size: meta.len(),
             mtime_ns,
         });
     }
-    out.files.sort_by(|a, b| a.path.cmp(&b.path));
-    out.skipped.sort();
-    out
+
+    fn finish(mut self) -> Walk {
+        self.files.sort_by(|a, b| a.path.cmp(&b.path));
+        self.files.dedup_by(|a, b| a.path == b.path);
+        self.skipped.sort();
+        self.skipped.dedup();
+        self
+    }
 }
 
 /// `rel` as a `/`-separated string; `None` for a name that is not UTF-8.

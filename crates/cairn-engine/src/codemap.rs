@@ -100,6 +100,8 @@ pub struct CodeMap {
 pub struct CodeIndex {
     pub root: PathBuf,
     pub rev: Option<String>,
+    /// The working tree git reported (`None` outside git).
+    pub tree: Option<git::WorkingTree>,
     /// The files; with their parses' graph parts when `full`, else only their metadata and
     /// the parses of this call ([`Engine::ensure_full_code_index`] reads the rest when needed).
     pub index: Index,
@@ -213,14 +215,33 @@ impl Engine {
     /// parse and the index is `stale`). Only the rows of what changed are written (unless the
     /// brain is read-only); the other files' parses are read only when something needs them
     /// (a map not cached, the code links).
-    pub fn code_index(&mut self, bound: Duration) -> Result<CodeIndex> {
+    ///
+    /// In a git work tree the files are git's own lists (the index's paths and `tree`'s untracked
+    /// entries; `tree` is asked of git when not given), so no directory is read but an untracked
+    /// one; outside git the directory is walked.
+    pub fn code_index(
+        &mut self,
+        bound: Duration,
+        tree: Option<&git::WorkingTree>,
+    ) -> Result<CodeIndex> {
         // The root and HEAD asked of one git process (`map_root` and `git::head_commit` are two).
-        let (root, rev) = match git::root_and_head(&self.context.cwd) {
-            Some((root, rev)) => (root.canonicalize().unwrap_or(root), rev),
+        let (root, rev, in_git) = match git::root_and_head(&self.context.cwd) {
+            Some((root, rev)) => (root.canonicalize().unwrap_or(root), rev, true),
             None => {
                 let cwd = self.context.cwd.clone();
-                (cwd.canonicalize().unwrap_or(cwd), None)
+                (cwd.canonicalize().unwrap_or(cwd), None, false)
             }
+        };
+        let tree = if in_git {
+            tree.cloned().or_else(|| git::working_tree(&root))
+        } else {
+            None
+        };
+        let walked = match (&tree, in_git.then(|| git::tracked_files(&root)).flatten()) {
+            (Some(tree), Some(tracked)) => {
+                cairn_codemap::walk_listed(&root, &tracked, &tree.untracked())
+            }
+            _ => cairn_codemap::walk(&root),
         };
         let project = self.context.project.clone();
         let reader = self.store.reader()?;
@@ -229,7 +250,7 @@ impl Engine {
         let state = reader.codemap_state(&project)?;
         let mut index = light_index(&metas, head.as_ref());
         let deadline = Instant::now() + bound;
-        let scan = cairn_codemap::scan(&root, &index, Some(deadline));
+        let scan = cairn_codemap::scan_walked(walked, &index, Some(deadline));
         let mut stale = scan.deferred > 0;
         let stats = RefreshStats {
             files: scan.files.len(),
@@ -287,6 +308,7 @@ impl Engine {
         let mut code = CodeIndex {
             root,
             rev,
+            tree,
             index,
             full: false,
             stale,
@@ -477,7 +499,7 @@ impl Engine {
     /// The code map of the project (see [`CodeMapRequest`]).
     pub fn code_map(&mut self, request: &CodeMapRequest) -> Result<CodeMap> {
         let given = self.code_focus_paths(&request.focus)?;
-        let index = self.code_index(request.refresh_bound)?;
+        let index = self.code_index(request.refresh_bound, request.tree.as_ref())?;
         let mut focus: Vec<String> = Vec::new();
         let add = |path: String, focus: &mut Vec<String>| {
             if !focus.contains(&path) {
@@ -488,10 +510,7 @@ impl Engine {
             add(path, &mut focus);
         }
         if request.working_tree
-            && let Some(tree) = request
-                .tree
-                .clone()
-                .or_else(|| git::working_tree(&index.root))
+            && let Some(tree) = &index.tree
         {
             for path in tree.paths() {
                 add(path, &mut focus);
@@ -569,7 +588,7 @@ impl Engine {
     /// map. A path is tried first (it must be inside the repository); else the target is a
     /// symbol name. Neither mapped → `Invalid` naming what was looked for.
     pub fn code_neighbors(&mut self, target: &str) -> Result<CodeNeighbors> {
-        let mut index = self.code_index(DEFAULT_REFRESH_BOUND)?;
+        let mut index = self.code_index(DEFAULT_REFRESH_BOUND, None)?;
         self.ensure_full_code_index(&mut index)?;
         let graph = match index.graph.take() {
             Some(graph) => graph,

@@ -138,6 +138,17 @@ pub struct WorkingTree {
 }
 
 impl WorkingTree {
+    /// The untracked entries (`??`), relative to the root: a file, or a directory ending in
+    /// `/` (git names an untracked directory once, not its files).
+    pub fn untracked(&self) -> Vec<String> {
+        self.changed
+            .iter()
+            .filter_map(|line| line.strip_prefix("?? "))
+            .map(unquote)
+            .filter(|name| !name.is_empty())
+            .collect()
+    }
+
     /// The files the changed lines name, relative to the repository root as git prints them:
     /// for a rename, the new name; C-quoted names unquoted; untracked directories keep their
     /// trailing `/`. In git's order, without repeats.
@@ -221,6 +232,31 @@ fn unquote(name: &str) -> String {
         }
     }
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The paths in the index of the work tree whose root is `root` (`git ls-files -z`), relative
+/// to it, in git's order (a path in conflict once per stage); a name that is not UTF-8 is left
+/// out. `None` when git cannot answer.
+pub fn tracked_files(root: &Path) -> Option<Vec<String>> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "-z"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    Some(
+        output
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|name| !name.is_empty())
+            .filter_map(|name| std::str::from_utf8(name).ok().map(str::to_string))
+            .collect(),
+    )
 }
 
 /// Branch and changed files of the tree containing `dir` (one `git status` call); `None`
@@ -338,6 +374,10 @@ mod tests {
                 "tab\there.txt",
                 "odd -> name.txt"
             ]
+        );
+        assert_eq!(
+            tree.untracked(),
+            vec!["docs/", "tab\there.txt", "odd -> name.txt"]
         );
     }
 }
