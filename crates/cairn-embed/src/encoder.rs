@@ -18,7 +18,7 @@ use candle_core::{Device, Tensor};
 use multiversion::multiversion;
 use rayon::prelude::*;
 
-use crate::vnni::{self, Int8Cpu, Int8Weight, Q8Blocks, Q8Rows, Vnni};
+use crate::vnni::{self, Int8Cpu, Int8Weight, Q8Blocks, Q8Rows};
 
 type CandleResult<T> = Result<T, candle_core::Error>;
 
@@ -35,8 +35,8 @@ pub(crate) struct Linear {
 enum LargeWeight {
     /// `Wᵀ` in f32, contiguous (`input × output`), for candle's GEMM.
     F32(Tensor),
-    /// Repacked from the 4-bit blocks for the int8 GEMM on AVX-512 VNNI (`vnni/gemm.rs`).
-    Int8(Vnni, Int8Weight),
+    /// Repacked from the 4-bit blocks for the int8 GEMM (`vnni/gemm.rs`).
+    Int8(Int8Cpu, Int8Weight),
 }
 
 /// Which kernel runs the large passes (a batch of stored texts).
@@ -44,23 +44,23 @@ enum LargeWeight {
 pub(crate) enum LargeKernel {
     /// candle's GEMM on the weights expanded to f32 at load.
     F32,
-    /// The int8 GEMM on the repacked 4-bit weights (`vnni::gemm`).
-    Int8(Vnni),
+    /// The int8 GEMM on the repacked 4-bit weights (`vnni::gemm`), on AVX-512 VNNI or AVX2.
+    Int8(Int8Cpu),
 }
 
 impl LargeKernel {
-    /// Int8 when asked for and the CPU has AVX-512 VNNI, else f32.
-    pub(crate) fn choose(int8: bool, cpu: Option<Vnni>) -> LargeKernel {
+    /// Int8 when asked for and the CPU has AVX-512 VNNI or AVX2, else f32.
+    pub(crate) fn choose(int8: bool, cpu: Option<Int8Cpu>) -> LargeKernel {
         match (int8, cpu) {
             (true, Some(cpu)) => LargeKernel::Int8(cpu),
             _ => LargeKernel::F32,
         }
     }
 
-    /// `"int8-avx512-vnni"` or `"f32"`.
+    /// `"int8-avx512-vnni"`, `"int8-avx2"` or `"f32"`.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            LargeKernel::Int8(_) => "int8-avx512-vnni",
+            LargeKernel::Int8(cpu) => cpu.name(),
             LargeKernel::F32 => "f32",
         }
     }
@@ -801,10 +801,12 @@ mod tests {
     /// multiple of a tile.
     #[test]
     fn int8_large_products_match_the_f32_gemm() {
-        let Some(cpu) = Vnni::detect() else {
-            eprintln!("this CPU has no AVX-512 VNNI: the int8 GEMM is not run here");
-            return;
-        };
+        for cpu in Int8Cpu::available() {
+            int8_large_products_match_the_f32_gemm_on(cpu);
+        }
+    }
+
+    fn int8_large_products_match_the_f32_gemm_on(cpu: Int8Cpu) {
         let (outputs, inputs) = (88, 384);
         let (packed, _) = random_q4(outputs, inputs, 8);
         let (same, _) = random_q4(outputs, inputs, 8);
@@ -833,16 +835,14 @@ mod tests {
         }
     }
 
-    /// Without AVX-512 VNNI (or with int8 turned off) the large passes take the f32 GEMM.
+    /// Without AVX-512 VNNI or AVX2 (or with int8 turned off) the large passes take the f32
+    /// GEMM.
     #[test]
     fn the_large_kernel_is_int8_only_when_asked_and_supported() {
         assert_eq!(LargeKernel::choose(true, None).name(), "f32");
         assert_eq!(LargeKernel::choose(false, None).name(), "f32");
-        if let Some(cpu) = Vnni::detect() {
-            assert_eq!(
-                LargeKernel::choose(true, Some(cpu)).name(),
-                "int8-avx512-vnni"
-            );
+        for cpu in Int8Cpu::available() {
+            assert_eq!(LargeKernel::choose(true, Some(cpu)).name(), cpu.name());
             assert_eq!(LargeKernel::choose(false, Some(cpu)).name(), "f32");
         }
     }

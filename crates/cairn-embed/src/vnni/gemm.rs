@@ -25,7 +25,7 @@ use std::ops::Range;
 use multiversion::multiversion;
 use rayon::prelude::*;
 
-use super::Vnni;
+use super::{Int8Cpu, Vnni};
 
 /// Inputs that share one scale (Q4_0's and Q8_0's block).
 const BLOCK: usize = 32;
@@ -189,7 +189,7 @@ impl Int8Weight {
 
 /// `out[r][o] = Σ_i x[r][i] · w[o][i] + bias[o]`, `out` row-major (`x.rows × w.outputs`), on
 /// the caller's rayon pool.
-pub(crate) fn gemm(cpu: Vnni, x: &Q8Blocks, w: &Int8Weight, bias: &[f32], out: &mut [f32]) {
+pub(crate) fn gemm(cpu: Int8Cpu, x: &Q8Blocks, w: &Int8Weight, bias: &[f32], out: &mut [f32]) {
     let (rows, outputs) = (x.rows, w.outputs);
     assert!(x.blocks * BLOCK == w.inputs && bias.len() == outputs && out.len() == rows * outputs);
     if rows == 0 || outputs == 0 {
@@ -241,9 +241,9 @@ pub(crate) fn gemm(cpu: Vnni, x: &Q8Blocks, w: &Int8Weight, bias: &[f32], out: &
 /// Rows `rows` of `x` times the tiles `tiles` of `w`, plus the bias, into `out`: row `r`
 /// (from 0) at `out[r · stride..]`, column 0 the first output of `tiles`, only real outputs
 /// written.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, unsafe_code)]
 fn panel(
-    cpu: Vnni,
+    cpu: Int8Cpu,
     x: &Q8Blocks,
     rows: Range<usize>,
     w: &Int8Weight,
@@ -252,7 +252,6 @@ fn panel(
     out: &mut [f32],
     stride: usize,
 ) {
-    let _ = cpu;
     let columns = (tiles.end * TILE)
         .min(w.outputs)
         .saturating_sub(tiles.start * TILE);
@@ -264,12 +263,152 @@ fn panel(
             && columns <= stride
             && (rows.is_empty() || out.len() >= (rows.len() - 1) * stride + columns)
     );
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a `Vnni` exists only when the CPU has every feature `panel` is compiled for;
-    // the ranges and lengths the kernel reads and writes by were checked above.
-    #[allow(unsafe_code)]
-    unsafe {
-        x86::panel(x, rows, w, tiles, bias, out, stride);
+    // SAFETY: a `Vnni` (an `Avx2`) exists only when the CPU has every feature `x86::panel`
+    // (`avx2::panel`) is compiled for; the ranges and lengths the kernel reads and writes by
+    // were checked above.
+    match cpu {
+        #[cfg(target_arch = "x86_64")]
+        Int8Cpu::Vnni(_) => unsafe { x86::panel(x, rows, w, tiles, bias, out, stride) },
+        #[cfg(target_arch = "x86_64")]
+        Int8Cpu::Avx2(_) => unsafe { avx2::panel(x, rows, w, tiles, bias, out, stride) },
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => unreachable!("no int8 CPU is detected off x86-64"),
+    }
+}
+
+/// The same products on AVX2 (a CPU without AVX-512 VNNI): a tile's 16 outputs are two
+/// 256-bit halves, and each `vpdpbusd` becomes `vpmaddubsw` (unsigned weight bytes × signed
+/// activation bytes, neighbouring pairs summed into 16-bit lanes: at most 2 · 15 · 127 = 3,810)
+/// added up in 16 bits over a block's 8 steps (at most 30,480: nothing wraps), then one
+/// `vpmaddwd` by ones per block into the 32-bit lanes `vpdpbusd` fills — the same integers,
+/// then the same f32 operations in the same order: the same bits as the VNNI kernel.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx2 {
+    use std::arch::x86_64::*;
+    use std::ops::Range;
+
+    use super::{BLOCK, Int8Weight, Q8Blocks, STEP_BYTES, STEPS, TILE};
+
+    /// Rows of a register block: 2 × 2 halves of 16-bit sums and as many f32 sums, the two
+    /// weight halves, a broadcast and the ones, inside AVX2's 16 registers.
+    const ROWS: usize = 2;
+
+    /// See [`super::panel`]; the caller checked the ranges against `x`, `w`, `bias`, `out`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn panel(
+        x: &Q8Blocks,
+        rows: Range<usize>,
+        w: &Int8Weight,
+        tiles: Range<usize>,
+        bias: &[f32],
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        let blocks = x.blocks;
+        let inputs = blocks * BLOCK;
+        for tile in tiles.clone() {
+            let values = w.values[tile * blocks * STEPS * STEP_BYTES..].as_ptr();
+            let scales = w.scales[tile * blocks * TILE..].as_ptr();
+            let real = (w.outputs - tile * TILE).min(TILE);
+            let column = (tile - tiles.start) * TILE;
+            let mut row = rows.start;
+            while row < rows.end {
+                let n = ROWS.min(rows.end - row);
+                let a = x.values[row * inputs..].as_ptr();
+                let a_scales = x.scales[row * blocks..].as_ptr();
+                let a_offsets = x.offsets[row * blocks..].as_ptr();
+                let mut sums = [[0.0f32; TILE]; ROWS];
+                // SAFETY: rows `row..row + n` are rows of `x`, `tile` a tile of `w`.
+                unsafe {
+                    if n == ROWS {
+                        block_sums::<ROWS>(
+                            a, inputs, a_scales, a_offsets, blocks, values, scales, &mut sums,
+                        );
+                    } else {
+                        block_sums::<1>(
+                            a, inputs, a_scales, a_offsets, blocks, values, scales, &mut sums,
+                        );
+                    }
+                }
+                for (r, sums) in sums.iter().take(n).enumerate() {
+                    let at = (row - rows.start + r) * stride + column;
+                    for (o, (out, sum)) in out[at..at + real].iter_mut().zip(sums).enumerate() {
+                        *out = sum + bias[tile * TILE + o];
+                    }
+                }
+                row += n;
+            }
+        }
+    }
+
+    /// `R` rows × one tile: per block the integer dots, scaled into f32 sums (`sums[r]`, the
+    /// tile's 16 outputs, without the bias).
+    ///
+    /// SAFETY (caller): `R` rows of `inputs` bytes at `a` with `blocks` scales and offsets each
+    /// at `a_scales` / `a_offsets`, and one tile's `blocks` packed blocks at `values` and
+    /// scales at `scales`.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    unsafe fn block_sums<const R: usize>(
+        a: *const i8,
+        inputs: usize,
+        a_scales: *const f32,
+        a_offsets: *const i32,
+        blocks: usize,
+        values: *const u8,
+        scales: *const f32,
+        sums: &mut [[f32; TILE]; ROWS],
+    ) {
+        let ones = _mm256_set1_epi16(1);
+        let zero = _mm256_setzero_ps();
+        let mut acc = [[zero; 2]; R];
+        for block in 0..blocks {
+            let mut small = [[_mm256_setzero_si256(); 2]; R];
+            // SAFETY (every read below): inside the rows, the tile and the block `block`.
+            let w = unsafe { values.add(block * STEPS * STEP_BYTES) };
+            for step in 0..STEPS {
+                let (k0, k1) = unsafe {
+                    (
+                        _mm256_loadu_si256(w.add(step * STEP_BYTES).cast()),
+                        _mm256_loadu_si256(w.add(step * STEP_BYTES + 32).cast()),
+                    )
+                };
+                for (r, small) in small.iter_mut().enumerate() {
+                    let four = unsafe {
+                        a.add(r * inputs + block * BLOCK + step * 4)
+                            .cast::<i32>()
+                            .read_unaligned()
+                    };
+                    let b = _mm256_set1_epi32(four);
+                    small[0] = _mm256_add_epi16(small[0], _mm256_maddubs_epi16(k0, b));
+                    small[1] = _mm256_add_epi16(small[1], _mm256_maddubs_epi16(k1, b));
+                }
+            }
+            let (c0, c1) = unsafe {
+                (
+                    _mm256_loadu_ps(scales.add(block * TILE)),
+                    _mm256_loadu_ps(scales.add(block * TILE + 8)),
+                )
+            };
+            for (r, (acc, small)) in acc.iter_mut().zip(&small).enumerate() {
+                let offset = _mm256_set1_epi32(unsafe { *a_offsets.add(r * blocks + block) });
+                let row = _mm256_set1_ps(unsafe { *a_scales.add(r * blocks + block) });
+                for (h, c) in [c0, c1].into_iter().enumerate() {
+                    let dot = _mm256_add_epi32(offset, _mm256_madd_epi16(small[h], ones));
+                    acc[h] =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(c, row), acc[h]);
+                }
+            }
+        }
+        for (sums, acc) in sums.iter_mut().zip(&acc) {
+            // SAFETY: 16 floats, two stores of 8.
+            unsafe {
+                _mm256_storeu_ps(sums.as_mut_ptr(), acc[0]);
+                _mm256_storeu_ps(sums.as_mut_ptr().add(8), acc[1]);
+            }
+        }
     }
 }
 
@@ -607,10 +746,16 @@ mod tests {
     /// both the row-split and the tile-split paths.
     #[test]
     fn gemm_equals_the_quantized_products_on_ragged_shapes() {
-        let Some(cpu) = Vnni::detect() else {
-            eprintln!("this CPU has no AVX-512 VNNI: the int8 GEMM is not run here");
-            return;
-        };
+        let cpus = Int8Cpu::available();
+        if cpus.is_empty() {
+            eprintln!("this CPU has neither AVX-512 VNNI nor AVX2: the int8 GEMM is not run here");
+        }
+        for cpu in cpus {
+            gemm_equals_the_quantized_products_on(cpu);
+        }
+    }
+
+    fn gemm_equals_the_quantized_products_on(cpu: Int8Cpu) {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)
             .build()
@@ -647,7 +792,8 @@ mod tests {
                     let ours = f64::from(out[r * outputs + o]);
                     assert!(
                         (ours - exact).abs() <= 1e-5 * magnitude,
-                        "{rows}×{inputs}→{outputs}, [{r}][{o}]: {ours} vs {exact}"
+                        "{}: {rows}×{inputs}→{outputs}, [{r}][{o}]: {ours} vs {exact}",
+                        cpu.name()
                     );
                 }
             }
@@ -656,12 +802,47 @@ mod tests {
 
     /// Against the f32 product of the unquantized activations: the int8 rounding costs well
     /// under 1 % of each output row's norm.
+    /// The AVX2 kernel computes the VNNI kernel's integers and then the same f32 operations
+    /// in the same order: the same bits (run where the CPU has both).
     #[test]
-    fn gemm_stays_close_to_f32() {
-        let Some(cpu) = Vnni::detect() else {
-            eprintln!("this CPU has no AVX-512 VNNI: the int8 GEMM is not run here");
+    fn the_avx2_gemm_gives_the_vnni_gemm_s_bits() {
+        let cpus = Int8Cpu::available();
+        let (Some(vnni), Some(avx2)) = (
+            cpus.iter().copied().find(|c| matches!(c, Int8Cpu::Vnni(_))),
+            cpus.iter().copied().find(|c| matches!(c, Int8Cpu::Avx2(_))),
+        ) else {
+            eprintln!("this CPU lacks AVX-512 VNNI or AVX2: the two kernels are not compared");
             return;
         };
+        for (case, &(rows, outputs, inputs)) in
+            [(1, 16, 384), (7, 40, 64), (70, 1536, 384), (33, 17, 1536)]
+                .iter()
+                .enumerate()
+        {
+            let (scales, nibbles, _) = random_q4(outputs, inputs, case * 7 + 3);
+            let weight = Int8Weight::repack(outputs, inputs, &scales, &nibbles);
+            let bias: Vec<f32> = (0..outputs).map(|o| noise(o + 99)).collect();
+            let x: Vec<f32> = (0..rows * inputs)
+                .map(|i| noise(i * 5 + case) * (1.0 + (i % 29) as f32))
+                .collect();
+            let q8 = Q8Blocks::quantize(&x, rows, inputs);
+            let run = |cpu| {
+                let mut out = vec![f32::NAN; rows * outputs];
+                gemm(cpu, &q8, &weight, &bias, &mut out);
+                out.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+            };
+            assert_eq!(run(vnni), run(avx2), "{rows}×{inputs}→{outputs}");
+        }
+    }
+
+    #[test]
+    fn gemm_stays_close_to_f32() {
+        for cpu in Int8Cpu::available() {
+            gemm_stays_close_to_f32_on(cpu);
+        }
+    }
+
+    fn gemm_stays_close_to_f32_on(cpu: Int8Cpu) {
         let (outputs, inputs, rows) = (64, 1536, 70);
         let (scales, nibbles, dense) = random_q4(outputs, inputs, 9);
         let weight = Int8Weight::repack(outputs, inputs, &scales, &nibbles);
