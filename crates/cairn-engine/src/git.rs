@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-fn git(dir: &Path, args: &[&str]) -> Option<String> {
+/// What `git -C DIR ARGS…` printed, when it ran and succeeded.
+fn git_output(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -15,10 +16,11 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
         .stderr(Stdio::null())
         .output()
         .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    Some(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    output.status.success().then_some(output.stdout)
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    git_output(dir, args).map(|out| String::from_utf8_lossy(&out).trim().to_string())
 }
 
 /// The root of the git work tree containing `dir`.
@@ -238,20 +240,8 @@ fn unquote(name: &str) -> String {
 /// to it, in git's order (a path in conflict once per stage); a name that is not UTF-8 is left
 /// out. `None` when git cannot answer.
 pub fn tracked_files(root: &Path) -> Option<Vec<String>> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["ls-files", "-z"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
     Some(
-        output
-            .stdout
+        git_output(root, &["ls-files", "-z"])?
             .split(|&b| b == 0)
             .filter(|name| !name.is_empty())
             .filter_map(|name| std::str::from_utf8(name).ok().map(str::to_string))
@@ -262,23 +252,16 @@ pub fn tracked_files(root: &Path) -> Option<Vec<String>> {
 /// Branch and changed files of the tree containing `dir` (one `git status` call); `None`
 /// outside git.
 pub fn working_tree(dir: &Path) -> Option<WorkingTree> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
+    let output = git_output(
+        dir,
+        &[
             "status",
             "--porcelain=v1",
             "--branch",
             "--untracked-files=normal",
-        ])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
+        ],
+    )?;
+    let text = String::from_utf8_lossy(&output);
     let mut lines = text.lines();
     let branch = lines
         .next()
