@@ -17,7 +17,10 @@
 //! * **Never stale**: schema v17 logs which record's full-text row changed (`fts_changes`,
 //!   triggers — so writes of *other processes* too); every search first reads the log's head
 //!   (one lookup) and re-reads the records changed since, or rebuilds when the log no longer
-//!   reaches back that far.
+//!   reaches back that far. A search inside a write transaction leaves the index as it is and
+//!   ranks the records changed since beside it, read from the transaction (its own
+//!   uncommitted rows included), with N, avgdl and each term's count as the transaction sees
+//!   them.
 //!
 //! What it does not answer exactly, it leaves to FTS5: a quoted term of several tokens (a
 //! phrase) or of none, an expression of another shape (`AND`, column filters), narrow filters
@@ -139,9 +142,10 @@ impl LexicalIndex {
     }
 
     /// [`LexicalIndex::search`] for a `reader` inside a write transaction (the write path's
-    /// near-duplicate search): from memory only when the index holds exactly what the
-    /// transaction sees — nothing written since the index was last brought up to date, by the
-    /// transaction or by anyone — else from FTS5. It never brings the index up to date from
+    /// near-duplicate search): from memory, as the transaction sees the brain — the index, and
+    /// the few records changed since it was last brought up to date (by this transaction, the
+    /// earlier remembers of a group commit, or anyone) read from the transaction and ranked
+    /// with it ([`Overlay`]) — else from FTS5. It never brings the index itself up to date from
     /// such a reader: that would take in rows the transaction may still roll back.
     pub fn search_in_write(
         &self,
@@ -181,7 +185,15 @@ impl LexicalIndex {
         let Some(tokens) = self.query_tokens(query.match_expression) else {
             return Ok(None);
         };
-        let Some(ranked) = self.with_current(reader, catch_up, |state| state.rank(&tokens))? else {
+        let ranked = match catch_up {
+            CatchUp::Yes => {
+                self.with_current(reader, catch_up, |state| state.rank(&tokens, None))?
+            }
+            CatchUp::No => {
+                self.with_transaction(reader, |state, overlay| state.rank(&tokens, overlay))?
+            }
+        };
+        let Some(ranked) = ranked else {
             return Ok(None);
         };
         filter_ranked(reader, query, ranked).map(Some)
@@ -220,15 +232,19 @@ impl LexicalIndex {
         let single = self
             .query_tokens(term_expression)
             .filter(|tokens| tokens.len() == 1);
-        if let Some(tokens) = single
-            && let Some(found) = self.with_current(reader, catch_up, |state| {
-                state
-                    .terms
-                    .get(tokens[0].as_slice())
-                    .map_or(0, |&term| state.postings[term as usize].len())
-            })?
-        {
-            return Ok(found.min(cap));
+        if let Some(tokens) = single {
+            let token = tokens[0].as_slice();
+            let found = match catch_up {
+                CatchUp::Yes => {
+                    self.with_current(reader, catch_up, |state| state.frequency(token, None))?
+                }
+                CatchUp::No => {
+                    self.with_transaction(reader, |state, overlay| state.frequency(token, overlay))?
+                }
+            };
+            if let Some(found) = found {
+                return Ok(found.min(cap));
+            }
         }
         reader.term_frequency(term_expression, cap)
     }
@@ -352,6 +368,73 @@ impl LexicalIndex {
         }
         Ok(Some(work(&state)))
     }
+
+    /// Runs `work` on the index as a `reader` inside a write transaction sees the brain: the
+    /// index as it is, and an [`Overlay`] of the records changed since it was brought up to
+    /// date (by this transaction, or committed by anyone since), read and tokenized from the
+    /// transaction's own snapshot. The index itself is left as it is: the transaction may
+    /// still roll back. `None` when this brain is not kept in memory, the index is being built,
+    /// or the changes are too many or out of the log's reach (FTS5 answers then).
+    fn with_transaction<T>(
+        &self,
+        reader: &Reader<'_>,
+        work: impl FnOnce(&State, Option<&Overlay>) -> T,
+    ) -> Result<Option<T>> {
+        let Some((first, last)) = log_head(reader)? else {
+            return Ok(None);
+        };
+        let base = {
+            let Some(state) = self.usable_state() else {
+                return Ok(None);
+            };
+            if state.seq == last {
+                return Ok(Some(work(&state, None)));
+            }
+            state.seq
+        };
+        if last < base || first > base + 1 || last - base > MAX_OVERLAY_CHANGES {
+            return Ok(None);
+        }
+        let overlay = {
+            let mut guard = self
+                .document_tokenizer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let Some(tokenizer) = guard.get_or_insert_with(|| Tokenizer::new().ok()).as_mut()
+            else {
+                return Ok(None);
+            };
+            match Overlay::read(reader, base, last, tokenizer)? {
+                Some(overlay) => overlay,
+                None => return Ok(None),
+            }
+        };
+        let Some(state) = self.usable_state() else {
+            return Ok(None);
+        };
+        // Brought up to date meanwhile (from a committed snapshot): the overlay was read
+        // against another base.
+        if state.seq != base {
+            return Ok(None);
+        }
+        Ok(Some(work(&state, Some(&overlay))))
+    }
+
+    /// The index for reading, when it is built and usable; `None` without waiting while a
+    /// first build holds it.
+    fn usable_state(&self) -> Option<std::sync::RwLockReadGuard<'_, State>> {
+        let state = match self.state.try_read() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if !self.built.load(Ordering::Acquire) {
+                    return None;
+                }
+                self.state.read().unwrap_or_else(|p| p.into_inner())
+            }
+        };
+        (state.built && !state.unusable).then_some(state)
+    }
 }
 
 /// The change log's first and last `seq`; `None` when the brain has no log (a schema before
@@ -467,6 +550,97 @@ fn catch_up_inside(
     Ok(())
 }
 
+/// At most this many change-log entries are read into an [`Overlay`]; more are left to FTS5
+/// (a write transaction holds a few: its own records, and what other processes committed since
+/// the index was last brought up to date).
+const MAX_OVERLAY_CHANGES: i64 = 256;
+
+/// What a write transaction sees that the index does not hold: the records changed since the
+/// index's `seq` (a change log entry each), as the transaction's snapshot has them.
+struct Overlay {
+    /// Every changed id, sorted: the index's copy of these is not what the transaction sees.
+    changed: Vec<u32>,
+    /// The changed records the snapshot still holds (a forgotten or merged one is not there):
+    /// id, tokens over all columns (FTS5's D), terms sorted by token.
+    docs: Vec<(u32, u32, Vec<DocumentTerm>)>,
+}
+
+impl Overlay {
+    /// The changes after `base` up to `last`, with the rows the transaction sees; `None` when
+    /// an id cannot be kept in memory.
+    fn read(
+        reader: &Reader<'_>,
+        base: i64,
+        last: i64,
+        tokenizer: &mut Tokenizer,
+    ) -> Result<Option<Overlay>> {
+        let map = |e| StoreError::from_sqlite(e, reader.path);
+        let mut ids: Vec<i64> = reader
+            .conn
+            .prepare_cached("SELECT memory_id FROM fts_changes WHERE seq > ?1 AND seq <= ?2")
+            .map_err(map)?
+            .query_map([base, last], |row| row.get(0))
+            .map_err(map)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(map)?;
+        ids.sort_unstable();
+        ids.dedup();
+        let mut statement = reader
+            .conn
+            .prepare_cached(
+                "SELECT title, summary, tags, body FROM memories_fts_source WHERE id = ?1",
+            )
+            .map_err(map)?;
+        let mut changed = Vec::with_capacity(ids.len());
+        let mut docs = Vec::with_capacity(ids.len());
+        for id in ids {
+            // The log's first entry (0) names no record.
+            if id == 0 {
+                continue;
+            }
+            if !(0..MAX_ID).contains(&id) {
+                return Ok(None);
+            }
+            let key = id as u32;
+            changed.push(key);
+            let columns = statement
+                .query_row([id], |row| read_columns(row, 0))
+                .optional()
+                .map_err(map)?;
+            if let Some(columns) = columns {
+                let (length, terms) = document_terms(tokenizer, &columns)?;
+                docs.push((key, length, terms));
+            }
+        }
+        Ok(Some(Overlay { changed, docs }))
+    }
+
+    fn is_changed(&self, id: u32) -> bool {
+        self.changed.binary_search(&id).is_ok()
+    }
+
+    /// The changed records' weighted frequency of `token`, by id.
+    fn postings<'a>(&'a self, token: &'a [u8]) -> impl Iterator<Item = Posting> + 'a {
+        self.docs.iter().filter_map(move |(id, _, terms)| {
+            terms
+                .binary_search_by(|term| term.token.as_slice().cmp(token))
+                .ok()
+                .map(|at| Posting {
+                    id: *id,
+                    freq: terms[at].freq,
+                })
+        })
+    }
+
+    /// A changed record's length (`None`: the index's, when it holds the id unchanged).
+    fn length(&self, id: u32) -> Option<u32> {
+        self.docs
+            .iter()
+            .find(|(doc, _, _)| *doc == id)
+            .map(|(_, length, _)| *length)
+    }
+}
+
 fn read_columns(row: &rusqlite::Row<'_>, from: usize) -> rusqlite::Result<[Option<String>; 4]> {
     Ok([
         row.get(from)?,
@@ -578,20 +752,17 @@ impl State {
 
     /// Every record holding any of `tokens` (each its own phrase, in order), with
     /// `fts5Bm25Function`'s score computed the way it computes it.
-    fn rank(&self, tokens: &[Vec<u8>]) -> Vec<(f64, u32)> {
-        if self.rows == 0 {
+    fn rank(&self, tokens: &[Vec<u8>], overlay: Option<&Overlay>) -> Vec<(f64, u32)> {
+        let (rows, total) = self.totals(overlay);
+        if rows == 0 {
             return Vec::new();
         }
-        let rows = self.rows as i64;
-        let avgdl = self.tokens as f64 / rows as f64;
-        let empty: &[Posting] = &[];
-        let phrases: Vec<(&[Posting], f64)> = tokens
+        let rows = rows as i64;
+        let avgdl = total as f64 / rows as f64;
+        let phrases: Vec<(std::borrow::Cow<'_, [Posting]>, f64)> = tokens
             .iter()
             .map(|token| {
-                let list = self
-                    .terms
-                    .get(token.as_slice())
-                    .map_or(empty, |&term| self.postings[term as usize].as_slice());
+                let list = self.list(token, overlay);
                 let hits = list.len() as i64;
                 let mut idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
                 if idf <= 0.0 {
@@ -600,6 +771,11 @@ impl State {
                 (list, idf)
             })
             .collect();
+        let length = |id: u32| {
+            overlay
+                .and_then(|overlay| overlay.length(id))
+                .unwrap_or_else(|| self.lengths[id as usize])
+        };
         let total: usize = phrases.iter().map(|(list, _)| list.len()).sum();
         let mut out = Vec::with_capacity(total);
         let mut cursors = vec![0usize; phrases.len()];
@@ -615,7 +791,7 @@ impl State {
             if !any {
                 break;
             }
-            let d = self.lengths[next as usize] as f64;
+            let d = length(next) as f64;
             let mut score = 0.0f64;
             for (phrase, (list, idf)) in phrases.iter().enumerate() {
                 // A phrase the row lacks adds FTS5's 0.0: nothing.
@@ -628,6 +804,73 @@ impl State {
             out.push((score, next));
         }
         out
+    }
+
+    /// FTS5's N and the total behind avgdl, as the transaction of `overlay` sees them.
+    fn totals(&self, overlay: Option<&Overlay>) -> (u64, u64) {
+        let Some(overlay) = overlay else {
+            return (self.rows, self.tokens);
+        };
+        let (mut rows, mut tokens) = (self.rows, self.tokens);
+        for id in &overlay.changed {
+            if self.docs.contains_key(id) {
+                rows -= 1;
+                tokens -= u64::from(self.lengths[*id as usize]);
+            }
+        }
+        for (_, length, _) in &overlay.docs {
+            rows += 1;
+            tokens += u64::from(*length);
+        }
+        (rows, tokens)
+    }
+
+    /// The records holding `token`, by id, as the transaction of `overlay` sees them: the
+    /// index's list without the changed records, with the changed records' own postings.
+    fn list(&self, token: &[u8], overlay: Option<&Overlay>) -> std::borrow::Cow<'_, [Posting]> {
+        let base: &[Posting] = self
+            .terms
+            .get(token)
+            .map_or(&[], |&term| self.postings[term as usize].as_slice());
+        let Some(overlay) = overlay else {
+            return std::borrow::Cow::Borrowed(base);
+        };
+        let removes = overlay
+            .changed
+            .iter()
+            .any(|id| base.binary_search_by_key(id, |p| p.id).is_ok());
+        let mut added = overlay.postings(token).peekable();
+        if !removes && added.peek().is_none() {
+            return std::borrow::Cow::Borrowed(base);
+        }
+        let mut list: Vec<Posting> = if removes {
+            base.iter()
+                .filter(|p| !overlay.is_changed(p.id))
+                .copied()
+                .collect()
+        } else {
+            base.to_vec()
+        };
+        list.extend(added);
+        list.sort_unstable_by_key(|p| p.id);
+        std::borrow::Cow::Owned(list)
+    }
+
+    /// How many records hold `token` (FTS5's term frequency of a one-token term).
+    fn frequency(&self, token: &[u8], overlay: Option<&Overlay>) -> usize {
+        let base: &[Posting] = self
+            .terms
+            .get(token)
+            .map_or(&[], |&term| self.postings[term as usize].as_slice());
+        let Some(overlay) = overlay else {
+            return base.len();
+        };
+        let removed = overlay
+            .changed
+            .iter()
+            .filter(|id| base.binary_search_by_key(*id, |p| p.id).is_ok())
+            .count();
+        base.len() - removed + overlay.postings(token).count()
     }
 }
 
@@ -720,6 +963,12 @@ fn stronger(a: &(f64, u32), b: &(f64, u32)) -> std::cmp::Ordering {
 
 /// `lexical_search`'s two passes over an in-memory ranking: the filters on the best window,
 /// then on the rest in ranking order only when the window did not hold `limit` records.
+///
+/// The filters are asked about the window in ranking order, a first slice only a little
+/// larger than `limit` (usually every one of those passes, and the rest of the window is not
+/// looked at), then the rest of the window. Hits are taken in ranking order either way, so the
+/// slices change how many records SQLite reads (one lookup each), not the answer. The slices'
+/// sizes depend on `limit` alone, so the filter statements stay few in the statement cache.
 fn filter_ranked(
     reader: &Reader<'_>,
     query: &LexicalQuery<'_>,
@@ -727,8 +976,12 @@ fn filter_ranked(
 ) -> Result<Vec<LexicalHit>> {
     let limit = query.limit.max(1);
     let window = FIRST_PASS_WINDOW.max(limit.saturating_mul(4));
+    let first = first_filter_slice(limit).min(window);
     let mut hits = Vec::with_capacity(limit);
     let keep = |chunk: &[(f64, u32)], hits: &mut Vec<LexicalHit>| -> Result<()> {
+        if chunk.is_empty() || hits.len() >= limit {
+            return Ok(());
+        }
         let ids: Vec<i64> = chunk.iter().map(|(_, id)| i64::from(*id)).collect();
         let allowed: std::collections::HashSet<i64> =
             reader.filter_ids(&ids, query)?.into_iter().collect();
@@ -742,28 +995,33 @@ fn filter_ranked(
         }
         Ok(())
     };
+    let best_len = ranked.len().min(window);
     if ranked.len() > window {
         ranked.select_nth_unstable_by(window - 1, stronger);
-        let (best, _) = ranked.split_at_mut(window);
-        best.sort_unstable_by(stronger);
-        keep(best, &mut hits)?;
-        if hits.len() >= limit {
-            return Ok(hits);
-        }
-        // Too few passed: the rest, in ranking order, until `limit` are found.
-        let rest = &mut ranked[window..];
-        rest.sort_unstable_by(stronger);
-        for chunk in rest.chunks(window) {
-            keep(chunk, &mut hits)?;
-            if hits.len() >= limit {
-                break;
-            }
-        }
+    }
+    let (best, rest) = ranked.split_at_mut(best_len);
+    best.sort_unstable_by(stronger);
+    let (head, tail) = best.split_at(first.min(best_len));
+    keep(head, &mut hits)?;
+    keep(tail, &mut hits)?;
+    if hits.len() >= limit || rest.is_empty() {
         return Ok(hits);
     }
-    ranked.sort_unstable_by(stronger);
-    keep(&ranked, &mut hits)?;
+    // Too few passed: the rest, in ranking order, until `limit` are found.
+    rest.sort_unstable_by(stronger);
+    for chunk in rest.chunks(window) {
+        keep(chunk, &mut hits)?;
+        if hits.len() >= limit {
+            break;
+        }
+    }
     Ok(hits)
+}
+
+/// How many of the best matches the filters are asked about first: `limit` and a quarter
+/// more (at least 8 more), for the few that a filter refuses.
+fn first_filter_slice(limit: usize) -> usize {
+    limit.saturating_add((limit / 4).max(8))
 }
 
 /// The one place with `unsafe` code (the workspace denies it elsewhere): rusqlite has no safe
@@ -1004,7 +1262,11 @@ mod tests {
     /// Changes of every kind that touch the full-text rows, by another connection (as another
     /// process would make them).
     fn mutate_elsewhere(path: &std::path::Path, rng: &mut Rng) {
-        let other = rusqlite::Connection::open(path).unwrap();
+        mutate(&rusqlite::Connection::open(path).unwrap(), rng, 40);
+    }
+
+    /// `count` changes of every kind that touch the full-text rows, through `other`.
+    fn mutate(other: &rusqlite::Connection, rng: &mut Rng, count: usize) {
         let ids: Vec<i64> = other
             .prepare("SELECT id FROM memories ORDER BY id")
             .unwrap()
@@ -1012,7 +1274,7 @@ mod tests {
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
-        for _ in 0..40 {
+        for _ in 0..count {
             let id = ids[rng.below(ids.len())];
             match rng.below(7) {
                 0 => other
@@ -1060,6 +1322,23 @@ mod tests {
         queries: usize,
     ) -> [usize; 2] {
         let reader = store.reader();
+        let roads = assert_same_in(&reader, index, rng, queries, CatchUp::Yes);
+        assert_eq!(
+            index.indexed_count(&reader).unwrap(),
+            reader.indexed_count().unwrap()
+        );
+        roads
+    }
+
+    /// [`assert_same`] through `reader` (inside a write transaction with [`CatchUp::No`]:
+    /// the index is not brought up to date, what changed since is ranked beside it).
+    fn assert_same_in(
+        reader: &Reader<'_>,
+        index: &LexicalIndex,
+        rng: &mut Rng,
+        queries: usize,
+        catch_up: CatchUp,
+    ) -> [usize; 2] {
         let mut roads = [0usize; 2];
         for _ in 0..queries {
             let terms: Vec<String> = (0..1 + rng.below(4))
@@ -1110,7 +1389,7 @@ mod tests {
                 roads[usize::from(!narrow)] += 1;
             }
             let got = index
-                .search_in_memory_bounded(&reader, &query, bound, CatchUp::Yes)
+                .search_in_memory_bounded(reader, &query, bound, catch_up)
                 .unwrap();
             let single_tokens = terms.iter().all(|t| !t.contains(['-', '.', '\'']));
             let Some(got) = got else {
@@ -1136,17 +1415,15 @@ mod tests {
                 let single = fts_match_expression(std::slice::from_ref(term)).unwrap();
                 for cap in [1, 5, 1000] {
                     assert_eq!(
-                        index.term_frequency(&reader, &single, cap).unwrap(),
+                        index
+                            .term_frequency_caught_up(reader, &single, cap, catch_up)
+                            .unwrap(),
                         reader.term_frequency(&single, cap).unwrap(),
                         "{single} cap {cap}"
                     );
                 }
             }
         }
-        assert_eq!(
-            index.indexed_count(&reader).unwrap(),
-            reader.indexed_count().unwrap()
-        );
         roads
     }
 
@@ -1172,6 +1449,57 @@ mod tests {
             let mut second = Store::open(&path).unwrap();
             insert_random(&mut second, &mut rng, 20);
             roads = add(roads, assert_same(&store, &index, &mut rng, 30));
+        }
+        assert!(roads[0] > 0 && roads[1] > 0, "both roads taken: {roads:?}");
+    }
+
+    /// Inside a write transaction the index answers from memory as FTS5 does in that
+    /// transaction: its own inserts, edits, forgets and merges, and what another process
+    /// committed since the index was last brought up to date, ranked beside the index (N,
+    /// avgdl and the term counts as the transaction sees them); after a rollback the index is
+    /// where it was.
+    #[test]
+    fn inside_a_write_the_changes_since_are_ranked_beside_the_index() {
+        let mut roads = [0usize; 2];
+        for seed in [21u64, 22, 23] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("brain.db");
+            let mut store = Store::open(&path).unwrap();
+            let mut rng = seeded(seed);
+            insert_random(&mut store, &mut rng, 400);
+            let index = LexicalIndex::new();
+            assert!(index.prepare(&store.reader()).unwrap());
+            // Committed elsewhere after the index was brought up to date.
+            mutate_elsewhere(&path, &mut rng);
+            let seq = index.state.read().unwrap().seq;
+            let outcome = store.write(|tx| {
+                let reader = tx.reader();
+                for round in 0..4 {
+                    let r = assert_same_in(&reader, &index, &mut rng, 25, CatchUp::No);
+                    roads = [roads[0] + r[0], roads[1] + r[1]];
+                    for _ in 0..1 + rng.below(3) {
+                        let project = if rng.below(4) == 0 { "q" } else { "p" };
+                        let mut m = memory(project, MemoryType::Note, &rng.text(30), "active");
+                        m.title = rng.maybe_text(5);
+                        m.summary = rng.maybe_text(8);
+                        tx.insert_memory(&m, None)?;
+                    }
+                    if round % 2 == 1 {
+                        mutate(reader.conn, &mut rng, 6);
+                    }
+                }
+                assert_same_in(&reader, &index, &mut rng, 25, CatchUp::No);
+                Err::<(), _>(StoreError::Migration {
+                    detail: "rolled back by the test".to_string(),
+                })
+            });
+            assert!(outcome.is_err(), "rolled back");
+            assert_eq!(
+                index.state.read().unwrap().seq,
+                seq,
+                "the index was left alone"
+            );
+            assert_same(&store, &index, &mut rng, 20);
         }
         assert!(roads[0] > 0 && roads[1] > 0, "both roads taken: {roads:?}");
     }
@@ -1303,15 +1631,14 @@ mod tests {
             );
             m.title = Some(format!("zebra {word}"));
             let id = tx.insert_memory(&m, None)?;
-            // Written: left to FTS5, which sees the new row; the index did not take it in.
-            assert!(
-                index
-                    .search_in_memory(&reader, &query, CatchUp::No)
-                    .unwrap()
-                    .is_none()
-            );
-            let inside = index.search_in_write(&reader, &query).unwrap();
+            // Written: answered from memory with the new row beside the index, as FTS5 (which
+            // sees the new row) answers.
+            let inside = index
+                .search_in_memory(&reader, &query, CatchUp::No)
+                .unwrap()
+                .expect("the transaction's own row ranked beside the index");
             assert_eq!(inside, reader.lexical_search(&query).unwrap());
+            assert_eq!(index.search_in_write(&reader, &query).unwrap(), inside);
             assert_eq!(inside.first().map(|hit| hit.id), Some(id));
             assert_eq!(
                 index
