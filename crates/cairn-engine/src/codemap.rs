@@ -237,11 +237,13 @@ impl Engine {
         } else {
             None
         };
-        let walked = match (&tree, in_git.then(|| git::tracked_files(&root)).flatten()) {
-            (Some(tree), Some(tracked)) => {
-                cairn_codemap::walk_listed(&root, &tracked, &tree.untracked())
-            }
-            _ => cairn_codemap::walk(&root),
+        // git's lists when `git status` answered (no `git ls-files` otherwise: the walk).
+        let listed = tree
+            .as_ref()
+            .and_then(|tree| git::tracked_files(&root).map(|tracked| (tree, tracked)));
+        let walked = match listed {
+            Some((tree, tracked)) => cairn_codemap::walk_listed(&root, &tracked, &tree.untracked()),
+            None => cairn_codemap::walk(&root),
         };
         let project = self.context.project.clone();
         let reader = self.store.reader()?;

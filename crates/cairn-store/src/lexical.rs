@@ -341,20 +341,18 @@ impl LexicalIndex {
                     self.state.write().unwrap_or_else(|p| p.into_inner())
                 }
             };
-            let mut guard = self
-                .document_tokenizer
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let Some(tokenizer) = guard.get_or_insert_with(|| Tokenizer::new().ok()).as_mut()
-            else {
-                return Ok(None);
-            };
-            let caught_up = catch_up(&mut state, reader, tokenizer);
-            if let Err(error) = caught_up {
-                // Half-applied: start again from the brain next time.
-                *state = State::default();
-                self.built.store(false, Ordering::Release);
-                return Err(error);
+            let caught_up = self.with_document_tokenizer(|tokenizer| {
+                catch_up(&mut state, reader, tokenizer).map(Some)
+            });
+            match caught_up {
+                Ok(Some(())) => {}
+                Ok(None) => return Ok(None),
+                Err(error) => {
+                    // Half-applied: start again from the brain next time.
+                    *state = State::default();
+                    self.built.store(false, Ordering::Release);
+                    return Err(error);
+                }
             }
             self.built
                 .store(state.built && !state.unusable, Ordering::Release);
@@ -395,19 +393,10 @@ impl LexicalIndex {
         if last < base || first > base + 1 || last - base > MAX_OVERLAY_CHANGES {
             return Ok(None);
         }
-        let overlay = {
-            let mut guard = self
-                .document_tokenizer
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let Some(tokenizer) = guard.get_or_insert_with(|| Tokenizer::new().ok()).as_mut()
-            else {
-                return Ok(None);
-            };
-            match Overlay::read(reader, base, last, tokenizer)? {
-                Some(overlay) => overlay,
-                None => return Ok(None),
-            }
+        let Some(overlay) =
+            self.with_document_tokenizer(|tokenizer| Overlay::read(reader, base, last, tokenizer))?
+        else {
+            return Ok(None);
         };
         let Some(state) = self.usable_state() else {
             return Ok(None);
@@ -418,6 +407,23 @@ impl LexicalIndex {
             return Ok(None);
         }
         Ok(Some(work(&state, Some(&overlay))))
+    }
+
+    /// Runs `work` with the documents' tokenizer (created on first use); `None` when it cannot
+    /// be created. A catch-up takes it while it holds the index's lock: nothing may take that
+    /// lock while holding this one.
+    fn with_document_tokenizer<T>(
+        &self,
+        work: impl FnOnce(&mut Tokenizer) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        let mut guard = self
+            .document_tokenizer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match guard.get_or_insert_with(|| Tokenizer::new().ok()).as_mut() {
+            Some(tokenizer) => work(tokenizer),
+            None => Ok(None),
+        }
     }
 
     /// The index for reading, when it is built and usable; `None` without waiting while a
