@@ -185,15 +185,10 @@ impl LexicalIndex {
         let Some(tokens) = self.query_tokens(query.match_expression) else {
             return Ok(None);
         };
-        let ranked = match catch_up {
-            CatchUp::Yes => {
-                self.with_current(reader, catch_up, |state| state.rank(&tokens, None))?
-            }
-            CatchUp::No => {
-                self.with_transaction(reader, |state, overlay| state.rank(&tokens, overlay))?
-            }
-        };
-        let Some(ranked) = ranked else {
+        let Some(ranked) = self.as_seen(reader, catch_up, |state, overlay| {
+            state.rank(&tokens, overlay)
+        })?
+        else {
             return Ok(None);
         };
         filter_ranked(reader, query, ranked).map(Some)
@@ -234,15 +229,9 @@ impl LexicalIndex {
             .filter(|tokens| tokens.len() == 1);
         if let Some(tokens) = single {
             let token = tokens[0].as_slice();
-            let found = match catch_up {
-                CatchUp::Yes => {
-                    self.with_current(reader, catch_up, |state| state.frequency(token, None))?
-                }
-                CatchUp::No => {
-                    self.with_transaction(reader, |state, overlay| state.frequency(token, overlay))?
-                }
-            };
-            if let Some(found) = found {
+            if let Some(found) = self.as_seen(reader, catch_up, |state, overlay| {
+                state.frequency(token, overlay)
+            })? {
                 return Ok(found.min(cap));
             }
         }
@@ -255,7 +244,7 @@ impl LexicalIndex {
     /// whether the index is now kept in memory (false: this brain is left to FTS5, or another
     /// thread is building it).
     pub fn prepare(&self, reader: &Reader<'_>) -> Result<bool> {
-        Ok(self.with_current(reader, CatchUp::Yes, |_| ())?.is_some())
+        Ok(self.with_current(reader, |_| ())?.is_some())
     }
 
     /// Whether the index has been built and answers from memory.
@@ -265,7 +254,7 @@ impl LexicalIndex {
 
     /// Rows in the index (FTS5's count), from memory when it is kept.
     pub fn indexed_count(&self, reader: &Reader<'_>) -> Result<usize> {
-        match self.with_current(reader, CatchUp::Yes, |state| state.rows as usize)? {
+        match self.with_current(reader, |state| state.rows as usize)? {
             Some(rows) => Ok(rows),
             None => reader.indexed_count(),
         }
@@ -296,13 +285,26 @@ impl LexicalIndex {
         Some(out)
     }
 
+    /// Runs `work` on the index as `reader` sees the brain: brought up to date first
+    /// ([`CatchUp::Yes`]), or, from a reader inside a write transaction ([`CatchUp::No`]), with
+    /// what changed since beside it ([`LexicalIndex::with_transaction`]).
+    fn as_seen<T>(
+        &self,
+        reader: &Reader<'_>,
+        catch_up: CatchUp,
+        work: impl FnOnce(&State, Option<&Overlay>) -> T,
+    ) -> Result<Option<T>> {
+        match catch_up {
+            CatchUp::Yes => self.with_current(reader, |state| work(state, None)),
+            CatchUp::No => self.with_transaction(reader, work),
+        }
+    }
+
     /// Runs `work` on the index brought up to date with the brain as `reader` sees it;
-    /// `None` when this brain is not kept in memory, or (with [`CatchUp::No`]) when the index
-    /// is not exactly at what `reader` sees.
+    /// `None` when this brain is not kept in memory.
     fn with_current<T>(
         &self,
         reader: &Reader<'_>,
-        may_catch_up: CatchUp,
         work: impl FnOnce(&State) -> T,
     ) -> Result<Option<T>> {
         let head = log_head(reader)?;
@@ -325,9 +327,6 @@ impl LexicalIndex {
             if state.built && head.is_some_and(|(_, last)| last == state.seq) {
                 return Ok(Some(work(&state)));
             }
-        }
-        if may_catch_up == CatchUp::No {
-            return Ok(None);
         }
         {
             let mut state = match self.state.try_write() {
