@@ -38,8 +38,8 @@ pub use extract::{ExtractOptions, ExtractReport, ExtractTarget};
 pub use maintenance::{DoctorReport, ScopeMap, VACUUM_FREE_RATIO, WAL_LIMIT_BYTES, recover_brain};
 pub use prompt::{PROMPT_BUDGET, PromptContext};
 pub use recall::{
-    DEFAULT_FLOOR, MAX_BUFFERED_ACCESSES, Mode, RecallAnswer, RecallRequest, RecallResult,
-    TermCutoff, Why,
+    AccessBuffer, DEFAULT_FLOOR, MAX_BUFFERED_ACCESSES, Mode, RecallAnswer, RecallRequest,
+    RecallResult, TermCutoff, Why,
 };
 pub use records::{ListRequest, UpdateRequest, Updated};
 pub use remember::{GroupedRemember, RememberOutcome, RememberRequest, RememberStatus, Review};

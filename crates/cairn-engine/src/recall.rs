@@ -1219,6 +1219,23 @@ impl Engine {
         }
     }
 
+    /// Takes the accesses buffered so far out of this engine (it goes on buffering), to be
+    /// written by another engine ([`Engine::add_accesses`]).
+    pub fn take_accesses(&mut self) -> AccessBuffer {
+        self.accesses
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Buffers accesses another engine recorded ([`Engine::take_accesses`]), to be written by
+    /// this one's next [`Engine::flush_accesses`] (turning buffering on if it was off).
+    pub fn add_accesses(&mut self, accesses: AccessBuffer) {
+        self.accesses
+            .get_or_insert_with(AccessBuffer::default)
+            .append(accesses);
+    }
+
     /// Accesses buffered and not written yet, and since when the oldest of them waits.
     pub fn pending_accesses(&self) -> (usize, Option<std::time::Instant>) {
         match &self.accesses {
@@ -1299,12 +1316,42 @@ fn current_head(
 /// for a long time): the oldest are dropped past it.
 pub const MAX_BUFFERED_ACCESSES: usize = 10_000;
 
-/// Recall accesses waiting to be written ([`Engine::buffer_accesses`]).
+/// Recall accesses waiting to be written ([`Engine::buffer_accesses`]); taken from one engine
+/// ([`Engine::take_accesses`]) they can be written by another ([`Engine::add_accesses`]), so
+/// that a service's reader engines never write.
 #[derive(Debug, Default)]
-pub(crate) struct AccessBuffer {
+pub struct AccessBuffer {
     entries: Vec<Access>,
     /// When the oldest entry was buffered.
     since: Option<std::time::Instant>,
+}
+
+impl AccessBuffer {
+    /// The accesses held.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Since when the oldest of them waits (`None` when empty).
+    pub fn since(&self) -> Option<std::time::Instant> {
+        self.since
+    }
+
+    /// Adds `other`'s accesses after these (the oldest wait of both kept).
+    pub fn append(&mut self, mut other: AccessBuffer) {
+        if other.entries.is_empty() {
+            return;
+        }
+        self.since = match (self.since, other.since) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.entries.append(&mut other.entries);
+    }
 }
 
 /// One recall's access: what was asked, what it answered, when, from which project, by whom.

@@ -8,9 +8,12 @@
 //!   SQLite serializes writers anyway;
 //! - **reader engines** beside it, one per core, each on its own connection (WAL readers):
 //!   token checks and lexical recalls ([`Service::read`], [`Service::recall`]) run there side
-//!   by side and never wait for a write;
+//!   by side and never wait for a write. A call takes whichever reader frees first, and calls
+//!   that wait are served in the order they came;
 //! - optionally, **buffered access records** ([`ServiceOptions::buffer_accesses`]): what
-//!   recall records of each access is written in batches, so a recall never writes;
+//!   recall records of each access is gathered from every engine into one buffer and written
+//!   in batches by a thread of its own on the writer engine, so a recall never writes and a
+//!   reader engine never does;
 //! - **one embedder**, loaded on a background thread at start-up ([`Service::start_embedder`]),
 //!   handed to the engine once it is there (until then recall answers lexical-only and says so);
 //! - **one full-text index in memory** ([`LexicalIndex`]), shared by every engine, built on a
@@ -34,8 +37,8 @@ pub mod memory;
 
 use cairn_embed::Embedder;
 use cairn_engine::{
-    Context, EmbedderLoader, Engine, EngineError, GitSource, GroupedRemember, LexicalIndex, Mode,
-    RecallAnswer, RecallRequest, RememberOutcome, RememberRequest,
+    AccessBuffer, Context, EmbedderLoader, Engine, EngineError, GitSource, GroupedRemember,
+    LexicalIndex, Mode, RecallAnswer, RecallRequest, RememberOutcome, RememberRequest,
 };
 use chrono::{DateTime, Utc};
 use std::panic::AssertUnwindSafe;
@@ -57,8 +60,11 @@ pub const INDEX_INTERVAL: Duration = Duration::from_secs(10);
 pub const ACCESS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// With [`ServiceOptions::buffer_accesses`], this many buffered recall accesses are written at
-/// once, whatever their age.
-pub const ACCESS_BATCH: usize = 256;
+/// once, whatever their age. Small enough that the write (on the writer engine, which the
+/// remembers queue for) is short: a batch of 256 held the writer for about 70 ms of CPU under
+/// the HTTP benchmark's load, the slowest remembers' wait; 64 cut the p99 from 165–187 to
+/// 96–109 ms at the same throughput (README, `cairn serve`).
+pub const ACCESS_BATCH: usize = 64;
 
 /// How long the background indexer waits at most for the calls on the writer engine to end
 /// before it embeds anyway ([`ServiceOptions::indexer_yield`]): a recall never shares the two
@@ -194,10 +200,12 @@ struct Inner {
     /// briefly locked or missing at start-up does not take the service down.
     engine: Mutex<Option<Engine>>,
     /// Engines on connections of their own for calls that only read ([`Service::read`]),
-    /// each opened on first use.
-    readers: Vec<Mutex<Option<Engine>>>,
-    /// Where [`Service::read`] looks for a free reader first (round robin).
-    next_reader: AtomicUsize,
+    /// each opened on first use, handed out first come, first served.
+    readers: Readers,
+    /// With [`ServiceOptions::buffer_accesses`]: the recall accesses every engine recorded,
+    /// waiting for the flusher (woken when a batch is full) to write them on the writer
+    /// engine.
+    accesses: (Mutex<AccessBuffer>, Condvar),
     /// The embedding model once the background load finished (`None` inside: none
     /// configured, or it could not load).
     embedder: OnceLock<Option<Arc<dyn Embedder>>>,
@@ -221,6 +229,113 @@ struct Inner {
     /// Groups of remembers committed, and the remembers in them (what the tests look at).
     groups: AtomicUsize,
     grouped: AtomicUsize,
+}
+
+/// The reader engines, handed out first come, first served: a call takes whichever engine
+/// frees first, and calls that wait are served in the order they came. (A lock per engine,
+/// tried round robin, tied each waiting call to one engine and let newcomers overtake: under
+/// 32 clients the slowest lexical recalls waited four times the median.)
+struct Readers {
+    slots: Vec<Mutex<Option<Engine>>>,
+    queue: Mutex<ReaderQueue>,
+}
+
+struct ReaderQueue {
+    /// Engines nobody holds (the one freed last at the end: its pages are the warmest).
+    free: Vec<usize>,
+    /// Calls waiting for an engine, oldest first; there are some only while none is free.
+    waiting: std::collections::VecDeque<Arc<Waiter>>,
+}
+
+/// A call waiting for a reader engine: the engine's number is handed to it directly.
+struct Waiter {
+    thread: std::thread::Thread,
+    given: AtomicUsize,
+}
+
+impl Waiter {
+    const NONE: usize = usize::MAX;
+}
+
+impl Readers {
+    fn new(count: usize) -> Readers {
+        Readers {
+            slots: (0..count).map(|_| Mutex::new(None)).collect(),
+            queue: Mutex::new(ReaderQueue {
+                free: (0..count).rev().collect(),
+                waiting: std::collections::VecDeque::new(),
+            }),
+        }
+    }
+
+    /// A reader engine: the first to free up after every call that waited before this one.
+    fn take(&self) -> Reader<'_> {
+        let waiter = {
+            let mut queue = lock(&self.queue);
+            if let Some(index) = queue.free.pop() {
+                return self.reader(index);
+            }
+            let waiter = Arc::new(Waiter {
+                thread: std::thread::current(),
+                given: AtomicUsize::new(Waiter::NONE),
+            });
+            queue.waiting.push_back(Arc::clone(&waiter));
+            waiter
+        };
+        loop {
+            let given = waiter.given.load(Ordering::Acquire);
+            if given != Waiter::NONE {
+                return self.reader(given);
+            }
+            std::thread::park();
+        }
+    }
+
+    fn reader(&self, index: usize) -> Reader<'_> {
+        Reader {
+            readers: self,
+            index,
+            slot: Some(lock(&self.slots[index])),
+        }
+    }
+
+    /// Gives engine `index` to the call that has waited longest, or marks it free.
+    fn give_back(&self, index: usize) {
+        let mut queue = lock(&self.queue);
+        match queue.waiting.pop_front() {
+            Some(waiter) => {
+                waiter.given.store(index, Ordering::Release);
+                waiter.thread.unpark();
+            }
+            None => queue.free.push(index),
+        }
+    }
+
+    /// Calls waiting for a reader engine (what the tests look at).
+    #[cfg(test)]
+    fn waiting(&self) -> usize {
+        lock(&self.queue).waiting.len()
+    }
+}
+
+/// A reader engine held by one call; given to the next when dropped.
+struct Reader<'a> {
+    readers: &'a Readers,
+    index: usize,
+    slot: Option<MutexGuard<'a, Option<Engine>>>,
+}
+
+impl Reader<'_> {
+    fn slot(&mut self) -> &mut Option<Engine> {
+        self.slot.as_mut().expect("held until dropped")
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        drop(self.slot.take());
+        self.readers.give_back(self.index);
+    }
 }
 
 /// A remember waiting for the writer engine, and where its answer goes.
@@ -258,16 +373,36 @@ struct Signals {
 }
 
 impl Drop for Inner {
-    /// The last handle is gone: buffered accesses are written before the engine closes.
+    /// The last handle is gone: buffered accesses are written before the engines close.
     fn drop(&mut self) {
-        for slot in std::iter::once(&mut self.engine).chain(&mut self.readers) {
-            let slot = slot
+        let pending = std::mem::take(
+            self.accesses
+                .0
                 .get_mut()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if let Some(engine) = slot.as_mut() {
-                flush_accesses(engine);
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        let writer = self
+            .engine
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if pending.is_empty() && writer.as_ref().is_none_or(|e| e.pending_accesses().0 == 0) {
+            return;
+        }
+        if writer.is_none() {
+            match open_engine(&self.options, flusher_context(&self.options)) {
+                Ok(engine) => *writer = Some(engine),
+                Err(error) => {
+                    eprintln!(
+                        "cairn: {} recall access(es) were not written: the brain did not open ({error})",
+                        pending.len()
+                    );
+                    return;
+                }
             }
         }
+        let engine = writer.as_mut().expect("opened just above");
+        engine.add_accesses(pending);
+        flush_accesses(engine);
     }
 }
 
@@ -281,8 +416,8 @@ impl Service {
             inner: Arc::new(Inner {
                 options,
                 engine: Mutex::new(None),
-                readers: (0..readers).map(|_| Mutex::new(None)).collect(),
-                next_reader: AtomicUsize::new(0),
+                readers: Readers::new(readers),
+                accesses: (Mutex::new(AccessBuffer::default()), Condvar::new()),
                 embedder: OnceLock::new(),
                 signals: (Mutex::new(Signals::default()), Condvar::new()),
                 embedding_fails: AtomicBool::new(false),
@@ -389,23 +524,40 @@ impl Service {
         let (signals, wake) = &self.inner.signals;
         lock(signals).stopped = true;
         wake.notify_all();
-        for slot in self.slots() {
-            if let Some(engine) = lock(slot).as_mut() {
-                flush_accesses(engine);
-            }
+        self.inner.accesses.1.notify_all();
+        if let Err(error) = self.write_accesses() {
+            eprintln!(
+                "cairn: recall accesses could not be written yet ({error}); they are tried again"
+            );
         }
     }
 
     /// Writes the recall accesses buffered so far ([`ServiceOptions::buffer_accesses`]) and
     /// answers how many.
     pub fn flush_accesses(&self) -> Result<usize, EngineError> {
-        let mut written = 0;
-        for slot in self.slots() {
-            if let Some(engine) = lock(slot).as_mut() {
-                written += engine.flush_accesses()?;
+        self.write_accesses()
+    }
+
+    /// Writes the accesses every engine buffered (each call moves its engine's to
+    /// [`Inner::accesses`] when it ends) on the writer engine, opened if no call has yet,
+    /// with any the writer kept from a failed write. Answers how many; on failure they stay
+    /// buffered in the writer engine for the next try.
+    fn write_accesses(&self) -> Result<usize, EngineError> {
+        let pending = std::mem::take(&mut *lock(&self.inner.accesses.0));
+        self.on_writer(|slot, _| {
+            if pending.is_empty() && slot.as_ref().is_none_or(|e| e.pending_accesses().0 == 0) {
+                return Ok(0);
             }
-        }
-        Ok(written)
+            if slot.is_none() {
+                *slot = Some(open_engine(
+                    &self.inner.options,
+                    flusher_context(&self.inner.options),
+                )?);
+            }
+            let engine = slot.as_mut().expect("opened just above");
+            engine.add_accesses(pending);
+            engine.flush_accesses()
+        })
     }
 
     /// Runs `work` on the engine in `request`'s context. Engine errors come back as they are;
@@ -418,15 +570,7 @@ impl Service {
         work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
         self.on_writer(|slot, embedder| {
-            run_on(
-                slot,
-                &self.inner.options,
-                &self.inner.lexical,
-                embedder,
-                request,
-                operation,
-                work,
-            )
+            run_on(slot, &self.inner, embedder, request, operation, work)
         })
     }
 
@@ -458,15 +602,9 @@ impl Service {
             }
             let queued = std::mem::take(&mut *lock(&self.inner.remembers));
             let group: Vec<GroupedRemember> = queued.iter().map(|q| q.item.clone()).collect();
-            let stored = run_on(
-                slot,
-                &self.inner.options,
-                &self.inner.lexical,
-                embedder,
-                request,
-                "remember",
-                |engine| Ok(engine.remember_group(&group)),
-            );
+            let stored = run_on(slot, &self.inner, embedder, request, "remember", |engine| {
+                Ok(engine.remember_group(&group))
+            });
             match stored {
                 Ok(answers) => {
                     self.inner.groups.fetch_add(1, Ordering::Relaxed);
@@ -544,19 +682,7 @@ impl Service {
         work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
         let mut slot = None;
-        let answer = run_on(
-            &mut slot,
-            &self.inner.options,
-            &self.inner.lexical,
-            None,
-            request,
-            operation,
-            work,
-        );
-        if let Some(engine) = slot.as_mut() {
-            flush_accesses(engine);
-        }
-        answer
+        run_on(&mut slot, &self.inner, None, request, operation, work)
     }
 
     /// Runs `work` like [`Service::call`], but on one of the reader engines (their own
@@ -570,28 +696,8 @@ impl Service {
         operation: &str,
         work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
-        let readers = &self.inner.readers;
-        let first = self.inner.next_reader.fetch_add(1, Ordering::Relaxed) % readers.len();
-        let free = (0..readers.len()).find_map(|step| {
-            match readers[(first + step) % readers.len()].try_lock() {
-                Ok(guard) => Some(guard),
-                Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => None,
-            }
-        });
-        let mut slot = match free {
-            Some(guard) => guard,
-            None => lock(&readers[first]),
-        };
-        run_on(
-            &mut slot,
-            &self.inner.options,
-            &self.inner.lexical,
-            None,
-            request,
-            operation,
-            work,
-        )
+        let mut reader = self.inner.readers.take();
+        run_on(reader.slot(), &self.inner, None, request, operation, work)
     }
 
     /// A recall, on a reader engine when it is lexical (asked so, or no model is resident), on
@@ -620,31 +726,26 @@ impl Service {
             None => engine.recall(recall),
         })
     }
-
-    /// Every engine slot (the writer's first, then the readers').
-    fn slots(&self) -> impl Iterator<Item = &Mutex<Option<Engine>>> {
-        std::iter::once(&self.inner.engine).chain(&self.inner.readers)
-    }
 }
 
 /// Runs `work` on the engine in `slot` (opened first if needed) in `request`'s context: see
 /// [`Service::call`].
 fn run_on<T>(
     slot: &mut Option<Engine>,
-    options: &ServiceOptions,
-    lexical: &Arc<LexicalIndex>,
+    inner: &Inner,
     embedder: Option<(&Arc<dyn Embedder>, bool)>,
     request: &RequestContext,
     operation: &str,
     work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
 ) -> Result<T, EngineError> {
+    let options = &inner.options;
     let context = context_for(request, options);
     if slot.is_none() {
         let mut engine = open_engine(options, context.clone())?;
         if options.buffer_accesses && !options.read_only {
             engine.buffer_accesses();
         }
-        engine.set_shared_lexical_index(Arc::clone(lexical));
+        engine.set_shared_lexical_index(Arc::clone(&inner.lexical));
         *slot = Some(engine);
     }
     let engine = slot.as_mut().expect("opened just above");
@@ -665,22 +766,44 @@ fn run_on<T>(
     }
     match std::panic::catch_unwind(AssertUnwindSafe(|| work(engine))) {
         Ok(answer) => {
-            let (pending, _) = engine.pending_accesses();
-            if pending >= ACCESS_BATCH {
-                flush_accesses(engine);
-            }
+            hand_over_accesses(inner, engine);
             answer
         }
         Err(_) => {
             // Its transaction (if any) rolled back; what it had buffered is still whole.
             if let Some(mut engine) = slot.take() {
-                flush_accesses(&mut engine);
+                hand_over_accesses(inner, &mut engine);
             }
             Err(EngineError::Internal(format!(
                 "`{operation}` failed unexpectedly (an internal error, logged on stderr); nothing is known to have changed — try again"
             )))
         }
     }
+}
+
+/// Moves the accesses `engine` buffered in its call to the service's buffer, and wakes the
+/// flusher when a batch is full: they are written on the writer engine, never by a reader
+/// (whose call would then wait for SQLite's write lock while other calls wait for it).
+fn hand_over_accesses(inner: &Inner, engine: &mut Engine) {
+    let taken = engine.take_accesses();
+    if taken.is_empty() {
+        return;
+    }
+    let (buffer, wake) = &inner.accesses;
+    let mut buffer = lock(buffer);
+    buffer.append(taken);
+    if buffer.len() >= ACCESS_BATCH {
+        wake.notify_one();
+    }
+}
+
+/// The context the flusher opens the writer engine in when no call has yet (accesses carry
+/// their own project and actor).
+fn flusher_context(options: &ServiceOptions) -> Context {
+    context_for(
+        &RequestContext::remote(String::new(), String::new(), SuppliedGit::default()),
+        options,
+    )
 }
 
 /// The engine's context for `request`.
@@ -711,25 +834,46 @@ fn flush_accesses(engine: &mut Engine) {
     }
 }
 
-/// Writes buffered recall accesses once the oldest has waited [`ACCESS_FLUSH_INTERVAL`]
-/// (checked every quarter of it). Stops when the service is stopped or gone.
+/// Writes the buffered recall accesses ([`Inner::accesses`]) on the writer engine when a batch
+/// is full or the oldest has waited [`ACCESS_FLUSH_INTERVAL`] (checked every quarter of it).
+/// Stops when the service is stopped or gone.
 fn access_flusher(inner: Weak<Inner>) {
     let tick = ACCESS_FLUSH_INTERVAL / 4;
     loop {
-        std::thread::sleep(tick);
         let Some(strong) = inner.upgrade() else {
             return;
+        };
+        let due = {
+            let (buffer, wake) = &strong.accesses;
+            let mut buffer = lock(buffer);
+            if buffer.len() < ACCESS_BATCH {
+                buffer = wake
+                    .wait_timeout(buffer, tick)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
+            }
+            buffer.len() >= ACCESS_BATCH
+                || buffer
+                    .since()
+                    .is_some_and(|since| since.elapsed() + tick >= ACCESS_FLUSH_INTERVAL)
         };
         if lock(&strong.signals.0).stopped {
             return;
         }
-        for slot in std::iter::once(&strong.engine).chain(&strong.readers) {
-            if let Some(engine) = lock(slot).as_mut()
-                && let (pending, Some(since)) = engine.pending_accesses()
-                && pending > 0
-                && since.elapsed() + tick >= ACCESS_FLUSH_INTERVAL
-            {
-                flush_accesses(engine);
+        let writer_due = || {
+            lock(&strong.engine).as_ref().is_some_and(|engine| {
+                let (pending, since) = engine.pending_accesses();
+                pending > 0 && since.is_some_and(|s| s.elapsed() + tick >= ACCESS_FLUSH_INTERVAL)
+            })
+        };
+        if due || writer_due() {
+            let service = Service {
+                inner: Arc::clone(&strong),
+            };
+            if let Err(error) = service.write_accesses() {
+                eprintln!(
+                    "cairn: recall accesses could not be written yet ({error}); they are tried again"
+                );
             }
         }
     }
@@ -1416,6 +1560,168 @@ mod tests {
         assert!(
             long.join().unwrap(),
             "the recall waited for the writer engine"
+        );
+    }
+
+    /// A service with `readers` reader engines, accesses buffered.
+    fn service_with_readers(readers: usize) -> (tempfile::TempDir, Service) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = ServiceOptions::new(dir.path().join("brain.db"));
+        options.buffer_accesses = true;
+        options.readers = readers;
+        (dir, Service::new(options))
+    }
+
+    /// Starts a read on `service` that holds its reader engine until `release` says, after
+    /// sending on `started`; it answers the engine's address (which engine it was).
+    fn holding_read(
+        service: &Service,
+        started: std::sync::mpsc::Sender<()>,
+        release: std::sync::mpsc::Receiver<()>,
+    ) -> std::thread::JoinHandle<usize> {
+        let service = service.clone();
+        std::thread::spawn(move || {
+            service
+                .read(&request("alpha", "agent-a"), "hold", |engine| {
+                    started.send(()).unwrap();
+                    // Generous: only a broken queue leaves it waiting this long.
+                    let _ = release.recv_timeout(Duration::from_secs(60));
+                    Ok(std::ptr::from_mut(engine) as usize)
+                })
+                .unwrap()
+        })
+    }
+
+    /// Waits until `count` calls wait for a reader engine.
+    fn until_waiting(service: &Service, count: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while service.inner.readers.waiting() != count {
+            assert!(std::time::Instant::now() < deadline, "no call queued");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn a_read_takes_whichever_reader_frees_first() {
+        let (_dir, service) = service_with_readers(2);
+        remember(&service, "the first reader call opens the brain");
+        let (started_a, wait_a) = std::sync::mpsc::channel();
+        let (release_a, hold_a) = std::sync::mpsc::channel();
+        let a = holding_read(&service, started_a, hold_a);
+        wait_a.recv().unwrap();
+        let (started_b, wait_b) = std::sync::mpsc::channel();
+        let (release_b, hold_b) = std::sync::mpsc::channel();
+        let b = holding_read(&service, started_b, hold_b);
+        wait_b.recv().unwrap();
+        // Both engines held: a third read waits, and gets B's engine when B ends, while A
+        // still holds its own until the third read has answered.
+        let (started_c, wait_c) = std::sync::mpsc::channel();
+        let (_release_c, hold_c) = std::sync::mpsc::channel::<()>();
+        let c = {
+            let service = service.clone();
+            std::thread::spawn(move || {
+                service
+                    .read(&request("alpha", "agent-a"), "third", |engine| {
+                        started_c.send(()).unwrap();
+                        drop(hold_c);
+                        Ok(std::ptr::from_mut(engine) as usize)
+                    })
+                    .unwrap()
+            })
+        };
+        until_waiting(&service, 1);
+        release_b.send(()).unwrap();
+        let engine_b = b.join().unwrap();
+        assert!(
+            wait_c.recv_timeout(Duration::from_secs(60)).is_ok(),
+            "the waiting read did not get the engine that freed"
+        );
+        assert_eq!(c.join().unwrap(), engine_b);
+        release_a.send(()).unwrap();
+        assert_ne!(a.join().unwrap(), engine_b);
+    }
+
+    #[test]
+    fn waiting_reads_are_served_in_the_order_they_came() {
+        let (_dir, service) = service_with_readers(1);
+        let (started, wait) = std::sync::mpsc::channel();
+        let (release, hold) = std::sync::mpsc::channel();
+        let first = holding_read(&service, started, hold);
+        wait.recv().unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut queued = Vec::new();
+        for (position, name) in ["second", "third", "fourth", "fifth"]
+            .into_iter()
+            .enumerate()
+        {
+            let caller = service.clone();
+            let order = Arc::clone(&order);
+            queued.push(std::thread::spawn(move || {
+                caller
+                    .read(&request("alpha", "agent-a"), name, |_| {
+                        lock(&order).push(name);
+                        Ok(())
+                    })
+                    .unwrap();
+            }));
+            until_waiting(&service, position + 1);
+        }
+        release.send(()).unwrap();
+        first.join().unwrap();
+        for call in queued {
+            call.join().unwrap();
+        }
+        assert_eq!(*lock(&order), ["second", "third", "fourth", "fifth"]);
+    }
+
+    #[test]
+    fn readers_never_write_a_batch_of_accesses_themselves() {
+        let (dir, service) = buffering_service();
+        let id = remember(&service, "the nightly export lands in the archive bucket");
+        let db = dir.path().join("brain.db");
+        let mut writer = Engine::open(
+            &db,
+            Context {
+                project: "alpha".into(),
+                cwd: PathBuf::new(),
+                actor: "writer".into(),
+                read_only: false,
+                now: None,
+            },
+        )
+        .unwrap();
+        let mut lexical = cairn_engine::RecallRequest::new("nightly export archive");
+        lexical.mode = Mode::Lexical;
+        let recalls = ACCESS_BATCH + 44;
+        // Another connection holds the write lock the whole time: more than a batch of
+        // recalls answer at once (a reader that wrote its batch would wait for the lock).
+        writer
+            .store_mut()
+            .unwrap()
+            .write(|_| {
+                let started = std::time::Instant::now();
+                for _ in 0..recalls {
+                    let answer = service
+                        .recall(&request("alpha", "agent-a"), &lexical)
+                        .unwrap();
+                    assert_eq!(answer.results[0].id, id);
+                    assert!(answer.warnings.is_empty(), "{:?}", answer.warnings);
+                }
+                // Generous, and below the store's busy timeout (15 s) that a reader's write of
+                // its batch would wait out.
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "{:?}",
+                    started.elapsed()
+                );
+                Ok::<_, EngineError>(())
+            })
+            .unwrap();
+        drop(writer);
+        service.stop();
+        assert_eq!(
+            accesses_on_disk(&db, id),
+            (u32::try_from(recalls).unwrap(), recalls)
         );
     }
 

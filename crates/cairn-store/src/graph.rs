@@ -535,6 +535,48 @@ impl Reader<'_> {
         )
     }
 
+    /// [`Reader::open_targets`] of many records at once, in one statement (one read
+    /// transaction): for each of `records` with any, its open `relation` edges' targets as
+    /// `open_targets` orders them.
+    pub fn open_targets_of_records(
+        &self,
+        records: &[i64],
+        relation: &str,
+    ) -> Result<std::collections::HashMap<i64, Vec<(Node, i64)>>> {
+        let mut found: std::collections::HashMap<i64, Vec<(Node, i64)>> =
+            std::collections::HashMap::new();
+        for chunk in records.chunks(500) {
+            let marks = (3..chunk.len() + 3)
+                .map(|i| format!("?{i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut values: Vec<rusqlite::types::Value> = vec![
+                NodeKind::Record.as_str().to_string().into(),
+                relation.to_string().into(),
+            ];
+            values.extend(chunk.iter().map(|id| rusqlite::types::Value::Integer(*id)));
+            let rows = self.collect(
+                &format!(
+                    "SELECT src_id, dst_kind, dst_id, id FROM edges WHERE src_kind = ?1 \
+                     AND src_id IN ({marks}) AND relation = ?2 AND invalidate_seq IS NULL \
+                     ORDER BY src_id, dst_kind, dst_id"
+                ),
+                rusqlite::params_from_iter(values),
+                |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        node(row, 1, 2)?,
+                        row.get::<_, i64>(3)?,
+                    ))
+                },
+            )?;
+            for (source, target, edge) in rows {
+                found.entry(source).or_default().push((target, edge));
+            }
+        }
+        Ok(found)
+    }
+
     /// Every interval touching `node` (either end), in key order then oldest first.
     pub fn intervals_touching(&self, node: Node) -> Result<Vec<IntervalRow>> {
         let mut rows = self.collect(

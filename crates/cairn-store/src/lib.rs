@@ -453,6 +453,113 @@ mod tests {
     use super::*;
     use rusqlite::params;
 
+    /// `open_targets_of_records` answers, for each record, what `open_targets` answers.
+    #[test]
+    fn open_targets_of_many_records_are_each_ones_open_targets() {
+        use cairn_core::graph::Node;
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        let mut seed = 11u64;
+        let mut next = |n: i64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as i64 % n
+        };
+        store
+            .write(|tx| {
+                for seq in 1..=600 {
+                    let src = Node::record(1 + next(40));
+                    let dst = match next(3) {
+                        0 => Node::entity(1 + next(20)),
+                        _ => Node::record(1 + next(200)),
+                    };
+                    let relation = ["derived_from", "mentions", "relates"][next(3) as usize];
+                    let key = EdgeKey {
+                        src,
+                        relation: relation.to_string(),
+                        dst,
+                    };
+                    let id = tx.open_interval(&key, "2026-01-01T00:00:00Z", 1.0, seq)?;
+                    if next(4) == 0 {
+                        tx.close_interval(id, "2026-02-01T00:00:00Z", seq + 1_000)?;
+                    }
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        let reader = store.reader();
+        let records: Vec<i64> = (0..45).collect();
+        for relation in ["derived_from", "mentions", "relates", "none"] {
+            let many = reader.open_targets_of_records(&records, relation).unwrap();
+            for &id in &records {
+                let one = reader.open_targets(Node::record(id), relation).unwrap();
+                assert_eq!(
+                    many.get(&id).cloned().unwrap_or_default(),
+                    one,
+                    "record {id}, {relation}"
+                );
+            }
+        }
+    }
+
+    /// `get_many` answers what `get` answers for each id, in the order asked: missing ids left
+    /// out, an id asked twice answered twice, lists past one statement's chunk and of every
+    /// length around the rounded widths.
+    #[test]
+    fn get_many_answers_each_id_as_get_does_in_the_order_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
+        let note = cairn_core::record::MemoryType::Note;
+        let ids: Vec<i64> = store
+            .write(|tx| {
+                (0..1_200)
+                    .map(|i| {
+                        tx.insert_memory(
+                            &crate::testing::memory("p", note, &format!("record {i}"), "active"),
+                            None,
+                        )
+                    })
+                    .collect::<Result<Vec<i64>>>()
+            })
+            .unwrap();
+        let reader = store.reader();
+        let one_by_one = |asked: &[i64]| -> Vec<cairn_core::memory::Memory> {
+            asked
+                .iter()
+                .filter_map(|id| reader.get(*id).unwrap())
+                .collect()
+        };
+        let mut seed = 7u64;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize % n
+        };
+        for length in (0..=20).chain([31, 32, 33, 63, 64, 65, 499, 500, 501, 1_000, 1_300]) {
+            let asked: Vec<i64> = (0..length)
+                .map(|_| match next(10) {
+                    // Missing: past the last id, or never used.
+                    0 => 5_000 + next(100) as i64,
+                    _ => ids[next(ids.len())],
+                })
+                .collect();
+            let many = reader.get_many(&asked).unwrap();
+            let expected = one_by_one(&asked);
+            assert_eq!(
+                many.iter().map(|m| m.id).collect::<Vec<_>>(),
+                expected.iter().map(|m| m.id).collect::<Vec<_>>(),
+                "{length} ids"
+            );
+            assert_eq!(
+                serde_json::to_value(&many).unwrap(),
+                serde_json::to_value(&expected).unwrap()
+            );
+        }
+        assert!(reader.get_many(&[]).unwrap().is_empty());
+    }
+
     /// A write that fails inside `alone` leaves nothing, and the writes before and after it in
     /// the same transaction are committed.
     #[test]

@@ -163,10 +163,8 @@ impl RecallRead for SqliteRecall<'_> {
 
     fn derived_from(&self, ids: &[i64]) -> Result<HashMap<i64, Vec<i64>>> {
         let mut found = HashMap::new();
-        for &id in ids {
-            let turns: Vec<i64> = self
-                .reader
-                .open_targets(cairn_core::graph::Node::record(id), DERIVED_FROM)?
+        for (id, targets) in self.reader.open_targets_of_records(ids, DERIVED_FROM)? {
+            let turns: Vec<i64> = targets
                 .into_iter()
                 .filter(|(node, _)| node.kind == cairn_core::graph::NodeKind::Record)
                 .map(|(node, _)| node.id)

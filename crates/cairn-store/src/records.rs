@@ -148,6 +148,15 @@ fn record_json(memory: &Memory) -> serde_json::Value {
     serde_json::to_value(memory).expect("a record always serializes")
 }
 
+/// Most ids one statement of [`Reader::get_many`] asks for.
+const ID_CHUNK: usize = 500;
+
+/// The length of the id list a statement is prepared for: `count` rounded up to a power of two
+/// (at least 8, at most [`ID_CHUNK`]).
+fn id_list_width(count: usize) -> usize {
+    count.next_power_of_two().clamp(8, ID_CHUNK).max(count)
+}
+
 fn memory_from_row(row: &Row<'_>) -> rusqlite::Result<Memory> {
     let project: String = row.get(1)?;
     let tags: String = row.get(7)?;
@@ -705,20 +714,44 @@ impl Reader<'_> {
     }
 
     pub fn get_many(&self, ids: &[i64]) -> Result<Vec<Memory>> {
-        let mut statement = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?1"
-            ))
-            .map_err(self.map())?;
-        let mut found = Vec::with_capacity(ids.len());
+        // One statement per chunk of ids, so one read transaction: a statement per id began and
+        // ended a read transaction each (the WAL's shared-memory locks are system calls), which
+        // was most of the cost of reading a recall's candidates. The list's length is rounded
+        // up (the last id repeated) so that few distinct statements are prepared.
+        let mut by_id: std::collections::HashMap<i64, Memory> =
+            std::collections::HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(ID_CHUNK) {
+            let width = id_list_width(chunk.len());
+            let marks = (1..=width)
+                .map(|i| format!("?{i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut statement = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})"
+                ))
+                .map_err(self.map())?;
+            let last = chunk[chunk.len() - 1];
+            let values = (0..width).map(|i| chunk.get(i).copied().unwrap_or(last));
+            let rows = statement
+                .query_map(rusqlite::params_from_iter(values), memory_from_row)
+                .map_err(self.map())?;
+            for row in rows {
+                let memory = row.map_err(self.map())?;
+                by_id.insert(memory.id, memory);
+            }
+        }
+        let mut found: Vec<Memory> = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(memory) = statement
-                .query_row([id], memory_from_row)
-                .optional()
-                .map_err(self.map())?
-            {
-                found.push(memory);
+            match by_id.remove(id) {
+                Some(memory) => found.push(memory),
+                // Asked twice: the same record again (missing ones are left out).
+                None => {
+                    if let Some(again) = found.iter().find(|m| m.id == *id).cloned() {
+                        found.push(again);
+                    }
+                }
             }
         }
         Ok(found)

@@ -33,7 +33,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     body_timeout: u64,
     /// Write recall's access records (use counts, last access, `recall` events) once per recall
-    /// before it answers, instead of the default: buffered, written within a second or per 256
+    /// before it answers, instead of the default: buffered, written within a second or per 64
     /// recalls, so a crash loses at most the last second of them and a read sees a recall's
     /// use count up to that late (docs/service.md).
     #[arg(long)]
