@@ -1499,13 +1499,10 @@ mod tests {
         assert_eq!(service.flush_accesses().unwrap(), 0);
     }
 
-    #[test]
-    fn recall_answers_while_another_connection_holds_the_write_lock() {
-        let (dir, service) = buffering_service();
-        let id = remember(&service, "the deploy needs the staging key");
-        let db = dir.path().join("brain.db");
-        let mut writer = Engine::open(
-            &db,
+    /// An engine on a connection of its own in project `alpha`, as another process's.
+    fn other_writer(db: &std::path::Path) -> Engine {
+        Engine::open(
+            db,
             Context {
                 project: "alpha".into(),
                 cwd: PathBuf::new(),
@@ -1514,7 +1511,15 @@ mod tests {
                 now: None,
             },
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn recall_answers_while_another_connection_holds_the_write_lock() {
+        let (dir, service) = buffering_service();
+        let id = remember(&service, "the deploy needs the staging key");
+        let db = dir.path().join("brain.db");
+        let mut writer = other_writer(&db);
         // Inside another connection's write transaction: recall neither waits for the lock
         // nor loses the access.
         writer
@@ -1679,17 +1684,7 @@ mod tests {
         let (dir, service) = buffering_service();
         let id = remember(&service, "the nightly export lands in the archive bucket");
         let db = dir.path().join("brain.db");
-        let mut writer = Engine::open(
-            &db,
-            Context {
-                project: "alpha".into(),
-                cwd: PathBuf::new(),
-                actor: "writer".into(),
-                read_only: false,
-                now: None,
-            },
-        )
-        .unwrap();
+        let mut writer = other_writer(&db);
         let mut lexical = cairn_engine::RecallRequest::new("nightly export archive");
         lexical.mode = Mode::Lexical;
         let recalls = ACCESS_BATCH + 44;

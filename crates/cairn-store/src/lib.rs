@@ -459,13 +459,8 @@ mod tests {
         use cairn_core::graph::Node;
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("brain.db")).unwrap();
-        let mut seed = 11u64;
-        let mut next = |n: i64| {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) as i64 % n
-        };
+        let mut rng = crate::testing::WordRng::new(11, &[]);
+        let mut next = |n: i64| rng.below(n as usize) as i64;
         store
             .write(|tx| {
                 for seq in 1..=600 {
@@ -530,13 +525,8 @@ mod tests {
                 .filter_map(|id| reader.get(*id).unwrap())
                 .collect()
         };
-        let mut seed = 7u64;
-        let mut next = |n: usize| {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) as usize % n
-        };
+        let mut rng = crate::testing::WordRng::new(7, &[]);
+        let mut next = |n: usize| rng.below(n);
         for length in (0..=20).chain([31, 32, 33, 63, 64, 65, 499, 500, 501, 1_000, 1_300]) {
             let asked: Vec<i64> = (0..length)
                 .map(|_| match next(10) {
