@@ -375,34 +375,11 @@ struct Signals {
 impl Drop for Inner {
     /// The last handle is gone: buffered accesses are written before the engines close.
     fn drop(&mut self) {
-        let pending = std::mem::take(
-            self.accesses
-                .0
-                .get_mut()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
-        let writer = self
-            .engine
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if pending.is_empty() && writer.as_ref().is_none_or(|e| e.pending_accesses().0 == 0) {
-            return;
+        let pending = std::mem::take(&mut *lock(&self.accesses.0));
+        let count = pending.len();
+        if let Err(error) = write_pending(&mut lock(&self.engine), self, pending) {
+            eprintln!("cairn: {count} recall access(es) were not written ({error})");
         }
-        if writer.is_none() {
-            match open_engine(&self.options, flusher_context(&self.options)) {
-                Ok(engine) => *writer = Some(engine),
-                Err(error) => {
-                    eprintln!(
-                        "cairn: {} recall access(es) were not written: the brain did not open ({error})",
-                        pending.len()
-                    );
-                    return;
-                }
-            }
-        }
-        let engine = writer.as_mut().expect("opened just above");
-        engine.add_accesses(pending);
-        flush_accesses(engine);
     }
 }
 
@@ -544,20 +521,7 @@ impl Service {
     /// buffered in the writer engine for the next try.
     fn write_accesses(&self) -> Result<usize, EngineError> {
         let pending = std::mem::take(&mut *lock(&self.inner.accesses.0));
-        self.on_writer(|slot, _| {
-            if pending.is_empty() && slot.as_ref().is_none_or(|e| e.pending_accesses().0 == 0) {
-                return Ok(0);
-            }
-            if slot.is_none() {
-                *slot = Some(open_engine(
-                    &self.inner.options,
-                    flusher_context(&self.inner.options),
-                )?);
-            }
-            let engine = slot.as_mut().expect("opened just above");
-            engine.add_accesses(pending);
-            engine.flush_accesses()
-        })
+        self.on_writer(|slot, _| write_pending(slot, &self.inner, pending))
     }
 
     /// Runs `work` on the engine in `request`'s context. Engine errors come back as they are;
@@ -738,17 +702,8 @@ fn run_on<T>(
     operation: &str,
     work: impl FnOnce(&mut Engine) -> Result<T, EngineError>,
 ) -> Result<T, EngineError> {
-    let options = &inner.options;
-    let context = context_for(request, options);
-    if slot.is_none() {
-        let mut engine = open_engine(options, context.clone())?;
-        if options.buffer_accesses && !options.read_only {
-            engine.buffer_accesses();
-        }
-        engine.set_shared_lexical_index(Arc::clone(&inner.lexical));
-        *slot = Some(engine);
-    }
-    let engine = slot.as_mut().expect("opened just above");
+    let context = context_for(request, &inner.options);
+    let engine = opened(slot, inner, &context)?;
     engine.set_context(context);
     engine.set_git_source(request.git.clone());
     if let Some((embedder, defer_writes)) = embedder {
@@ -779,6 +734,39 @@ fn run_on<T>(
             )))
         }
     }
+}
+
+/// The engine in `slot`, opened in `context` first if no call has yet, with the service's
+/// settings (buffered accesses, the shared full-text index) whoever opens it.
+fn opened<'s>(
+    slot: &'s mut Option<Engine>,
+    inner: &Inner,
+    context: &Context,
+) -> Result<&'s mut Engine, EngineError> {
+    if slot.is_none() {
+        let mut engine = open_engine(&inner.options, context.clone())?;
+        if inner.options.buffer_accesses && !inner.options.read_only {
+            engine.buffer_accesses();
+        }
+        engine.set_shared_lexical_index(Arc::clone(&inner.lexical));
+        *slot = Some(engine);
+    }
+    Ok(slot.as_mut().expect("opened just above"))
+}
+
+/// Writes `pending` and whatever the writer engine in `slot` kept from a failed write, on that
+/// engine (opened if no call has yet); answers how many. On failure they stay buffered there.
+fn write_pending(
+    slot: &mut Option<Engine>,
+    inner: &Inner,
+    pending: AccessBuffer,
+) -> Result<usize, EngineError> {
+    if pending.is_empty() && slot.as_ref().is_none_or(|e| e.pending_accesses().0 == 0) {
+        return Ok(0);
+    }
+    let engine = opened(slot, inner, &flusher_context(&inner.options))?;
+    engine.add_accesses(pending);
+    engine.flush_accesses()
 }
 
 /// Moves the accesses `engine` buffered in its call to the service's buffer, and wakes the
@@ -821,17 +809,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Writes `engine`'s buffered accesses; a failure is said on stderr (they stay buffered and
-/// the next flush tries again).
-fn flush_accesses(engine: &mut Engine) {
-    if let Err(error) = engine.flush_accesses() {
-        let (pending, _) = engine.pending_accesses();
-        eprintln!(
-            "cairn: {pending} recall access(es) could not be written yet ({error}); they are tried again"
-        );
-    }
 }
 
 /// Writes the buffered recall accesses ([`Inner::accesses`]) on the writer engine when a batch
