@@ -126,7 +126,7 @@ fn check_fixture(version: u32) {
     let count = |table: &str| brain.sql(&format!("SELECT count(*) FROM {table}"));
     // remember ×2 and supersede (v1), a summary (v2), an episode (v3), a note (v7), an update
     // (v8), a session start (v16).
-    let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7, 7, 7, 7, 7, 7, 8, 8][version as usize - 1];
+    let events = [3, 4, 5, 5, 5, 5, 6, 7, 7, 7, 7, 7, 7, 7, 7, 8, 8, 8][version as usize - 1];
     assert_eq!(count("events"), events.to_string(), "v{version}");
     assert_eq!(count("conflicts"), "1");
     assert_eq!(count("scopes"), "1");
@@ -365,6 +365,11 @@ fn a_schema_v16_brain_opens_and_answers() {
 #[test]
 fn a_schema_v17_brain_opens_and_answers() {
     check_fixture(17);
+}
+
+#[test]
+fn a_schema_v18_brain_opens_and_answers() {
+    check_fixture(18);
 }
 
 #[test]

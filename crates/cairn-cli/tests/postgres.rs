@@ -10,9 +10,9 @@ use pg_support::TestDb;
 use serde_json::Value;
 use std::path::Path;
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/brain-v17.db");
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/brain-v18.db");
 
-/// A copy of the v17 fixture brain: every table has rows.
+/// A copy of the newest fixture brain: every table has rows.
 fn fixture_brain() -> Brain {
     let brain = Brain::new();
     std::fs::copy(FIXTURE, &brain.db).expect("copy the fixture");
@@ -149,7 +149,7 @@ fn a_brain_goes_to_postgres_and_back_with_nothing_lost() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(version, "17");
+    assert_eq!(version, "18");
 
     let back = brain.dir.path().join("back.db");
     let home = ok_json(&migrate(
@@ -296,7 +296,7 @@ fn a_brain_from_a_newer_cairn_is_refused() {
         common::refused(
             &output,
             1,
-            "has schema version 99, newer than this cairn understands (17)",
+            "has schema version 99, newer than this cairn understands (18)",
         );
     }
     assert!(!back.exists() || std::fs::metadata(&back).unwrap().len() == 0);

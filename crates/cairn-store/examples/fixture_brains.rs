@@ -8,9 +8,9 @@
 //! version's shape: every table the version added gets representative rows.
 //!
 //! Existing files are never rewritten (a fixture is a frozen sample of its version; v1 and v2
-//! were written by the binary of their day). To add `brain-v17.db` at the next migration:
-//! append its seed to `SEEDS` (rows for whatever v17 adds or changes, written the way the
-//! v17 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
+//! were written by the binary of their day). To add `brain-v19.db` at the next migration:
+//! append its seed to `SEEDS` (rows for whatever v19 adds or changes, written the way the
+//! v19 code writes them; `|_| Ok(())` when nothing), run `scripts/fixture-brains.sh`, commit
 //! the new file, and add its test in `fixtures.rs`.
 
 use cairn_core::memory::Memory;
@@ -51,11 +51,18 @@ const SEEDS: &[Seed] = &[
     seed_codemap_files,
     seed_event_actor,
     seed_fts_changes,
+    seed_filter_changes,
 ];
 
 /// v17, `MIGRATION_FTS_CHANGES` (the full-text change log): its triggers log the rows v17 writes;
 /// nothing else is new.
 fn seed_fts_changes(_conn: &Connection) -> rusqlite::Result<()> {
+    Ok(())
+}
+
+/// v18, `MIGRATION_FILTER_CHANGES` (the change log also records the filter columns' changes):
+/// a new trigger only; nothing else is new.
+fn seed_filter_changes(_conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 

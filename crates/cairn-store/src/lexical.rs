@@ -11,11 +11,16 @@
 //!   summary 2, tags 2, body 1; whole numbers, so exact), D the row's tokens over all columns,
 //!   avgdl the tokens over the rows, IDF `ln((N − n + 0.5) / (n + 0.5))` floored at 1e-6,
 //!   k1 1.2, b 0.75.
-//! * **The same records**: the filters are the store's own SQL, applied as `lexical_search`
-//!   applies them (the best window first, then further only when the window did not hold
-//!   `limit` records).
+//! * **The same records**: the filters are applied as `lexical_search` applies them (the best
+//!   window first, then further only when the window did not hold `limit` records), from the
+//!   records' filter columns kept beside the index (`facets`: the store's SQL clause by clause,
+//!   byte-compared strings, times in cairn's canonical form) or, for what those cannot tell
+//!   and inside a write transaction, by the store's own SQL. The same kept columns answer
+//!   recall's `filter_ids` and `episode_neighbours` ([`LexicalIndex::filter_ids`],
+//!   [`LexicalIndex::episode_neighbours`]).
 //! * **Never stale**: schema v17 logs which record's full-text row changed (`fts_changes`,
-//!   triggers — so writes of *other processes* too); every search first reads the log's head
+//!   triggers — so writes of *other processes* too), and v18 also a change to its filter
+//!   columns (project, scope, type, status, times, sensitivity, trust zone); every search first reads the log's head
 //!   (one lookup) and re-reads the records changed since, or rebuilds when the log no longer
 //!   reaches back that far. A search inside a write transaction leaves the index as it is and
 //!   ranks the records changed since beside it, read from the transaction (its own
@@ -29,8 +34,13 @@
 //! read-only), ids beyond `u32`. A broad scope filter (the write path's `global`) is ranked
 //! here and filtered window by window like the project filter.
 
-use crate::search::{FIRST_PASS_WINDOW, LexicalHit, LexicalQuery, NARROW_FILTER_MATCHES};
+mod facets;
+
+use crate::search::{
+    EpisodeNeighbours, FIRST_PASS_WINDOW, LexicalHit, LexicalQuery, NARROW_FILTER_MATCHES,
+};
 use crate::{Reader, Result, StoreError};
+use facets::{FACET_COLUMNS, FacetText};
 pub(crate) use fts5::Tokenizer;
 use rusqlite::OptionalExtension;
 use std::collections::HashMap;
@@ -101,6 +111,9 @@ struct State {
     /// Rows and tokens in the index (FTS5's N and the total behind avgdl).
     rows: u64,
     tokens: u64,
+    /// The indexed records' filter columns and conversations (`facets`), when the brain's
+    /// change log records their changes (schema v18); `None`: SQL answers the filters.
+    facets: Option<facets::Kept>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +133,16 @@ enum CatchUp {
 
 /// Highest record id kept (the length table is indexed by id): past it, FTS5 answers.
 const MAX_ID: i64 = 1 << 27;
+
+/// The schema version from which the change log records changes to the filter columns too
+/// (`MIGRATION_FILTER_CHANGES`): the index keeps the records' facets from then on.
+const FACETS_LOGGED_SINCE: i64 = 18;
+
+/// A search's ranking, filtered from the kept facets or left for the store's SQL filters.
+enum Ranked {
+    Filtered(Vec<LexicalHit>),
+    Unfiltered(Vec<(f64, u32)>),
+}
 
 impl LexicalIndex {
     /// An empty index; it is built from the brain on the first search.
@@ -185,13 +208,110 @@ impl LexicalIndex {
         let Some(tokens) = self.query_tokens(query.match_expression) else {
             return Ok(None);
         };
+        let limit = query.limit.max(1);
+        let window = FIRST_PASS_WINDOW.max(limit.saturating_mul(4));
         let Some(ranked) = self.as_seen(reader, catch_up, |state, overlay| {
-            state.rank(&tokens, overlay)
+            let mut ranked = state.rank(&tokens, overlay);
+            // Inside a write transaction the records changed since are the transaction's to
+            // tell: SQL filters them all.
+            let kept = state.facets.as_ref().filter(|_| overlay.is_none());
+            if let Some(kept) = kept
+                && let Some(filter) = kept.compile(query)
+                && let Some(hits) =
+                    kept.filter_ranked(&mut ranked, &filter, limit, window, stronger)
+            {
+                return Ranked::Filtered(hits);
+            }
+            Ranked::Unfiltered(ranked)
         })?
         else {
             return Ok(None);
         };
-        filter_ranked(reader, query, ranked).map(Some)
+        match ranked {
+            Ranked::Filtered(hits) => Ok(Some(hits)),
+            Ranked::Unfiltered(ranked) => filter_ranked(reader, query, ranked).map(Some),
+        }
+    }
+
+    /// [`Reader::filter_ids`] from the kept facets, brought up to date first; the ids they do
+    /// not tell (not indexed, a time in another form, a brain before schema v18) are asked of
+    /// SQL through `reader`.
+    pub fn filter_ids(
+        &self,
+        reader: &Reader<'_>,
+        ids: &[i64],
+        query: &LexicalQuery<'_>,
+    ) -> Result<Vec<i64>> {
+        // Each id once, as SQL's `IN` takes them.
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let told = self.with_current(reader, |state| {
+            let kept = state.facets.as_ref()?;
+            let filter = kept.compile(query)?;
+            let mut allowed = Vec::with_capacity(ids.len());
+            let mut ask = Vec::new();
+            for &id in &ids {
+                let known = u32::try_from(id)
+                    .ok()
+                    .and_then(|key| kept.passes(key, &filter));
+                match known {
+                    Some(true) => allowed.push(id),
+                    Some(false) => {}
+                    None => ask.push(id),
+                }
+            }
+            Some((allowed, ask))
+        })?;
+        match told.flatten() {
+            Some((mut allowed, ask)) => {
+                if !ask.is_empty() {
+                    allowed.extend(reader.filter_ids(&ask, query)?);
+                }
+                Ok(allowed)
+            }
+            None => reader.filter_ids(&ids, query),
+        }
+    }
+
+    /// [`Reader::episode_neighbours`] from the kept conversations, brought up to date first;
+    /// what they do not tell is asked of SQL through `reader`. By id, as SQL answers up to 500
+    /// ids (it walks an `IN` list in order).
+    pub fn episode_neighbours(
+        &self,
+        reader: &Reader<'_>,
+        ids: &[i64],
+        window_secs: i64,
+    ) -> Result<Vec<EpisodeNeighbours>> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let told = self.with_current(reader, |state| {
+            let kept = state.facets.as_ref()?;
+            let mut found = Vec::with_capacity(ids.len());
+            let mut ask = Vec::new();
+            for &id in &ids {
+                let known = u32::try_from(id)
+                    .ok()
+                    .and_then(|key| kept.neighbours(key, window_secs));
+                match known {
+                    Some(Some(neighbours)) => found.push(neighbours),
+                    Some(None) => {}
+                    None => ask.push(id),
+                }
+            }
+            Some((found, ask))
+        })?;
+        match told.flatten() {
+            Some((mut found, ask)) => {
+                if !ask.is_empty() {
+                    found.extend(reader.episode_neighbours(&ask, window_secs)?);
+                }
+                found.sort_unstable_by_key(|(id, _, _)| *id);
+                Ok(found)
+            }
+            None => reader.episode_neighbours(&ids, window_secs),
+        }
     }
 
     /// What [`Reader::term_frequency`] answers for `term_expression` (one quoted term), from
@@ -498,19 +618,29 @@ fn catch_up_inside(
     }
     // Behind the log's reach (or the log was started again): rebuild.
     if !state.built || last < state.seq || first > state.seq + 1 {
+        let version: i64 = reader
+            .conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(map)?;
         *state = State {
             seq: last,
+            facets: (version >= FACETS_LOGGED_SINCE).then(facets::Kept::default),
             ..State::default()
         };
+        // The rows of `memories_fts_source` (the index's content), with their facets.
         let mut statement = reader
             .conn
-            .prepare("SELECT id, title, summary, tags, body FROM memories_fts_source ORDER BY id")
+            .prepare(&format!(
+                "SELECT id, title, summary, tags, body, {FACET_COLUMNS} FROM memories \
+                 WHERE merged_into IS NULL ORDER BY id"
+            ))
             .map_err(map)?;
         let mut rows = statement.query([]).map_err(map)?;
         while let Some(row) = rows.next().map_err(map)? {
             let id: i64 = row.get(0).map_err(map)?;
             let columns = read_columns(row, 1).map_err(map)?;
-            if !state.add(id, &columns, tokenizer)? {
+            let facets = FacetText::read(row, 5).map_err(map)?;
+            if !state.add(id, &columns, &facets, tokenizer)? {
                 state.unusable = true;
                 return Ok(());
             }
@@ -534,18 +664,23 @@ fn catch_up_inside(
     changed.dedup();
     let mut statement = reader
         .conn
-        .prepare_cached("SELECT title, summary, tags, body FROM memories_fts_source WHERE id = ?1")
+        .prepare_cached(&format!(
+            "SELECT title, summary, tags, body, {FACET_COLUMNS} FROM memories \
+             WHERE id = ?1 AND merged_into IS NULL"
+        ))
         .map_err(map)?;
     for id in changed {
         if let Ok(key) = u32::try_from(id) {
             state.remove(key);
         }
-        let columns = statement
-            .query_row([id], |row| read_columns(row, 0))
+        let row = statement
+            .query_row([id], |row| {
+                Ok((read_columns(row, 0)?, FacetText::read(row, 4)?))
+            })
             .optional()
             .map_err(map)?;
-        if let Some(columns) = columns
-            && !state.add(id, &columns, tokenizer)?
+        if let Some((columns, facets)) = row
+            && !state.add(id, &columns, &facets, tokenizer)?
         {
             state.unusable = true;
             return Ok(());
@@ -662,6 +797,7 @@ impl State {
         &mut self,
         id: i64,
         columns: &[Option<String>; 4],
+        facets: &FacetText,
         tokenizer: &mut Tokenizer,
     ) -> Result<bool> {
         if !(0..MAX_ID).contains(&id) {
@@ -720,6 +856,9 @@ impl State {
         }
         self.lengths[key as usize] = length;
         self.docs.insert(key, held.into_boxed_slice());
+        if let Some(kept) = &mut self.facets {
+            kept.add(key, facets);
+        }
         self.rows += 1;
         self.tokens += u64::from(length);
         Ok(true)
@@ -737,6 +876,9 @@ impl State {
         self.lengths.shrink_to_fit();
         self.terms.shrink_to_fit();
         self.docs.shrink_to_fit();
+        if let Some(kept) = &mut self.facets {
+            kept.shrink();
+        }
     }
 
     /// Takes record `id` out of the index (nothing when it is not in).
@@ -744,6 +886,9 @@ impl State {
         let Some(held) = self.docs.remove(&id) else {
             return;
         };
+        if let Some(kept) = &mut self.facets {
+            kept.remove(id);
+        }
         for term in held.iter() {
             let list = &mut self.postings[*term as usize];
             if let Ok(at) = list.binary_search_by_key(&id, |p| p.id) {
@@ -1178,7 +1323,7 @@ mod tests {
     use crate::Store;
     use crate::testing::memory;
     use cairn_core::query::fts_match_expression;
-    use cairn_core::record::MemoryType;
+    use cairn_core::record::{MemoryType, TrustZone};
 
     /// Words with stemming cases, case, diacritics, other scripts, punctuation and numbers.
     const WORDS: &[&str] = &[
@@ -1264,6 +1409,55 @@ mod tests {
             .unwrap();
     }
 
+    /// A canonical time in the first days of 2026 (seconds apart, so conversations interleave).
+    fn random_time(rng: &mut Rng) -> String {
+        format!(
+            "2026-01-0{}T{:02}:{:02}:{:02}Z",
+            1 + rng.below(3),
+            rng.below(24),
+            rng.below(60),
+            rng.below(60)
+        )
+    }
+
+    /// Spreads the records over what the filters and conversations read — types (a third
+    /// episodes), creation times, retirement times, sensitivities and trust zones — through
+    /// another connection. With `odd`, one record in 30 (never an episode) gets a creation time
+    /// in a form other than cairn's, which only SQL may compare.
+    fn vary_facets(path: &std::path::Path, rng: &mut Rng, odd: bool) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let ids: Vec<i64> = conn
+            .prepare("SELECT id FROM memories ORDER BY id")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for id in ids {
+            let kind = ["episode", "note", "decision"][rng.below(3)];
+            let created = if odd && kind != "episode" && rng.below(30) == 0 {
+                "2026-01-02 12:00:00".to_string()
+            } else {
+                random_time(rng)
+            };
+            let retired = (rng.below(2) == 0).then(|| random_time(rng));
+            conn.execute(
+                "UPDATE memories SET type = ?2, created_at = ?3, \
+                 retired_at = CASE WHEN status = 'active' THEN NULL ELSE ?4 END, \
+                 sensitivity = ?5, trust_zone = ?6 WHERE id = ?1",
+                rusqlite::params![
+                    id,
+                    kind,
+                    created,
+                    retired,
+                    rng.pick(&["normal", "normal", "do_not_export", "public_safe"]),
+                    rng.pick(&["private_self", "trusted_collaborator", "outside_contact"]),
+                ],
+            )
+            .unwrap();
+        }
+    }
+
     /// Changes of every kind that touch the full-text rows, by another connection (as another
     /// process would make them).
     fn mutate_elsewhere(path: &std::path::Path, rng: &mut Rng) {
@@ -1281,7 +1475,7 @@ mod tests {
             .unwrap();
         for _ in 0..count {
             let id = ids[rng.below(ids.len())];
-            match rng.below(7) {
+            match rng.below(8) {
                 0 => other
                     .execute("UPDATE memories SET body = ?2 WHERE id = ?1", rusqlite::params![id, rng.text(30)])
                     .unwrap(),
@@ -1306,6 +1500,23 @@ mod tests {
                 5 => other
                     .execute("UPDATE memories SET merged_into = NULL WHERE id = ?1", [id])
                     .unwrap(),
+                // What the filters and conversations read (schema v18 logs these).
+                6 => {
+                    let (column, value) = match rng.below(6) {
+                        0 => ("project", rng.pick(&["p", "q", ""]).to_string()),
+                        1 => ("scope", rng.pick(&SCOPES).to_string()),
+                        2 => ("type", rng.pick(&["episode", "note"]).to_string()),
+                        3 => ("created_at", random_time(rng)),
+                        4 => ("retired_at", random_time(rng)),
+                        _ => ("sensitivity", rng.pick(&["normal", "public_safe"]).to_string()),
+                    };
+                    other
+                        .execute(
+                            &format!("UPDATE memories SET {column} = ?2 WHERE id = ?1"),
+                            rusqlite::params![id, value],
+                        )
+                        .unwrap()
+                }
                 // A supersede or archive: no full-text change, only what the filters see.
                 _ => other
                     .execute(
@@ -1369,15 +1580,28 @@ mod tests {
                 _ => Vec::new(),
             };
             let types = [MemoryType::Decision];
+            let (as_of, since, until) = (random_time(rng), random_time(rng), random_time(rng));
+            let zones = [
+                TrustZone::PrivateSelf,
+                TrustZone::TrustedCollaborator,
+                TrustZone::OutsideContact,
+                TrustZone::PaidPublic,
+            ];
             let query = LexicalQuery {
                 match_expression: &expression,
                 projects: &projects,
                 scopes: (!scopes.is_empty()).then_some(&scopes[..]),
                 types: (rng.below(5) == 0).then_some(&types[..]),
                 include_archived: rng.below(2) == 0,
+                as_of: (rng.below(4) == 0).then_some(as_of.as_str()),
+                since: (rng.below(5) == 0).then_some(since.as_str()),
+                until: (rng.below(5) == 0).then_some(until.as_str()),
+                visible_to: (rng.below(3) == 0).then(|| zones[rng.below(zones.len())]),
                 limit,
-                ..LexicalQuery::default()
             };
+            if catch_up == CatchUp::Yes {
+                assert_same_facets(reader, index, rng, &query);
+            }
             // The reference: every match filtered, no window, no decision about the filter.
             let (want, _) = reader.lexical_pass(&query, None).unwrap();
             // FTS5 by either road (a small bound makes `global` broad on this small brain).
@@ -1432,6 +1656,143 @@ mod tests {
         roads
     }
 
+    /// `filter_ids` and `episode_neighbours` answer as the store's SQL does, for ids of every
+    /// kind (indexed, merged away, forgotten, never written).
+    fn assert_same_facets(
+        reader: &Reader<'_>,
+        index: &LexicalIndex,
+        rng: &mut Rng,
+        query: &LexicalQuery<'_>,
+    ) {
+        let top: i64 = reader
+            .conn
+            .query_row("SELECT coalesce(max(id), 0) + 3 FROM memories", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        let ids: Vec<i64> = (0..1 + rng.below(80))
+            .map(|_| rng.below(top as usize) as i64)
+            .collect();
+        let sorted = |mut ids: Vec<i64>| {
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!(
+            sorted(index.filter_ids(reader, &ids, query).unwrap()),
+            sorted(reader.filter_ids(&ids, query).unwrap()),
+            "filter_ids {ids:?}"
+        );
+        let mut unique = ids.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        for window in [0, 600, 7_200, 86_400 * 3] {
+            let mut want = reader.episode_neighbours(&unique, window).unwrap();
+            want.sort_unstable();
+            assert_eq!(
+                index.episode_neighbours(reader, &unique, window).unwrap(),
+                want,
+                "neighbours of {unique:?} within {window} s"
+            );
+        }
+    }
+
+    /// How many of `ids` the kept facets tell without SQL: (filters, neighbours).
+    fn told_in_memory(
+        index: &LexicalIndex,
+        reader: &Reader<'_>,
+        ids: &[i64],
+        query: &LexicalQuery<'_>,
+    ) -> (usize, usize) {
+        index
+            .with_current(reader, |state| {
+                let kept = state.facets.as_ref().expect("facets kept");
+                let filter = kept.compile(query).expect("canonical bounds");
+                let filters = ids
+                    .iter()
+                    .filter(|&&id| kept.passes(id as u32, &filter).is_some())
+                    .count();
+                let neighbours = ids
+                    .iter()
+                    .filter(|&&id| kept.neighbours(id as u32, 600).is_some())
+                    .count();
+                (filters, neighbours)
+            })
+            .unwrap()
+            .unwrap()
+    }
+
+    /// The filters and the conversations are told from memory for every indexed record in
+    /// cairn's form — through another connection's edits of each filter column — and a record
+    /// whose time is in another form is left to SQL (an episode of that form sends every
+    /// neighbour question to SQL).
+    #[test]
+    fn filters_and_neighbours_are_told_from_memory_and_odd_times_from_sql() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("brain.db");
+        let mut store = Store::open(&path).unwrap();
+        let mut rng = seeded(41);
+        insert_random(&mut store, &mut rng, 300);
+        vary_facets(&path, &mut rng, false);
+        let index = LexicalIndex::new();
+        let reader = store.reader();
+        let ids: Vec<i64> = reader
+            .conn
+            .prepare("SELECT id FROM memories WHERE merged_into IS NULL")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let projects = [Some("p".to_string()), None];
+        let query = LexicalQuery {
+            projects: &projects,
+            as_of: Some("2026-01-02T12:00:00Z"),
+            visible_to: Some(TrustZone::OutsideContact),
+            ..LexicalQuery::default()
+        };
+        assert_eq!(
+            told_in_memory(&index, &reader, &ids, &query),
+            (ids.len(), ids.len())
+        );
+        mutate_elsewhere(&path, &mut rng);
+        let ids: Vec<i64> = reader
+            .conn
+            .prepare("SELECT id FROM memories WHERE merged_into IS NULL")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            told_in_memory(&index, &reader, &ids, &query),
+            (ids.len(), ids.len())
+        );
+        assert_same_facets(&reader, &index, &mut rng, &query);
+        // One episode created in another form: its own filters, and every neighbour, go to SQL.
+        let odd = ids[0];
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE memories SET type = 'episode', created_at = '2026-01-02 08:00:00', \
+                 project = 'p', status = 'active' WHERE id = ?1",
+                [odd],
+            )
+            .unwrap();
+        // Every other clause passes it, so only its time could tell.
+        let everyone = [Some("p".to_string()), Some("q".to_string()), None];
+        let by_time = LexicalQuery {
+            projects: &everyone,
+            as_of: Some("2026-01-02T12:00:00Z"),
+            ..LexicalQuery::default()
+        };
+        let (filters, neighbours) = told_in_memory(&index, &reader, &ids, &by_time);
+        assert_eq!((filters, neighbours), (ids.len() - 1, 0));
+        for _ in 0..20 {
+            assert_same_facets(&reader, &index, &mut rng, &query);
+            assert_same_facets(&reader, &index, &mut rng, &by_time);
+        }
+    }
+
     #[test]
     fn the_index_answers_as_fts5_through_writes_of_every_kind() {
         let add = |a: [usize; 2], b: [usize; 2]| [a[0] + b[0], a[1] + b[1]];
@@ -1443,6 +1804,7 @@ mod tests {
             let mut rng = seeded(seed);
             let index = LexicalIndex::new();
             insert_random(&mut store, &mut rng, 450);
+            vary_facets(&path, &mut rng, seed == 2);
             roads = add(roads, assert_same(&store, &index, &mut rng, 60));
             for _ in 0..4 {
                 mutate_elsewhere(&path, &mut rng);

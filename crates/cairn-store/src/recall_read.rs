@@ -154,11 +154,17 @@ impl RecallRead for SqliteRecall<'_> {
     }
 
     fn filter_ids(&self, ids: &[i64], filter: &LexicalQuery<'_>) -> Result<Vec<i64>> {
-        self.reader.filter_ids(ids, filter)
+        match self.index {
+            Some(index) => index.filter_ids(&self.reader, ids, filter),
+            None => self.reader.filter_ids(ids, filter),
+        }
     }
 
     fn episode_neighbours(&self, ids: &[i64], window_secs: i64) -> Result<Vec<EpisodeNeighbours>> {
-        self.reader.episode_neighbours(ids, window_secs)
+        match self.index {
+            Some(index) => index.episode_neighbours(&self.reader, ids, window_secs),
+            None => self.reader.episode_neighbours(ids, window_secs),
+        }
     }
 
     fn derived_from(&self, ids: &[i64]) -> Result<HashMap<i64, Vec<i64>>> {

@@ -5,7 +5,7 @@
 //! version. A file whose version is newer than `SCHEMA_VERSION` is refused untouched.
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 17;
+pub const SCHEMA_VERSION: i64 = 18;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -26,6 +26,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_CODEMAP_FILES,
     MIGRATION_EVENT_ACTOR,
     MIGRATION_FTS_CHANGES,
+    MIGRATION_FILTER_CHANGES,
 ];
 
 const MIGRATION_1: &str = r#"
@@ -652,6 +653,28 @@ CREATE TRIGGER fts_changes_delete AFTER DELETE ON memories WHEN old.merged_into 
 END;
 CREATE TRIGGER fts_changes_trim AFTER INSERT ON fts_changes BEGIN
     DELETE FROM fts_changes WHERE seq <= new.seq - 10000;
+END;
+"#;
+
+/// v18 (issue 14, `cairn serve` throughput): `fts_changes` also logs a change to the columns
+/// recall filters on and orders conversations by — project, scope, type, status, created_at,
+/// retired_at, sensitivity, trust_zone — of an indexed record, so the in-memory index can keep
+/// them too and answer a search's filters and an episode's conversation neighbours without
+/// reading `memories` (`LexicalIndex`). Such changes are rare (a supersession, a forget, an
+/// edit), and each costs one log entry. Self-contained: it only replaces a trigger.
+const MIGRATION_FILTER_CHANGES: &str = r#"
+DROP TRIGGER fts_changes_update;
+CREATE TRIGGER fts_changes_update AFTER UPDATE OF title, summary, tags, body, merged_into,
+    project, scope, type, status, created_at, retired_at, sensitivity, trust_zone ON memories
+WHEN (old.merged_into IS NULL) <> (new.merged_into IS NULL)
+    OR (new.merged_into IS NULL AND (old.title IS NOT new.title OR old.summary IS NOT new.summary
+        OR old.tags IS NOT new.tags OR old.body IS NOT new.body
+        OR old.project IS NOT new.project OR old.scope IS NOT new.scope
+        OR old.type IS NOT new.type OR old.status IS NOT new.status
+        OR old.created_at IS NOT new.created_at OR old.retired_at IS NOT new.retired_at
+        OR old.sensitivity IS NOT new.sensitivity OR old.trust_zone IS NOT new.trust_zone))
+BEGIN
+    INSERT INTO fts_changes (memory_id) VALUES (new.id);
 END;
 "#;
 
