@@ -596,7 +596,7 @@ impl Engine {
                 continue;
             };
             let (shown, superseded_from) = if request.all {
-                (matched.clone(), None)
+                (matched, None)
             } else {
                 match current_head(matched, &successors, as_of_text.as_deref()) {
                     Some(head) if head.id != matched.id => (head, Some(matched.id)),
@@ -642,8 +642,9 @@ impl Engine {
                 id: shown.id,
                 external_id: shown.external_id.clone(),
                 memory_type: shown.memory_type,
-                title: shown.title.clone(),
-                body: shown.body.clone(),
+                // Filled in for the results that make the cut (below): most candidates do not.
+                title: None,
+                body: String::new(),
                 scope: shown.scope.clone(),
                 project: shown.project.clone(),
                 status: shown.status,
@@ -693,6 +694,15 @@ impl Engine {
             self.diversify(&mut results, config.diversity, limit.min(DIVERSE_PLACES));
         }
         results.truncate(limit);
+        for result in &mut results {
+            if let Some(shown) = memories
+                .get(&result.id)
+                .or_else(|| successors.get(&result.id))
+            {
+                result.title = shown.title.clone();
+                result.body = shown.body.clone();
+            }
+        }
         let top = results.first().map(|r| r.score).unwrap_or(1.0);
         let mut freshness_cache: HashMap<(String, git::StampedIn), Option<String>> = HashMap::new();
         // A fact answers with the turns it came from (docs/retrieval.md, issue 18: on
@@ -1286,11 +1296,11 @@ impl Engine {
 /// The record a match answers as: itself when current, else its newest successor (from
 /// `successors`, every record its chain leads to) that existed at `as_of`. `None` when the
 /// match should not be shown (archived head).
-fn current_head(
-    matched: &Memory,
-    successors: &HashMap<i64, Memory>,
+fn current_head<'a>(
+    matched: &'a Memory,
+    successors: &'a HashMap<i64, Memory>,
     as_of: Option<&str>,
-) -> Option<Memory> {
+) -> Option<&'a Memory> {
     let mut current = matched;
     let mut seen = std::collections::BTreeSet::new();
     while seen.insert(current.id) {
@@ -1300,16 +1310,16 @@ fn current_head(
             (None, _) => current.status != Status::Active,
         };
         if !retired_by_then {
-            return Some(current.clone());
+            return Some(current);
         }
         // Archived with no successor (or one gone): not shown by default.
         let successor = successors.get(&current.superseded_by?)?;
         if as_of.is_some_and(|as_of| successor.created_at.as_str() > as_of) {
-            return Some(current.clone());
+            return Some(current);
         }
         current = successor;
     }
-    Some(current.clone())
+    Some(current)
 }
 
 /// Most accesses kept in the buffer while they cannot be written (the brain locked or read-only

@@ -43,10 +43,18 @@ fn parse_column<T: std::str::FromStr>(row: &Row<'_>, index: usize) -> rusqlite::
 where
     T::Err: std::error::Error + Send + Sync + 'static,
 {
-    let text: String = row.get(index)?;
-    text.parse::<T>().map_err(|e| {
+    let failed = |e: T::Err| {
         rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
-    })
+    };
+    // Parsed where SQLite holds it (recall reads a record's six such columns for each of
+    // its ~150 candidates); anything but UTF-8 text fails as `row.get` fails.
+    if let rusqlite::types::ValueRef::Text(bytes) = row.get_ref(index)?
+        && let Ok(text) = std::str::from_utf8(bytes)
+    {
+        return text.parse::<T>().map_err(failed);
+    }
+    let text: String = row.get(index)?;
+    text.parse::<T>().map_err(failed)
 }
 
 /// `packed` bits: which of the event's own columns were left out of its stored detail.

@@ -95,9 +95,10 @@ const NOT_HELD: Facets = Facets {
 };
 
 /// The facets of every indexed record, and the episodes of each conversation in order.
-#[derive(Default)]
 pub(super) struct Kept {
     words: HashMap<Box<str>, Word>,
+    /// The word of [`EPISODE`] ([`UNSEEN`] until a record has that type).
+    episode: Word,
     /// Per record id (the index's key).
     facets: Vec<Facets>,
     /// Per (project, scope): its episodes by (creation time, id).
@@ -105,6 +106,21 @@ pub(super) struct Kept {
     /// Episodes whose creation time is not in the canonical form: while there are any, their
     /// conversations' order is not known here and neighbours are left to SQL.
     odd_episodes: usize,
+}
+
+/// The type whose records make conversations.
+const EPISODE: &str = "episode";
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept {
+            words: HashMap::new(),
+            episode: UNSEEN,
+            facets: Vec::new(),
+            conversations: HashMap::new(),
+            odd_episodes: 0,
+        }
+    }
 }
 
 impl std::fmt::Debug for Kept {
@@ -142,6 +158,9 @@ impl Kept {
         }
         let word = self.words.len() as Word;
         self.words.insert(text.into(), word);
+        if text == EPISODE {
+            self.episode = word;
+        }
         word
     }
 
@@ -150,7 +169,7 @@ impl Kept {
     }
 
     fn episode(&self) -> Word {
-        self.seen("episode")
+        self.episode
     }
 
     /// Keeps the facets of record `key` (not kept yet).
@@ -426,22 +445,25 @@ fn time(at: Option<&str>) -> Time {
 /// `strftime('%Y-%m-%dT%H:%M:%SZ', created, '∓N seconds')` gives them, kept as times; `None`
 /// when the time is not a valid date here or a bound leaves the years 0000–9999.
 fn shifted(created: Time, window_secs: i64) -> Option<(Time, Time)> {
+    use chrono::{Datelike, Timelike};
     if created >= OTHER_FORM {
         return None;
     }
-    let text = format!("{created:014}");
-    let at = chrono::NaiveDateTime::parse_from_str(&text, "%Y%m%d%H%M%S").ok()?;
+    let part = |from: u32, digits: u32| (created / 10u64.pow(from) % 10u64.pow(digits)) as u32;
+    let at = chrono::NaiveDate::from_ymd_opt(part(10, 4) as i32, part(8, 2), part(6, 2))?
+        .and_hms_opt(part(4, 2), part(2, 2), part(0, 2))?;
     let window = chrono::TimeDelta::try_seconds(window_secs)?;
-    let form = |at: chrono::NaiveDateTime| -> Option<Time> {
-        use chrono::Datelike;
-        if !(0..=9999).contains(&at.year()) {
-            return None;
-        }
-        Some(time(Some(&at.format("%Y-%m-%dT%H:%M:%SZ").to_string())))
+    let kept = |at: chrono::NaiveDateTime| -> Option<Time> {
+        let year = u64::try_from(at.year()).ok().filter(|year| *year <= 9999)?;
+        Some(
+            [at.month(), at.day(), at.hour(), at.minute(), at.second()]
+                .into_iter()
+                .fold(year, |digits, field| digits * 100 + u64::from(field)),
+        )
     };
     Some((
-        form(at.checked_sub_signed(window)?)?,
-        form(at.checked_add_signed(window)?)?,
+        kept(at.checked_sub_signed(window)?)?,
+        kept(at.checked_add_signed(window)?)?,
     ))
 }
 
