@@ -138,6 +138,9 @@ const MAX_ID: i64 = 1 << 27;
 /// (`MIGRATION_FILTER_CHANGES`): the index keeps the records' facets from then on.
 const FACETS_LOGGED_SINCE: i64 = 18;
 
+/// What tells one record's answer from the kept facets (see `LexicalIndex::told_or_asked`).
+type Teller<'k, T> = Box<dyn Fn(u32) -> Option<Option<T>> + 'k>;
+
 /// A search's ranking, filtered from the kept facets or left for the store's SQL filters.
 enum Ranked {
     Filtered(Vec<LexicalHit>),
@@ -242,36 +245,18 @@ impl LexicalIndex {
         ids: &[i64],
         query: &LexicalQuery<'_>,
     ) -> Result<Vec<i64>> {
-        // Each id once, as SQL's `IN` takes them.
-        let mut ids = ids.to_vec();
-        ids.sort_unstable();
-        ids.dedup();
-        let told = self.with_current(reader, |state| {
-            let kept = state.facets.as_ref()?;
-            let filter = kept.compile(query)?;
-            let mut allowed = Vec::with_capacity(ids.len());
-            let mut ask = Vec::new();
-            for &id in &ids {
-                let known = u32::try_from(id)
-                    .ok()
-                    .and_then(|key| kept.passes(key, &filter));
-                match known {
-                    Some(true) => allowed.push(id),
-                    Some(false) => {}
-                    None => ask.push(id),
-                }
-            }
-            Some((allowed, ask))
-        })?;
-        match told.flatten() {
-            Some((mut allowed, ask)) => {
-                if !ask.is_empty() {
-                    allowed.extend(reader.filter_ids(&ask, query)?);
-                }
-                Ok(allowed)
-            }
-            None => reader.filter_ids(&ids, query),
-        }
+        self.told_or_asked(
+            reader,
+            ids,
+            |kept| {
+                let filter = kept.compile(query)?;
+                Some(Box::new(move |key| {
+                    kept.passes(key, &filter)
+                        .map(|passes| passes.then_some(i64::from(key)))
+                }))
+            },
+            |ids| reader.filter_ids(ids, query),
+        )
     }
 
     /// [`Reader::episode_neighbours`] from the kept conversations, brought up to date first;
@@ -283,34 +268,52 @@ impl LexicalIndex {
         ids: &[i64],
         window_secs: i64,
     ) -> Result<Vec<EpisodeNeighbours>> {
+        let mut found = self.told_or_asked(
+            reader,
+            ids,
+            |kept| Some(Box::new(move |key| kept.neighbours(key, window_secs))),
+            |ids| reader.episode_neighbours(ids, window_secs),
+        )?;
+        found.sort_unstable_by_key(|(id, _, _)| *id);
+        Ok(found)
+    }
+
+    /// Answers about each of `ids` (each once, as SQL's `IN` takes them) from the kept facets,
+    /// brought up to date first: `teller` gives, for the facets, what tells one record
+    /// (`Some(Some(answer))`, `Some(None)`: nothing to answer, `None`: not told here) — or
+    /// `None` when they tell nothing of this question. What is not told is asked with `ask` in
+    /// one call; everything is when no facets are kept.
+    fn told_or_asked<T>(
+        &self,
+        reader: &Reader<'_>,
+        ids: &[i64],
+        teller: impl FnOnce(&facets::Kept) -> Option<Teller<'_, T>>,
+        ask: impl FnOnce(&[i64]) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
         let told = self.with_current(reader, |state| {
-            let kept = state.facets.as_ref()?;
-            let mut found = Vec::with_capacity(ids.len());
-            let mut ask = Vec::new();
+            let tell = teller(state.facets.as_ref()?)?;
+            let mut answers = Vec::with_capacity(ids.len());
+            let mut asked = Vec::new();
             for &id in &ids {
-                let known = u32::try_from(id)
-                    .ok()
-                    .and_then(|key| kept.neighbours(key, window_secs));
-                match known {
-                    Some(Some(neighbours)) => found.push(neighbours),
+                match u32::try_from(id).ok().and_then(&tell) {
+                    Some(Some(answer)) => answers.push(answer),
                     Some(None) => {}
-                    None => ask.push(id),
+                    None => asked.push(id),
                 }
             }
-            Some((found, ask))
+            Some((answers, asked))
         })?;
         match told.flatten() {
-            Some((mut found, ask)) => {
-                if !ask.is_empty() {
-                    found.extend(reader.episode_neighbours(&ask, window_secs)?);
+            Some((mut answers, asked)) => {
+                if !asked.is_empty() {
+                    answers.extend(ask(&asked)?);
                 }
-                found.sort_unstable_by_key(|(id, _, _)| *id);
-                Ok(found)
+                Ok(answers)
             }
-            None => reader.episode_neighbours(&ids, window_secs),
+            None => ask(&ids),
         }
     }
 
