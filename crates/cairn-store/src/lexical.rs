@@ -1412,6 +1412,18 @@ mod tests {
             .unwrap();
     }
 
+    /// The ids of the records that satisfy `condition` (SQL over `memories`), lowest first.
+    fn ids_where(conn: &rusqlite::Connection, condition: &str) -> Vec<i64> {
+        conn.prepare(&format!(
+            "SELECT id FROM memories WHERE {condition} ORDER BY id"
+        ))
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    }
+
     /// A canonical time in the first days of 2026 (seconds apart, so conversations interleave).
     fn random_time(rng: &mut Rng) -> String {
         format!(
@@ -1429,13 +1441,7 @@ mod tests {
     /// in a form other than cairn's, which only SQL may compare.
     fn vary_facets(path: &std::path::Path, rng: &mut Rng, odd: bool) {
         let conn = rusqlite::Connection::open(path).unwrap();
-        let ids: Vec<i64> = conn
-            .prepare("SELECT id FROM memories ORDER BY id")
-            .unwrap()
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let ids = ids_where(&conn, "1");
         for id in ids {
             let kind = ["episode", "note", "decision"][rng.below(3)];
             let created = if odd && kind != "episode" && rng.below(30) == 0 {
@@ -1469,13 +1475,7 @@ mod tests {
 
     /// `count` changes of every kind that touch the full-text rows, through `other`.
     fn mutate(other: &rusqlite::Connection, rng: &mut Rng, count: usize) {
-        let ids: Vec<i64> = other
-            .prepare("SELECT id FROM memories ORDER BY id")
-            .unwrap()
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let ids = ids_where(other, "1");
         for _ in 0..count {
             let id = ids[rng.below(ids.len())];
             match rng.below(8) {
@@ -1738,14 +1738,7 @@ mod tests {
         vary_facets(&path, &mut rng, false);
         let index = LexicalIndex::new();
         let reader = store.reader();
-        let ids: Vec<i64> = reader
-            .conn
-            .prepare("SELECT id FROM memories WHERE merged_into IS NULL")
-            .unwrap()
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let ids = ids_where(reader.conn, "merged_into IS NULL");
         let projects = [Some("p".to_string()), None];
         let query = LexicalQuery {
             projects: &projects,
@@ -1758,14 +1751,7 @@ mod tests {
             (ids.len(), ids.len())
         );
         mutate_elsewhere(&path, &mut rng);
-        let ids: Vec<i64> = reader
-            .conn
-            .prepare("SELECT id FROM memories WHERE merged_into IS NULL")
-            .unwrap()
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let ids = ids_where(reader.conn, "merged_into IS NULL");
         assert_eq!(
             told_in_memory(&index, &reader, &ids, &query),
             (ids.len(), ids.len())
