@@ -168,10 +168,6 @@ impl Kept {
         self.words.get(text).copied().unwrap_or(UNSEEN)
     }
 
-    fn episode(&self) -> Word {
-        self.episode
-    }
-
     /// Keeps the facets of record `key` (not kept yet).
     pub(super) fn add(&mut self, key: u32, text: &FacetText) {
         let facets = Facets {
@@ -206,7 +202,7 @@ impl Kept {
 
     /// Files an episode in its conversation, or takes it out.
     fn file_episode(&mut self, key: u32, facets: &Facets, add: bool) {
-        if facets.kind != self.episode() || facets.kind == UNSEEN {
+        if facets.kind != self.episode {
             return;
         }
         if facets.created >= OTHER_FORM || facets.project == UNKNOWN || facets.scope == UNKNOWN {
@@ -397,7 +393,7 @@ impl Kept {
         if f.kind == UNKNOWN {
             return None;
         }
-        if f.kind != self.episode() {
+        if f.kind != self.episode {
             return Some(None);
         }
         let (low, high) = shifted(f.created, window_secs.max(0))?;
