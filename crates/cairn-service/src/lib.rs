@@ -226,6 +226,12 @@ struct Inner {
     /// Remembers waiting for the writer engine ([`Service::remember`]): whoever gets the
     /// writer next stores all of them in one transaction.
     remembers: Mutex<Vec<Queued>>,
+    /// Set after each call on the writer engine to wake the checkpointer thread
+    /// ([`checkpointer`]), which copies the write-ahead log into the database on a connection
+    /// of its own so that no write waits for a checkpoint.
+    checkpoint: (Mutex<bool>, Condvar),
+    /// Checkpoints the checkpointer ran (what the tests look at).
+    checkpoints: AtomicUsize,
     /// Groups of remembers committed, and the remembers in them (what the tests look at).
     groups: AtomicUsize,
     grouped: AtomicUsize,
@@ -402,10 +408,19 @@ impl Service {
                 yields: AtomicUsize::new(0),
                 lexical: Arc::new(LexicalIndex::new()),
                 remembers: Mutex::new(Vec::new()),
+                checkpoint: (Mutex::new(false), Condvar::new()),
+                checkpoints: AtomicUsize::new(0),
                 groups: AtomicUsize::new(0),
                 grouped: AtomicUsize::new(0),
             }),
         };
+        if !service.inner.options.read_only {
+            let weak = Arc::downgrade(&service.inner);
+            std::thread::Builder::new()
+                .name("cairn-checkpoint".into())
+                .spawn(move || checkpointer(weak))
+                .expect("start the checkpointer thread");
+        }
         if buffer {
             let weak = Arc::downgrade(&service.inner);
             std::thread::Builder::new()
@@ -502,6 +517,7 @@ impl Service {
         lock(signals).stopped = true;
         wake.notify_all();
         self.inner.accesses.1.notify_all();
+        self.inner.checkpoint.1.notify_all();
         if let Err(error) = self.write_accesses() {
             eprintln!(
                 "cairn: recall accesses could not be written yet ({error}); they are tried again"
@@ -597,6 +613,11 @@ impl Service {
         })
     }
 
+    /// How many checkpoints the checkpointer thread ran.
+    pub fn checkpoints_run(&self) -> usize {
+        self.inner.checkpoints.load(Ordering::Relaxed)
+    }
+
     /// How many groups [`Service::remember`] committed and how many remembers they held.
     pub fn remember_groups(&self) -> (usize, usize) {
         (
@@ -626,6 +647,9 @@ impl Service {
             .unwrap_or_default();
         drop(slot);
         drop(in_call);
+        let (wanted, wake) = &self.inner.checkpoint;
+        *lock(wanted) = true;
+        wake.notify_one();
         if !written.is_empty() {
             let (signals, wake) = &self.inner.signals;
             lock(signals).unembedded.extend(written);
@@ -856,6 +880,80 @@ fn access_flusher(inner: Weak<Inner>) {
     }
 }
 
+/// How often the checkpointer looks at the write-ahead log when no call woke it.
+const CHECKPOINT_TICK: Duration = Duration::from_millis(250);
+
+/// Copies the write-ahead log into the database whenever it has grown past
+/// [`cairn_store::WAL_TRUNCATE_BYTES`], on a connection of its own, without waiting for or
+/// holding up any reader or writer ([`cairn_store::Store::checkpoint_passive`]); the engines
+/// leave checkpoints to it ([`cairn_store::Store::leave_checkpoints`]). On the writer engine a
+/// checkpoint (two syncs, 6–40 ms each under the HTTP benchmark's load) held every remember
+/// queued behind it: the slowest tenth of them, and so the p99 of the whole mix (issue 14).
+/// Woken after each call on the writer engine, and every [`CHECKPOINT_TICK`] for writes made
+/// elsewhere (the indexer, other processes). Stops when the service is stopped or gone.
+fn checkpointer(inner: Weak<Inner>) {
+    let mut store: Option<cairn_store::Store> = None;
+    // Whether the last pass left frames behind (readers still on them): look again soon.
+    let mut behind = false;
+    // Whether the last pass failed (said once, not every tick).
+    let mut failing = false;
+    loop {
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        {
+            let (wanted, wake) = &strong.checkpoint;
+            let mut wanted = lock(wanted);
+            if !*wanted {
+                let wait = if behind {
+                    CHECKPOINT_TICK / 25
+                } else {
+                    CHECKPOINT_TICK
+                };
+                wanted = wake
+                    .wait_timeout(wanted, wait)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
+            }
+            *wanted = false;
+        }
+        if lock(&strong.signals.0).stopped {
+            return;
+        }
+        if store.is_none() {
+            match cairn_store::Store::open(&strong.options.db) {
+                Ok(opened) => store = Some(opened),
+                // Not there yet, or locked: the writes checkpoint themselves past their cap.
+                Err(_) => continue,
+            }
+        }
+        let Some(checkpointing) = store.as_ref() else {
+            continue;
+        };
+        behind = false;
+        if checkpointing.wal_bytes() <= cairn_store::WAL_TRUNCATE_BYTES {
+            continue;
+        }
+        strong.checkpoints.fetch_add(1, Ordering::Relaxed);
+        match checkpointing.checkpoint_passive() {
+            Ok(pass) => {
+                behind = pass.copied < pass.frames;
+                failing = false;
+            }
+            Err(error) => {
+                if !failing {
+                    eprintln!(
+                        "cairn: the write-ahead log could not be checkpointed ({error}); writes checkpoint it themselves past {} MB",
+                        cairn_store::WAL_WRITER_CAP_BYTES >> 20
+                    );
+                }
+                failing = true;
+                store = None;
+            }
+        }
+    }
+}
+
 /// Once the model is resident: embeds the records still waiting for a vector, then reads the
 /// vectors into the shared engine so the first hybrid recall is warm; afterwards embeds what
 /// each write on the writer engine stored as soon as it is acknowledged, and every
@@ -927,7 +1025,11 @@ fn background_pass(inner: Weak<Inner>, embedder: Arc<dyn Embedder>, who: &'stati
 /// An engine of the service on a connection of its own, read as the options say (memory map,
 /// page cache): the writer's, the readers' and the indexer's alike.
 fn open_engine(options: &ServiceOptions, context: Context) -> Result<Engine, EngineError> {
-    let engine = Engine::open(&options.db, context)?;
+    let mut engine = Engine::open(&options.db, context)?;
+    // The checkpointer thread copies the log into the database (`checkpointer`).
+    if !options.read_only {
+        engine.store_mut()?.leave_checkpoints()?;
+    }
     engine.store()?.map_memory(options.mmap_bytes)?;
     if let Some(bytes) = options.page_cache_bytes {
         engine.store()?.limit_page_cache(bytes)?;
@@ -1179,6 +1281,50 @@ mod tests {
         assert!(error.to_string().contains("`boom` failed unexpectedly"));
         let stats = service.call(&request("p", "a"), "stats", |engine| engine.stats());
         assert!(stats.is_ok());
+    }
+
+    /// The engines leave the write-ahead log's checkpoints to the checkpointer thread: under
+    /// writes the writer never checkpoints (a checkpoint's syncs held every queued write), and
+    /// the log is still copied and cut back.
+    #[test]
+    fn the_checkpointer_keeps_the_log_bounded_and_no_write_waits_for_it() {
+        let (dir, service) = service();
+        let db = dir.path().join("brain.db");
+        let wal = dir.path().join("brain.db-wal");
+        let wal_bytes = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let mut written = 0;
+        while service.checkpoints_run() == 0 {
+            let body: Vec<String> = (0..400).map(|j| format!("w{written}x{j}")).collect();
+            remember(&service, &body.join(" "));
+            written += 1;
+            assert!(written < 3_000, "no checkpoint after {written} remembers");
+        }
+        assert!(written > 1, "a checkpoint before the log grew");
+        let writer_checkpoints = service
+            .call(&request("alpha", "a"), "check", |engine| {
+                Ok(engine.store()?.checkpoints_run())
+            })
+            .unwrap();
+        assert_eq!(
+            writer_checkpoints, 0,
+            "the writer engine never checkpointed"
+        );
+        // Once the checkpointer copied it all, a write starts the log over and cuts it back.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while wal_bytes() > cairn_store::WAL_TRUNCATE_BYTES {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the log stayed at {} bytes",
+                wal_bytes()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+            remember(&service, &format!("a small note number {written}"));
+            written += 1;
+        }
+        service.stop();
+        drop(service);
+        let check = Engine::open(&db, check_context()).unwrap();
+        assert_eq!(check.stats().unwrap().records, written);
     }
 
     /// The full-text index is built at start on a thread of its own, and recall then answers

@@ -72,6 +72,11 @@ use std::time::Duration;
 /// the whole log (SQLite's WAL recovery), which must stay cheap for hooks.
 pub const WAL_TRUNCATE_BYTES: u64 = 1024 * 1024;
 
+/// A store that leaves checkpoints to a checkpointer ([`Store::leave_checkpoints`]) still
+/// checkpoints and truncates the log itself past this size after a write: the bound when the
+/// checkpointer cannot keep up (or is gone).
+pub const WAL_WRITER_CAP_BYTES: u64 = 16 * WAL_TRUNCATE_BYTES;
+
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 128;
 
@@ -96,6 +101,21 @@ pub struct Store {
     path: PathBuf,
     /// Write transactions committed through this handle (see [`Store::generation`]).
     writes: u64,
+    /// The log size past which a write checkpoints it: [`WAL_TRUNCATE_BYTES`], or
+    /// [`WAL_WRITER_CAP_BYTES`] when a checkpointer does it ([`Store::leave_checkpoints`]).
+    checkpoint_past: u64,
+    /// Checkpoints this handle ran (what the tests look at).
+    checkpoints: std::cell::Cell<u64>,
+}
+
+/// What one [`Store::checkpoint_passive`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointPass {
+    /// Frames in the log when it ran.
+    pub frames: u64,
+    /// Frames of it now copied into the database: all of them when equal (the next write
+    /// starts the log over).
+    pub copied: u64,
 }
 
 /// A write transaction (always `BEGIN IMMEDIATE`).
@@ -125,6 +145,8 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             writes: 0,
+            checkpoint_past: WAL_TRUNCATE_BYTES,
+            checkpoints: std::cell::Cell::new(0),
         };
         store.configure()?;
         store.migrate()?;
@@ -152,6 +174,8 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             writes: 0,
+            checkpoint_past: WAL_TRUNCATE_BYTES,
+            checkpoints: std::cell::Cell::new(0),
         };
         let version = store.schema_version()?;
         if version > SCHEMA_VERSION {
@@ -314,23 +338,62 @@ impl Store {
     }
 
     /// Checkpoints the write-ahead log into the database and truncates it once the file is
-    /// past `WAL_TRUNCATE_BYTES`, without waiting: with readers still on the log, SQLite copies
-    /// what it can and the next write tries again. Connections never checkpoint on close
-    /// (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`), so this is what keeps the log bounded.
+    /// past `checkpoint_past` ([`WAL_TRUNCATE_BYTES`] unless a checkpointer does it), without
+    /// waiting: with readers still on the log, SQLite copies what it can and the next write
+    /// tries again. Connections never checkpoint on close (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`),
+    /// so this is what keeps the log bounded.
     fn checkpoint_if_large(&self) {
-        let mut wal = self.path.clone().into_os_string();
-        wal.push("-wal");
-        let large = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_TRUNCATE_BYTES);
-        if !large {
+        if self.wal_bytes() <= self.checkpoint_past {
             return;
         }
         if self.conn.busy_timeout(Duration::ZERO).is_ok() {
+            self.checkpoints.set(self.checkpoints.get() + 1);
             // Busy (readers on the log) or not, the brain is consistent; nothing to report.
             let _ = self
                 .conn
                 .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
             let _ = self.conn.busy_timeout(busy_timeout());
         }
+    }
+
+    /// Leaves the log's checkpoints to another connection that calls
+    /// [`Store::checkpoint_passive`] (a long-lived service's checkpointer thread): this
+    /// handle's writes no longer checkpoint at [`WAL_TRUNCATE_BYTES`] (only past
+    /// [`WAL_WRITER_CAP_BYTES`]), nor does SQLite's automatic checkpoint run on its commits,
+    /// and when the log starts over after a full checkpoint its first commit truncates the
+    /// file to [`WAL_TRUNCATE_BYTES`]. A checkpoint copies pages into the database and syncs
+    /// both files: on the writer it held every write queued behind it for milliseconds to tens
+    /// of milliseconds (issue 14, the slowest remembers under load).
+    pub fn leave_checkpoints(&mut self) -> Result<()> {
+        self.conn
+            .execute_batch(&format!(
+                "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {WAL_TRUNCATE_BYTES};"
+            ))
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+        self.checkpoint_past = WAL_WRITER_CAP_BYTES;
+        Ok(())
+    }
+
+    /// Copies what it can of the write-ahead log into the database without waiting for or
+    /// holding up any reader or writer (`PRAGMA wal_checkpoint(PASSIVE)`). A writer goes on
+    /// appending meanwhile; once every frame is copied, the next write starts the log over.
+    pub fn checkpoint_passive(&self) -> Result<CheckpointPass> {
+        self.checkpoints.set(self.checkpoints.get() + 1);
+        let (frames, copied): (i64, i64) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                Ok((row.get(1)?, row.get(2)?))
+            })
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+        Ok(CheckpointPass {
+            frames: u64::try_from(frames).unwrap_or(0),
+            copied: u64::try_from(copied).unwrap_or(0),
+        })
+    }
+
+    /// Checkpoints this handle ran, on its writes or asked ([`Store::checkpoint_passive`]).
+    pub fn checkpoints_run(&self) -> u64 {
+        self.checkpoints.get()
     }
 
     /// Changes whenever the brain may have changed: a commit through this handle or by any
@@ -886,6 +949,57 @@ mod tests {
             let value = store.reader().meta(&format!("k{round}")).unwrap();
             assert_eq!(value.map(|v| v.len()), Some(30_000), "round {round}");
         }
+    }
+
+    /// A store that leaves checkpoints to another connection never checkpoints on its writes
+    /// below its cap; the other connection's passive checkpoint copies the log, the next write
+    /// starts it over (truncated), nothing is lost; past the cap the writer checkpoints itself.
+    #[test]
+    fn a_writer_leaves_checkpoints_to_a_checkpointer_up_to_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("brain.db");
+        let mut writer = Store::open(&path).unwrap();
+        writer.leave_checkpoints().unwrap();
+        let checkpointer = Store::open(&path).unwrap();
+        let mut round = 0;
+        while writer.wal_bytes() <= 2 * WAL_TRUNCATE_BYTES {
+            writer
+                .write(|tx| tx.set_meta(&format!("k{round}"), &"x".repeat(30_000)))
+                .unwrap();
+            round += 1;
+        }
+        assert_eq!(writer.checkpoints_run(), 0, "the writer left them");
+        let pass = checkpointer.checkpoint_passive().unwrap();
+        assert!(pass.frames > 0 && pass.copied == pass.frames, "{pass:?}");
+        writer.write(|tx| tx.set_meta("after", "y")).unwrap();
+        assert!(
+            writer.wal_bytes() <= WAL_TRUNCATE_BYTES,
+            "the log started over and was cut back: {} bytes",
+            writer.wal_bytes()
+        );
+        // No checkpointer: the writer's own cap bounds the log.
+        let mut largest = 0;
+        for more in 0..80 {
+            writer
+                .write(|tx| tx.set_meta(&format!("big{more}"), &"z".repeat(300_000)))
+                .unwrap();
+            largest = largest.max(writer.wal_bytes());
+        }
+        assert!(writer.checkpoints_run() > 0, "past its cap it checkpoints");
+        assert!(
+            largest <= WAL_WRITER_CAP_BYTES + 512 * 1024,
+            "the log reached {largest} bytes"
+        );
+        let fresh = Store::open(&path).unwrap();
+        for k in 0..round {
+            let value = fresh.reader().meta(&format!("k{k}")).unwrap();
+            assert_eq!(value.map(|v| v.len()), Some(30_000), "round {k}");
+        }
+        assert_eq!(fresh.reader().meta("after").unwrap().as_deref(), Some("y"));
+        assert_eq!(
+            fresh.reader().meta("big79").unwrap().map(|v| v.len()),
+            Some(300_000)
+        );
     }
 
     /// A memory-mapped connection reads what another connection writes after the map was made
