@@ -922,7 +922,13 @@ fn checkpointer(inner: Weak<Inner>) {
         }
         if store.is_none() {
             match cairn_store::Store::open(&strong.options.db) {
-                Ok(opened) => store = Some(opened),
+                Ok(opened) => {
+                    // Its cache serves no reads; the engines' limit holds for it too.
+                    if let Some(bytes) = strong.options.page_cache_bytes {
+                        let _ = opened.limit_page_cache(bytes);
+                    }
+                    store = Some(opened);
+                }
                 // Not there yet, or locked: the writes checkpoint themselves past their cap.
                 Err(_) => continue,
             }
