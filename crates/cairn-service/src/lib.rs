@@ -920,6 +920,12 @@ fn checkpointer(inner: Weak<Inner>) {
         if lock(&strong.signals.0).stopped {
             return;
         }
+        behind = false;
+        // Asked of the file before any connection is opened: a brain that does not exist yet
+        // is not created here.
+        if wal_bytes(&strong.options.db) <= cairn_store::WAL_TRUNCATE_BYTES {
+            continue;
+        }
         if store.is_none() {
             match cairn_store::Store::open(&strong.options.db) {
                 Ok(opened) => {
@@ -936,10 +942,6 @@ fn checkpointer(inner: Weak<Inner>) {
         let Some(checkpointing) = store.as_ref() else {
             continue;
         };
-        behind = false;
-        if checkpointing.wal_bytes() <= cairn_store::WAL_TRUNCATE_BYTES {
-            continue;
-        }
         strong.checkpoints.fetch_add(1, Ordering::Relaxed);
         match checkpointing.checkpoint_passive() {
             Ok(pass) => {
@@ -958,6 +960,14 @@ fn checkpointer(inner: Weak<Inner>) {
             }
         }
     }
+}
+
+/// The size of the write-ahead log of the brain at `db` (0 when there is none); metadata
+/// only, as [`cairn_store::Store::wal_bytes`].
+fn wal_bytes(db: &std::path::Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).map_or(0, |m| m.len())
 }
 
 /// Once the model is resident: embeds the records still waiting for a vector, then reads the
@@ -1331,6 +1341,19 @@ mod tests {
         drop(service);
         let check = Engine::open(&db, check_context()).unwrap();
         assert_eq!(check.stats().unwrap().records, written);
+    }
+
+    /// The checkpointer looks at the log's file, never opening the brain to do so: a service
+    /// over a brain that does not exist yet creates nothing until a call opens it.
+    #[test]
+    fn the_checkpointer_creates_no_brain() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("later").join("brain.db");
+        let service = Service::new(ServiceOptions::new(db.clone()));
+        std::thread::sleep(CHECKPOINT_TICK * 3);
+        assert!(!db.exists() && !dir.path().join("later").exists());
+        assert_eq!(service.checkpoints_run(), 0);
+        service.stop();
     }
 
     /// The full-text index is built at start on a thread of its own, and recall then answers
