@@ -923,7 +923,7 @@ fn checkpointer(inner: Weak<Inner>) {
         behind = false;
         // Asked of the file before any connection is opened: a brain that does not exist yet
         // is not created here.
-        if wal_bytes(&strong.options.db) <= cairn_store::WAL_TRUNCATE_BYTES {
+        if cairn_store::wal_bytes_of(&strong.options.db) <= cairn_store::WAL_TRUNCATE_BYTES {
             continue;
         }
         if store.is_none() {
@@ -960,14 +960,6 @@ fn checkpointer(inner: Weak<Inner>) {
             }
         }
     }
-}
-
-/// The size of the write-ahead log of the brain at `db` (0 when there is none); metadata
-/// only, as [`cairn_store::Store::wal_bytes`].
-fn wal_bytes(db: &std::path::Path) -> u64 {
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
-    std::fs::metadata(wal).map_or(0, |m| m.len())
 }
 
 /// Once the model is resident: embeds the records still waiting for a vector, then reads the

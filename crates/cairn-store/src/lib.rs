@@ -77,6 +77,15 @@ pub const WAL_TRUNCATE_BYTES: u64 = 1024 * 1024;
 /// checkpointer cannot keep up (or is gone).
 pub const WAL_WRITER_CAP_BYTES: u64 = 16 * WAL_TRUNCATE_BYTES;
 
+/// The size of the write-ahead log of the brain at `db` in bytes (0 when there is none);
+/// metadata only, the file is never opened (opening it would break SQLite's locks), and no
+/// connection is needed.
+pub fn wal_bytes_of(db: &Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).map_or(0, |m| m.len())
+}
+
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 128;
 

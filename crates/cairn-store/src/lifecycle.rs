@@ -669,9 +669,7 @@ impl Store {
     /// The `-wal` file's size in bytes (0 when there is none); metadata only, the file is
     /// never opened (opening it would break SQLite's locks).
     pub fn wal_bytes(&self) -> u64 {
-        let mut wal = self.path.clone().into_os_string();
-        wal.push("-wal");
-        std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+        crate::wal_bytes_of(&self.path)
     }
 
     /// Reads what can be read from the (damaged) brain at `damaged` into a new brain at
